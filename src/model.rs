@@ -1,0 +1,738 @@
+//! In-memory timeline model: lanes of events stored as columns sorted by start,
+//! names interned once. Knows nothing about SQLite or the terminal.
+
+use std::collections::HashMap;
+
+/// Nanoseconds on the session timeline (may be negative for pre-capture events).
+pub type Ns = i64;
+/// Index into [`Strings`].
+pub type StrId = u32;
+
+/// Interned strings: each distinct name is stored once.
+#[derive(Debug, Default, Clone)]
+pub struct Strings {
+    values: Vec<Box<str>>,
+    lookup: HashMap<Box<str>, StrId>,
+}
+
+impl Strings {
+    /// Create a table whose id 0 is the empty string.
+    pub fn new() -> Self {
+        let mut s = Self::default();
+        s.intern("");
+        s
+    }
+
+    /// Return the id of `s`, adding it if it is new.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        if let Some(&id) = self.lookup.get(s) {
+            return id;
+        }
+        let id = StrId::try_from(self.values.len()).expect("fewer than 4G strings");
+        self.values.push(s.into());
+        self.lookup.insert(s.into(), id);
+        id
+    }
+
+    /// Return the string for `id` (empty for an unknown id).
+    pub fn get(&self, id: StrId) -> &str {
+        self.values.get(id as usize).map_or("", |s| s)
+    }
+
+    /// Look a string up without adding it.
+    pub fn find(&self, s: &str) -> Option<StrId> {
+        self.lookup.get(s).copied()
+    }
+
+    /// Number of distinct strings.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when only the empty string is present.
+    pub fn is_empty(&self) -> bool {
+        self.values.len() <= 1
+    }
+
+    /// Iterate `(id, string)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (StrId, &str)> {
+        self.values.iter().enumerate().map(|(i, s)| (i as StrId, &**s))
+    }
+
+    /// Approximate heap bytes used.
+    pub fn heap_bytes(&self) -> usize {
+        self.values.iter().map(|s| 2 * s.len() + 48).sum::<usize>()
+    }
+}
+
+/// Columns of one lane's events, sorted by start.
+///
+/// `corr`, `aux` and `flags` are empty for lanes that do not use them; the
+/// accessors then return 0.
+#[derive(Debug, Default, Clone)]
+pub struct Events {
+    /// Start times.
+    pub start: Vec<Ns>,
+    /// End times (`>= start`).
+    pub end: Vec<Ns>,
+    /// Display name.
+    pub name: Vec<StrId>,
+    /// CUDA correlation id (GPU operations and CUDA API calls).
+    pub corr: Vec<u32>,
+    /// Bytes for memory operations; demangled name id for kernels.
+    pub aux: Vec<u64>,
+    /// Kind bits: see [`MemFlags`], [`ApiKind`], NVTX domain id.
+    pub flags: Vec<u32>,
+}
+
+impl Events {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// True when there are no events.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// Duration of event `i`.
+    pub fn dur(&self, i: usize) -> Ns {
+        self.end[i] - self.start[i]
+    }
+
+    /// Correlation id of event `i` (0 when unknown).
+    pub fn corr(&self, i: usize) -> u32 {
+        self.corr.get(i).copied().unwrap_or(0)
+    }
+
+    /// Aux value of event `i` (0 when unused).
+    pub fn aux(&self, i: usize) -> u64 {
+        self.aux.get(i).copied().unwrap_or(0)
+    }
+
+    /// Flags of event `i` (0 when unused).
+    pub fn flags(&self, i: usize) -> u32 {
+        self.flags.get(i).copied().unwrap_or(0)
+    }
+
+    /// Append one event; optional columns are kept only when `Some`.
+    pub fn push(&mut self, start: Ns, end: Ns, name: StrId, corr: Option<u32>, aux: Option<u64>, flags: Option<u32>) {
+        self.start.push(start);
+        self.end.push(end.max(start));
+        self.name.push(name);
+        if let Some(c) = corr {
+            self.corr.push(c);
+        }
+        if let Some(a) = aux {
+            self.aux.push(a);
+        }
+        if let Some(f) = flags {
+            self.flags.push(f);
+        }
+    }
+
+    /// Move all events of `other` to the end of `self` (both must use the same columns).
+    pub fn append_from(&mut self, mut other: Events) {
+        self.start.append(&mut other.start);
+        self.end.append(&mut other.end);
+        self.name.append(&mut other.name);
+        self.corr.append(&mut other.corr);
+        self.aux.append(&mut other.aux);
+        self.flags.append(&mut other.flags);
+    }
+
+    /// Sort every column by (start, end) and release spare capacity.
+    pub fn sort_by_start(&mut self) {
+        let n = self.len();
+        let sorted = (1..n).all(|i| (self.start[i - 1], self.end[i - 1]) <= (self.start[i], self.end[i]));
+        if !sorted {
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_unstable_by_key(|&i| (self.start[i as usize], self.end[i as usize]));
+            permute(&mut self.start, &order);
+            permute(&mut self.end, &order);
+            permute(&mut self.name, &order);
+            permute(&mut self.corr, &order);
+            permute(&mut self.aux, &order);
+            permute(&mut self.flags, &order);
+        }
+        self.start.shrink_to_fit();
+        self.end.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.corr.shrink_to_fit();
+        self.aux.shrink_to_fit();
+        self.flags.shrink_to_fit();
+    }
+
+    /// Index of the first event that ends after `t` in a lane whose ends are
+    /// non-decreasing; a lower bound otherwise.
+    pub fn first_ending_after(&self, t: Ns) -> usize {
+        self.end.partition_point(|&e| e <= t)
+    }
+
+    /// Index one past the last event that starts before `t`.
+    pub fn end_of_starting_before(&self, t: Ns) -> usize {
+        self.start.partition_point(|&s| s < t)
+    }
+
+    /// Heap bytes used by the columns.
+    pub fn heap_bytes(&self) -> usize {
+        self.start.capacity() * 8
+            + self.end.capacity() * 8
+            + self.name.capacity() * 4
+            + self.corr.capacity() * 4
+            + self.aux.capacity() * 8
+            + self.flags.capacity() * 4
+    }
+}
+
+fn permute<T: Copy>(v: &mut Vec<T>, order: &[u32]) {
+    if v.len() == order.len() {
+        *v = order.iter().map(|&i| v[i as usize]).collect();
+    }
+}
+
+/// Direction of a memory operation as users read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum MemClass {
+    /// Host to device.
+    H2D,
+    /// Device to host.
+    D2H,
+    /// Device to device (same GPU).
+    D2D,
+    /// Peer to peer (between GPUs).
+    P2P,
+    /// Memset.
+    Memset,
+    /// Anything else (host-to-host, arrays, unified memory).
+    Other,
+}
+
+impl MemClass {
+    /// Short label used in lanes, tables and JSON.
+    pub fn label(self) -> &'static str {
+        match self {
+            MemClass::H2D => "H2D",
+            MemClass::D2H => "D2H",
+            MemClass::D2D => "D2D",
+            MemClass::P2P => "P2P",
+            MemClass::Memset => "memset",
+            MemClass::Other => "other",
+        }
+    }
+
+    /// Classify an nsys `copyKind` (ENUM_CUDA_MEMCPY_OPER).
+    pub fn from_copy_kind(kind: u8) -> Self {
+        match kind {
+            1 | 3 | 11 => MemClass::H2D,
+            2 | 4 | 12 => MemClass::D2H,
+            5..=8 | 13 => MemClass::D2D,
+            10 => MemClass::P2P,
+            _ => MemClass::Other,
+        }
+    }
+}
+
+/// Memory kinds in nsys numbering (ENUM_CUDA_MEM_KIND), not CUPTI's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemKind {
+    /// Pageable host memory.
+    Pageable,
+    /// Pinned (page-locked) host memory.
+    Pinned,
+    /// Device memory.
+    Device,
+    /// CUDA array.
+    Array,
+    /// Managed (unified) memory.
+    Managed,
+    /// Static device memory.
+    DeviceStatic,
+    /// Static managed memory.
+    ManagedStatic,
+    /// Unknown or not recorded.
+    Unknown,
+}
+
+impl MemKind {
+    /// Decode the nsys enum value.
+    pub fn from_raw(v: u8) -> Self {
+        match v {
+            0 => MemKind::Pageable,
+            1 => MemKind::Pinned,
+            2 => MemKind::Device,
+            3 => MemKind::Array,
+            4 => MemKind::Managed,
+            5 => MemKind::DeviceStatic,
+            6 => MemKind::ManagedStatic,
+            _ => MemKind::Unknown,
+        }
+    }
+
+    /// Lower-case label used in tables and JSON.
+    pub fn label(self) -> &'static str {
+        match self {
+            MemKind::Pageable => "pageable",
+            MemKind::Pinned => "pinned",
+            MemKind::Device => "device",
+            MemKind::Array => "array",
+            MemKind::Managed => "managed",
+            MemKind::DeviceStatic => "device-static",
+            MemKind::ManagedStatic => "managed-static",
+            MemKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// Packing of memcpy/memset kinds into [`Events::flags`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemFlags {
+    /// nsys copyKind (0 for memsets).
+    pub copy_kind: u8,
+    /// Source memory kind (memset: the memory kind set).
+    pub src: MemKind,
+    /// Destination memory kind (memset: same as `src`).
+    pub dst: MemKind,
+}
+
+impl MemFlags {
+    /// Pack into a flags word.
+    pub fn pack(copy_kind: u8, src: u8, dst: u8) -> u32 {
+        u32::from(copy_kind) | (u32::from(src) << 8) | (u32::from(dst) << 16)
+    }
+
+    /// Unpack a flags word.
+    pub fn unpack(f: u32) -> Self {
+        Self {
+            copy_kind: (f & 0xff) as u8,
+            src: MemKind::from_raw(((f >> 8) & 0xff) as u8),
+            dst: MemKind::from_raw(((f >> 16) & 0xff) as u8),
+        }
+    }
+
+    /// The host-side memory kind of a copy (pageable/pinned/managed), else the device side.
+    pub fn host_kind(self) -> MemKind {
+        match MemClass::from_copy_kind(self.copy_kind) {
+            MemClass::H2D => self.src,
+            MemClass::D2H => self.dst,
+            _ => self.src,
+        }
+    }
+
+    /// True when either side is pageable host memory.
+    pub fn is_pageable(self) -> bool {
+        self.src == MemKind::Pageable || self.dst == MemKind::Pageable
+    }
+}
+
+/// What a CUDA API call does, decided once per distinct name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ApiKind {
+    /// Anything else.
+    Other = 0,
+    /// Kernel or graph launch.
+    Launch = 1,
+    /// Synchronous memcpy (`cudaMemcpy`, `cuMemcpyHtoD`, ...).
+    MemcpySync = 2,
+    /// Asynchronous memcpy API (`cudaMemcpyAsync`, ...).
+    MemcpyAsync = 3,
+    /// Memset API.
+    Memset = 4,
+    /// Explicit synchronization (device, stream, event, context).
+    Sync = 5,
+}
+
+impl ApiKind {
+    /// Flag bit set on driver-API calls.
+    pub const DRIVER_BIT: u32 = 1 << 8;
+
+    /// Classify a (suffix-stripped) CUDA API name.
+    pub fn classify(name: &str) -> Self {
+        let n = name.to_ascii_lowercase();
+        if n.contains("synchronize") || n == "cuctxsynchronize" || n == "cudathreadsynchronize" {
+            ApiKind::Sync
+        } else if n.contains("memcpy") {
+            if n.contains("async") { ApiKind::MemcpyAsync } else { ApiKind::MemcpySync }
+        } else if n.contains("memset") {
+            ApiKind::Memset
+        } else if n.contains("launch") || n.starts_with("cugraphlaunch") {
+            ApiKind::Launch
+        } else {
+            ApiKind::Other
+        }
+    }
+
+    /// Decode from [`Events::flags`].
+    pub fn from_flags(f: u32) -> Self {
+        match f & 0xff {
+            1 => ApiKind::Launch,
+            2 => ApiKind::MemcpySync,
+            3 => ApiKind::MemcpyAsync,
+            4 => ApiKind::Memset,
+            5 => ApiKind::Sync,
+            _ => ApiKind::Other,
+        }
+    }
+}
+
+/// What a lane holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LaneKind {
+    /// Kernels of one stream.
+    Kernels {
+        /// GPU device id.
+        device: u32,
+        /// CUDA stream id.
+        stream: u32,
+    },
+    /// Memory operations of one class on one stream.
+    Memory {
+        /// GPU device id.
+        device: u32,
+        /// CUDA stream id.
+        stream: u32,
+        /// Direction.
+        class: MemClass,
+    },
+    /// Whole CUDA-graph executions (when per-node kernels were not traced).
+    Graphs {
+        /// GPU device id.
+        device: u32,
+        /// CUDA stream id.
+        stream: u32,
+    },
+    /// NVTX push/pop ranges of one thread at one nesting depth.
+    Nvtx {
+        /// Thread id.
+        tid: u32,
+        /// Nesting depth (0 = outermost).
+        depth: u16,
+    },
+    /// NVTX start/end ranges of one thread, packed into non-overlapping rows.
+    NvtxStartEnd {
+        /// Thread id.
+        tid: u32,
+        /// Row index.
+        row: u16,
+    },
+    /// NVTX marks (instants) of one thread.
+    NvtxMarks {
+        /// Thread id.
+        tid: u32,
+    },
+    /// CUDA runtime and driver API calls of one thread.
+    CudaApi {
+        /// Thread id.
+        tid: u32,
+    },
+    /// OS runtime calls of one thread.
+    Osrt {
+        /// Thread id.
+        tid: u32,
+    },
+}
+
+impl LaneKind {
+    /// True for lanes that run on a GPU.
+    pub fn is_gpu(self) -> bool {
+        matches!(self, LaneKind::Kernels { .. } | LaneKind::Memory { .. } | LaneKind::Graphs { .. })
+    }
+
+    /// GPU device of a GPU lane.
+    pub fn device(self) -> Option<u32> {
+        match self {
+            LaneKind::Kernels { device, .. } | LaneKind::Memory { device, .. } | LaneKind::Graphs { device, .. } => {
+                Some(device)
+            }
+            _ => None,
+        }
+    }
+
+    /// Thread of a CPU lane.
+    pub fn tid(self) -> Option<u32> {
+        match self {
+            LaneKind::Nvtx { tid, .. }
+            | LaneKind::NvtxStartEnd { tid, .. }
+            | LaneKind::NvtxMarks { tid }
+            | LaneKind::CudaApi { tid }
+            | LaneKind::Osrt { tid } => Some(tid),
+            _ => None,
+        }
+    }
+}
+
+/// One row of the timeline.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    /// What the lane holds.
+    pub kind: LaneKind,
+    /// Process the events belong to.
+    pub pid: u32,
+    /// The events, sorted by start.
+    pub ev: Events,
+    /// True when no two events overlap (ends are then sorted too).
+    pub disjoint: bool,
+}
+
+impl Lane {
+    /// Build a lane, sorting its events.
+    pub fn new(kind: LaneKind, pid: u32, mut ev: Events) -> Self {
+        ev.sort_by_start();
+        let disjoint = (1..ev.len()).all(|i| ev.end[i - 1] <= ev.start[i]);
+        Self { kind, pid, ev, disjoint }
+    }
+
+    /// Short title, e.g. `stream 7`, `H2D s7`, `NVTX 1`, `CUDA API`.
+    pub fn title(&self) -> String {
+        match self.kind {
+            LaneKind::Kernels { stream, .. } => format!("kernels s{stream}"),
+            LaneKind::Memory { stream, class, .. } => format!("{} s{stream}", class.label()),
+            LaneKind::Graphs { stream, .. } => format!("graphs s{stream}"),
+            LaneKind::Nvtx { depth, .. } => format!("NVTX {depth}"),
+            LaneKind::NvtxStartEnd { row, .. } => format!("NVTX s/e {row}"),
+            LaneKind::NvtxMarks { .. } => "NVTX marks".to_string(),
+            LaneKind::CudaApi { .. } => "CUDA API".to_string(),
+            LaneKind::Osrt { .. } => "OS runtime".to_string(),
+        }
+    }
+}
+
+/// A GPU as described by the trace.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Gpu {
+    /// Device id used by GPU events.
+    pub device: u32,
+    /// Marketing name, e.g. `NVIDIA H200`.
+    pub name: String,
+    /// Number of SMs (0 when unknown).
+    pub sm_count: u32,
+    /// Device memory in bytes (0 when unknown).
+    pub memory_bytes: u64,
+}
+
+/// A process seen in the trace.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Process {
+    /// Operating-system process id.
+    pub pid: u32,
+    /// Process name (may be empty).
+    pub name: String,
+}
+
+/// A thread seen in the trace.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Thread {
+    /// Owning process id.
+    pub pid: u32,
+    /// Operating-system thread id.
+    pub tid: u32,
+    /// Thread name (may be empty).
+    pub name: String,
+}
+
+/// Facts about the export itself.
+#[derive(Debug, Clone, Default)]
+pub struct Meta {
+    /// Path the trace was read from (or a label for the embedded demo).
+    pub path: String,
+    /// nsys product version, e.g. `2025.3.1.90`.
+    pub nsys_version: String,
+    /// Export schema version, e.g. `3.20.3`.
+    pub schema_version: String,
+    /// Earliest event start.
+    pub start_ns: Ns,
+    /// Latest event end.
+    pub end_ns: Ns,
+    /// Wall-clock start of the session (UTC epoch ns), 0 when unknown.
+    pub utc_epoch_ns: i64,
+    /// Tables read, with rows and load time.
+    pub tables: Vec<TableStat>,
+    /// Size of the trace file in bytes (0 for the embedded demo).
+    pub file_bytes: u64,
+}
+
+/// How one table was loaded.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TableStat {
+    /// SQLite table name.
+    pub name: String,
+    /// Rows read.
+    pub rows: usize,
+    /// Wall time spent reading, in milliseconds.
+    pub ms: f64,
+}
+
+/// CUDA synchronization records (host waits), one process.
+#[derive(Debug, Clone, Default)]
+pub struct SyncRecords {
+    /// Process id.
+    pub pid: u32,
+    /// Events: name = sync type label, corr = API correlation id, aux = device << 32 | stream.
+    pub ev: Events,
+}
+
+/// A whole trace: metadata, names, lanes.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Export facts.
+    pub meta: Meta,
+    /// Interned names.
+    pub strings: Strings,
+    /// GPUs, by device id.
+    pub gpus: Vec<Gpu>,
+    /// Processes that own events, by pid.
+    pub processes: Vec<Process>,
+    /// Threads that own events, by (pid, tid).
+    pub threads: Vec<Thread>,
+    /// Lanes in display order: GPUs first, then processes and their threads.
+    pub lanes: Vec<Lane>,
+    /// CUDA synchronization records per process.
+    pub syncs: Vec<SyncRecords>,
+}
+
+impl Trace {
+    /// Duration covered by events.
+    pub fn duration(&self) -> Ns {
+        (self.meta.end_ns - self.meta.start_ns).max(0)
+    }
+
+    /// Total number of events in all lanes.
+    pub fn event_count(&self) -> usize {
+        self.lanes.iter().map(|l| l.ev.len()).sum()
+    }
+
+    /// Device ids that have GPU lanes, sorted.
+    pub fn devices(&self) -> Vec<u32> {
+        let mut d: Vec<u32> = self.lanes.iter().filter_map(|l| l.kind.device()).collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+
+    /// Name of a thread (empty when unknown).
+    pub fn thread_name(&self, pid: u32, tid: u32) -> &str {
+        self.threads.iter().find(|t| t.pid == pid && t.tid == tid).map_or("", |t| &t.name)
+    }
+
+    /// Name of a process (empty when unknown).
+    pub fn process_name(&self, pid: u32) -> &str {
+        self.processes.iter().find(|p| p.pid == pid).map_or("", |p| &p.name)
+    }
+
+    /// Display name of a GPU, e.g. `GPU 0 NVIDIA H200`.
+    pub fn gpu_label(&self, device: u32) -> String {
+        match self.gpus.iter().find(|g| g.device == device) {
+            Some(g) if !g.name.is_empty() => format!("GPU {device} {}", g.name),
+            _ => format!("GPU {device}"),
+        }
+    }
+
+    /// Find the GPU operation launched by API call `corr` of process `pid`.
+    pub fn gpu_op_for(&self, pid: u32, corr: u32) -> Option<EventRef> {
+        self.find_corr(pid, corr, LaneKind::is_gpu)
+    }
+
+    /// Find the CUDA API call with correlation id `corr` in process `pid`.
+    pub fn api_call_for(&self, pid: u32, corr: u32) -> Option<EventRef> {
+        self.find_corr(pid, corr, |k| matches!(k, LaneKind::CudaApi { .. }))
+    }
+
+    // A linear scan of the correlation columns: it runs on a key press, and keeps the
+    // model free of a per-event index (memory budget of the performance issue).
+    fn find_corr(&self, pid: u32, corr: u32, want: impl Fn(LaneKind) -> bool) -> Option<EventRef> {
+        if corr == 0 {
+            return None;
+        }
+        self.lanes.iter().enumerate().filter(|(_, l)| l.pid == pid && want(l.kind)).find_map(|(li, l)| {
+            l.ev.corr.iter().position(|&c| c == corr).map(|i| EventRef { lane: li as u32, idx: i as u32 })
+        })
+    }
+
+    /// Approximate heap bytes used by the model.
+    pub fn heap_bytes(&self) -> usize {
+        self.lanes.iter().map(|l| l.ev.heap_bytes()).sum::<usize>()
+            + self.syncs.iter().map(|s| s.ev.heap_bytes()).sum::<usize>()
+            + self.strings.heap_bytes()
+    }
+}
+
+/// A reference to one event: lane index and row within the lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventRef {
+    /// Index into [`Trace::lanes`].
+    pub lane: u32,
+    /// Row within the lane.
+    pub idx: u32,
+}
+
+/// Decode an nsys globalTid/globalPid into (pid, tid).
+pub fn decode_global_tid(g: i64) -> (u32, u32) {
+    let g = g.cast_unsigned();
+    (((g >> 24) & 0xFF_FFFF) as u32, (g & 0xFF_FFFF) as u32)
+}
+
+/// Strip the `_vNNNN` version suffix nsys keeps on API names (`cudaLaunchKernel_v7000`).
+pub fn strip_api_version(name: &str) -> &str {
+    if let Some(pos) = name.rfind("_v") {
+        let tail = &name[pos + 2..];
+        if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
+            return &name[..pos];
+        }
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_tid_layout_matches_nsys_docs() {
+        // Values from the nsys documentation examples (see reference notes §2.1).
+        assert_eq!(decode_global_tid(72_057_700_439_031_808).0, 6342);
+        assert_eq!(decode_global_tid(281_560_221_750_233), (5081, 5081));
+        assert_eq!(decode_global_tid(-1), (0xFF_FFFF, 0xFF_FFFF));
+    }
+
+    #[test]
+    fn api_version_suffix_is_stripped() {
+        assert_eq!(strip_api_version("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+        assert_eq!(strip_api_version("cuLaunchKernel"), "cuLaunchKernel");
+        assert_eq!(strip_api_version("cuMemAlloc_v2"), "cuMemAlloc");
+        assert_eq!(strip_api_version("foo_vx"), "foo_vx");
+    }
+
+    #[test]
+    fn api_kinds() {
+        assert_eq!(ApiKind::classify("cudaMemcpyAsync"), ApiKind::MemcpyAsync);
+        assert_eq!(ApiKind::classify("cudaMemcpy"), ApiKind::MemcpySync);
+        assert_eq!(ApiKind::classify("cudaStreamSynchronize"), ApiKind::Sync);
+        assert_eq!(ApiKind::classify("cudaLaunchKernel"), ApiKind::Launch);
+        assert_eq!(ApiKind::classify("cudaMalloc"), ApiKind::Other);
+    }
+
+    #[test]
+    fn events_sort_keeps_columns_together() {
+        let mut e = Events::default();
+        e.push(30, 40, 3, Some(3), None, None);
+        e.push(10, 20, 1, Some(1), None, None);
+        e.push(20, 25, 2, Some(2), None, None);
+        e.sort_by_start();
+        assert_eq!(e.start, vec![10, 20, 30]);
+        assert_eq!(e.name, vec![1, 2, 3]);
+        assert_eq!(e.corr, vec![1, 2, 3]);
+        assert!(e.aux.is_empty());
+        assert_eq!(e.aux(1), 0);
+    }
+
+    #[test]
+    fn interning_is_stable() {
+        let mut s = Strings::new();
+        let a = s.intern("forward");
+        assert_eq!(s.intern("forward"), a);
+        assert_eq!(s.get(a), "forward");
+        assert_eq!(s.get(0), "");
+    }
+}

@@ -1,0 +1,153 @@
+//! Reader: nsys SQLite exports (2022.2 and later) into the in-memory [`Trace`].
+//!
+//! Every table and column is optional: the schema is probed first and only what
+//! exists is selected. Tables are read on two threads, names are resolved once.
+
+mod nvtx;
+mod open;
+mod schema;
+mod tables;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::model::{Lane, LaneKind, Meta, Trace};
+pub use open::check_file;
+use schema::Schema;
+use tables::{Names, Partial};
+
+/// Load progress shared with a UI thread: rows read so far and rows expected.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Rows read so far, over all tables.
+    pub rows_done: AtomicU64,
+    /// Rows expected (known after the schema probe; 0 before).
+    pub rows_total: AtomicU64,
+}
+
+impl Progress {
+    /// Fraction done in `[0, 1]`.
+    pub fn fraction(&self) -> f64 {
+        let total = self.rows_total.load(Ordering::Relaxed);
+        if total == 0 { 0.0 } else { (self.rows_done.load(Ordering::Relaxed) as f64 / total as f64).min(1.0) }
+    }
+}
+
+/// Load the export at `path`. Errors name what is wrong with the file, not the path
+/// (callers prefix the path).
+pub fn load(path: &Path) -> Result<Trace> {
+    load_with_progress(path, &Progress::default())
+}
+
+/// Load the export at `path`, updating `progress` as rows are read.
+pub fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
+    let file_bytes = open::check_file(path)?;
+    let conn = open::connect(path)?;
+    let schema = Schema::probe(&conn)?;
+    if !schema.is_nsys_export() {
+        bail!("SQLite database, but not an nsys export (no StringIds, CUPTI, NVTX or OS runtime tables)");
+    }
+    progress.rows_total.store(schema.event_rows_estimate(&conn), Ordering::Relaxed);
+    let mut meta = tables::read_meta(&conn, &schema)?;
+    meta.path = path.display().to_string();
+    meta.file_bytes = file_bytes;
+    let names = tables::read_string_ids(&conn, &schema).context("reading StringIds")?;
+
+    // The CUDA API table is usually the largest: give it its own connection and core.
+    let (api, rest) = std::thread::scope(|s| {
+        let api = s.spawn(|| -> Result<Partial> {
+            let c = open::connect(path)?;
+            tables::read_runtime(&c, &schema, progress)
+        });
+        let rest = tables::read_all_but_runtime(&conn, &schema, progress);
+        (api.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked"))), rest)
+    });
+    let mut parts = rest?;
+    parts.push(api?);
+    assemble(meta, &conn, &schema, names, parts)
+}
+
+fn assemble(mut meta: Meta, conn: &rusqlite::Connection, schema: &Schema, mut names: Names, parts: Vec<Partial>) -> Result<Trace> {
+    let mut lanes_by_key: HashMap<(LaneKind, u32), crate::model::Events> = HashMap::new();
+    let mut syncs = Vec::new();
+    for mut p in parts {
+        meta.tables.append(&mut p.stats);
+        for (key, mut ev) in p.lanes {
+            names.resolve(&mut ev, key.0, &p.local_names);
+            lanes_by_key.entry(key).or_default().append_from(ev);
+        }
+        for mut s in p.syncs {
+            names.resolve_plain(&mut s.ev, &p.local_names);
+            syncs.push(s);
+        }
+    }
+    let mut lanes: Vec<Lane> = lanes_by_key.into_iter().map(|((kind, pid), ev)| Lane::new(kind, pid, ev)).collect();
+    let (start, end) = extent(&lanes);
+    close_open_ranges(&mut lanes, end);
+    let (gpus, processes, threads) =
+        tables::read_who(conn, schema, &names, &lanes).context("reading processes, threads and GPUs")?;
+    let mut trace = Trace { meta, strings: names.into_strings(), gpus, processes, threads, lanes, syncs };
+    trace.meta.start_ns = start;
+    trace.meta.end_ns = end;
+    order_lanes(&mut trace);
+    Ok(trace)
+}
+
+const OPEN_END: i64 = i64::MAX;
+
+fn extent(lanes: &[Lane]) -> (i64, i64) {
+    let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);
+    let end = lanes
+        .iter()
+        .flat_map(|l| l.ev.end.iter().rev().filter(|&&e| e != OPEN_END).take(64).chain(l.ev.start.last()))
+        .max()
+        .copied()
+        .unwrap_or(start);
+    // Ends are not sorted in overlapping lanes: take the exact maximum there.
+    let exact = lanes.iter().filter(|l| !l.disjoint).flat_map(|l| l.ev.end.iter().filter(|&&e| e != OPEN_END)).max();
+    (start, exact.copied().unwrap_or(end).max(end))
+}
+
+// NVTX ranges that were never closed run to the end of the trace, as nsys reports do.
+fn close_open_ranges(lanes: &mut [Lane], end: i64) {
+    for l in lanes.iter_mut().filter(|l| matches!(l.kind, LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. })) {
+        for e in &mut l.ev.end {
+            if *e == OPEN_END {
+                *e = end;
+            }
+        }
+    }
+}
+
+// Display order: GPUs by device (kernels, graphs, then memory lanes, by stream), then
+// processes by pid with the main thread first (NVTX by depth, API, OS runtime).
+fn order_lanes(trace: &mut Trace) {
+    fn rank(kind: LaneKind, pid: u32) -> (u8, u32, u32, u8, u32, u32) {
+        match kind {
+            LaneKind::Kernels { device, stream } => (0, device, 0, 0, stream, 0),
+            LaneKind::Graphs { device, stream } => (0, device, 0, 1, stream, 0),
+            LaneKind::Memory { device, stream, class } => (0, device, 0, 2, class as u32, stream),
+            LaneKind::Nvtx { tid, depth } => (1, pid, u32::from(tid != pid), 0, tid, u32::from(depth)),
+            LaneKind::NvtxStartEnd { tid, row } => (1, pid, u32::from(tid != pid), 1, tid, u32::from(row)),
+            LaneKind::NvtxMarks { tid } => (1, pid, u32::from(tid != pid), 2, tid, 0),
+            LaneKind::CudaApi { tid } => (1, pid, u32::from(tid != pid), 3, tid, 0),
+            LaneKind::Osrt { tid } => (1, pid, u32::from(tid != pid), 4, tid, 0),
+        }
+    }
+    // Keep a thread's lanes together: sort by (pid, main-first, tid) before the kind.
+    trace.lanes.sort_by_key(|l| {
+        let (g, a, b, k, c, d) = rank(l.kind, l.pid);
+        if g == 0 { (g, a, b, u32::from(k), c, d) } else { (g, a, b, c, u32::from(k), d) }
+    });
+}
+
+/// Time spent by the caller-visible stages of [`load`], for `bench`.
+pub fn timed_load(path: &Path) -> Result<(Trace, f64)> {
+    let t = Instant::now();
+    let trace = load(path)?;
+    Ok((trace, t.elapsed().as_secs_f64() * 1e3))
+}

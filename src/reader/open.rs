@@ -1,0 +1,90 @@
+//! Opening a trace file strictly read-only, with one clear error per kind of bad input.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OpenFlags};
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Check that `path` names a non-empty SQLite file; say what is wrong otherwise.
+pub fn check_file(path: &Path) -> Result<u64> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("no such file"),
+        Err(e) => return Err(e).context("cannot read file"),
+    };
+    if meta.is_dir() {
+        bail!("is a directory, not an nsys SQLite export");
+    }
+    if meta.len() == 0 {
+        bail!("empty file, not an nsys SQLite export");
+    }
+    let mut head = [0u8; 16];
+    let mut f = File::open(path).context("cannot open file")?;
+    let n = read_up_to(&mut f, &mut head).context("cannot read file")?;
+    if n < 16 || &head != SQLITE_MAGIC {
+        if path.extension().is_some_and(|e| e == "nsys-rep" || e == "qdrep") {
+            bail!("is an nsys report, not its SQLite export (run: nsys export --type sqlite {})", path.display());
+        }
+        bail!("not a SQLite database (export one with: nsys export --type sqlite REPORT)");
+    }
+    if meta.len() < 512 {
+        bail!("truncated SQLite file ({} bytes)", meta.len());
+    }
+    Ok(meta.len())
+}
+
+fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Open `path` read-only and immutable: SQLite takes no lock and writes no journal,
+/// WAL or shared-memory file beside the trace.
+pub fn connect(path: &Path) -> Result<Connection> {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let uri = format!("file:{}?mode=ro&immutable=1", uri_escape(&abs.to_string_lossy()));
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(uri, flags).context("cannot open as SQLite")?;
+    // A corrupt header or page map shows up on the first read of the schema.
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+        .map_err(|e| anyhow::anyhow!("corrupt or unreadable SQLite file ({e})"))?;
+    Ok(conn)
+}
+
+// Percent-encode the characters that would end or alter a SQLite URI path.
+fn uri_escape(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for c in p.chars() {
+        match c {
+            '%' | '?' | '#' | ' ' => {
+                let mut b = [0u8; 4];
+                for byte in c.encode_utf8(&mut b).bytes() {
+                    out.push_str(&format!("%{byte:02X}"));
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uri_escape_keeps_plain_paths() {
+        assert_eq!(uri_escape("/a/b.sqlite"), "/a/b.sqlite");
+        assert_eq!(uri_escape("/a b/c?#%.sqlite"), "/a%20b/c%3F%23%25.sqlite");
+    }
+}

@@ -1,0 +1,605 @@
+//! One loader per nsys table. Loaders keep raw name references; [`Names`] resolves
+//! them once at the end.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rusqlite::Connection;
+use rusqlite::types::ValueRef;
+
+use super::schema::Schema;
+use super::{OPEN_END, Progress};
+use crate::model::{
+    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, Process, StrId, Strings, SyncRecords,
+    TableStat, Thread, decode_global_tid, strip_api_version,
+};
+
+// A raw name reference: a StringIds id, or LOCAL | index into `Partial::local_names`.
+const LOCAL: u32 = 1 << 31;
+
+/// What one loader produced.
+#[derive(Debug, Default)]
+pub struct Partial {
+    /// Events keyed by (lane kind, pid); names are raw references.
+    pub lanes: Vec<((LaneKind, u32), Events)>,
+    /// Names made by the loader (NVTX inline text, memcpy labels).
+    pub local_names: Vec<String>,
+    /// CUDA synchronization records.
+    pub syncs: Vec<SyncRecords>,
+    /// Rows and time per table.
+    pub stats: Vec<TableStat>,
+}
+
+impl Partial {
+    /// Reference to a loader-made name.
+    pub fn local(&mut self, cache: &mut HashMap<String, u32>, s: &str) -> u32 {
+        if let Some(&r) = cache.get(s) {
+            return r;
+        }
+        let r = LOCAL | self.local_names.len() as u32;
+        self.local_names.push(s.to_string());
+        cache.insert(s.to_string(), r);
+        r
+    }
+}
+
+/// Lanes being filled, keyed by (kind, pid), with the last key cached: rows of one
+/// stream or thread tend to come in runs.
+#[derive(Default)]
+pub struct LaneMap {
+    index: HashMap<(LaneKind, u32), usize>,
+    lanes: Vec<((LaneKind, u32), Events)>,
+    last: Option<((LaneKind, u32), usize)>,
+}
+
+impl LaneMap {
+    /// The events of lane `key`, created on first use.
+    pub fn get(&mut self, key: (LaneKind, u32)) -> &mut Events {
+        let i = match self.last {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let n = self.lanes.len();
+                let i = *self.index.entry(key).or_insert(n);
+                if i == n {
+                    self.lanes.push((key, Events::default()));
+                }
+                self.last = Some((key, i));
+                i
+            }
+        };
+        &mut self.lanes[i].1
+    }
+}
+
+/// StringIds of the file, and the interned table they resolve into.
+pub struct Names {
+    file: Vec<Option<Box<str>>>,
+    map: Vec<StrId>,
+    strings: Strings,
+    api_kind: HashMap<StrId, ApiKind>,
+}
+
+impl Names {
+    /// Text of a StringIds id.
+    pub fn file_str(&self, id: i64) -> Option<&str> {
+        usize::try_from(id).ok().and_then(|i| self.file.get(i)).and_then(|s| s.as_deref())
+    }
+
+    fn intern_ref(&mut self, r: u32, local: &[String], strip: bool) -> StrId {
+        if r & LOCAL != 0 {
+            return self.strings.intern(local.get((r & !LOCAL) as usize).map_or("", String::as_str));
+        }
+        let i = r as usize;
+        if let Some(&id) = self.map.get(i)
+            && id != StrId::MAX
+        {
+            return id;
+        }
+        let text = self.file.get(i).and_then(|s| s.as_deref()).unwrap_or("");
+        let id = self.strings.intern(if strip { strip_api_version(text) } else { text });
+        if i < self.map.len() {
+            self.map[i] = id;
+        }
+        id
+    }
+
+    /// Turn raw references of one lane into interned ids; classify API calls.
+    pub fn resolve(&mut self, ev: &mut Events, kind: LaneKind, local: &[String]) {
+        let is_api = matches!(kind, LaneKind::CudaApi { .. });
+        for n in &mut ev.name {
+            *n = self.intern_ref(*n, local, is_api);
+        }
+        match kind {
+            LaneKind::Kernels { .. } => {
+                for a in &mut ev.aux {
+                    *a = u64::from(self.intern_ref(*a as u32, local, false));
+                }
+            }
+            LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => {
+                for f in &mut ev.flags {
+                    if *f != 0 {
+                        *f = self.intern_ref(*f, local, false);
+                    }
+                }
+            }
+            LaneKind::CudaApi { .. } => {
+                for (f, &n) in ev.flags.iter_mut().zip(&ev.name) {
+                    let strings = &self.strings;
+                    let k = *self.api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n)));
+                    *f |= k as u32;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Resolve only the name column.
+    pub fn resolve_plain(&mut self, ev: &mut Events, local: &[String]) {
+        for n in &mut ev.name {
+            *n = self.intern_ref(*n, local, false);
+        }
+    }
+
+    /// The interned table.
+    pub fn into_strings(self) -> Strings {
+        self.strings
+    }
+}
+
+/// Read the whole StringIds table.
+pub fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
+    let mut file: Vec<Option<Box<str>>> = Vec::new();
+    if schema.has("StringIds") {
+        let mut stmt = conn.prepare("SELECT id, value FROM StringIds")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let Ok(id) = usize::try_from(r.get::<_, i64>(0)?) else { continue };
+            // Ids are dense in practice; refuse absurd ones rather than allocate for them.
+            if id >= (1 << 30) {
+                continue;
+            }
+            if id >= file.len() {
+                file.resize(id + 1, None);
+            }
+            file[id] = text(r.get_ref(1)?).map(Into::into);
+        }
+    }
+    let map = vec![StrId::MAX; file.len()];
+    Ok(Names { file, map, strings: Strings::new(), api_kind: HashMap::new() })
+}
+
+/// Text of a column value, if it is text.
+pub fn text(v: ValueRef<'_>) -> Option<&str> {
+    match v {
+        ValueRef::Text(t) => std::str::from_utf8(t).ok(),
+        _ => None,
+    }
+}
+
+/// Integer of a column value, if it is numeric.
+pub fn int(v: ValueRef<'_>) -> Option<i64> {
+    match v {
+        ValueRef::Integer(i) => Some(i),
+        ValueRef::Real(f) => Some(f as i64),
+        _ => None,
+    }
+}
+
+/// Export versions and session start.
+pub fn read_meta(conn: &Connection, schema: &Schema) -> Result<Meta> {
+    let mut meta = Meta::default();
+    for table in ["META_DATA_EXPORT", "EXPORT_META_DATA"] {
+        if !schema.has_col(table, "name") || !schema.has_col(table, "value") {
+            continue;
+        }
+        let mut stmt = conn.prepare(&format!("SELECT name, value FROM {table}"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let v = text(r.get_ref(1)?).unwrap_or("").to_string();
+            match text(r.get_ref(0)?) {
+                Some("EXPORT_PRODUCT_VERSION") => meta.nsys_version = v,
+                Some("EXPORT_SCHEMA_VERSION") => meta.schema_version = v,
+                _ => {}
+            }
+        }
+        break;
+    }
+    if schema.has_col("TARGET_INFO_SESSION_START_TIME", "utcEpochNs") {
+        meta.utc_epoch_ns = conn
+            .query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1", [], |r| r.get::<_, Option<i64>>(0))
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+    }
+    Ok(meta)
+}
+
+/// Run `sql` and feed each row to `f`, counting rows for progress and stats.
+pub fn scan(
+    conn: &Connection,
+    table: &str,
+    sql: &str,
+    progress: &Progress,
+    stats: &mut Vec<TableStat>,
+    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
+) -> Result<()> {
+    let t = Instant::now();
+    let mut stmt = conn.prepare(sql).with_context(|| format!("reading {table}"))?;
+    let mut rows = stmt.query([]).with_context(|| format!("reading {table}"))?;
+    let mut n = 0usize;
+    while let Some(r) = rows.next().with_context(|| format!("reading {table} (corrupt file?)"))? {
+        f(r)?;
+        n += 1;
+        if n % 65_536 == 0 {
+            progress.rows_done.fetch_add(65_536, Ordering::Relaxed);
+        }
+    }
+    progress.rows_done.fetch_add((n % 65_536) as u64, Ordering::Relaxed);
+    stats.push(TableStat { name: table.to_string(), rows: n, ms: t.elapsed().as_secs_f64() * 1e3 });
+    Ok(())
+}
+
+fn gpu_cols(schema: &Schema, table: &str, extra: &[&str]) -> String {
+    let mut cols = vec!["start".to_string(), "\"end\"".to_string()];
+    for c in ["deviceId", "streamId", "correlationId", "globalPid"].iter().chain(extra) {
+        cols.push(schema.col_or_null(table, c));
+    }
+    format!("SELECT {} FROM {table}", cols.join(", "))
+}
+
+// Columns 0..6 of `gpu_cols`: start, end, device, stream, corr, pid. None for records
+// without timestamps (CUPTI writes 0/0 when it could not collect them).
+fn gpu_row(r: &rusqlite::Row<'_>) -> Result<Option<(i64, i64, u32, u32, u32, u32)>> {
+    let s = int(r.get_ref(0)?).unwrap_or(0);
+    let e = int(r.get_ref(1)?).unwrap_or(s);
+    if s == 0 && e == 0 {
+        return Ok(None);
+    }
+    let dev = int(r.get_ref(2)?).unwrap_or(0) as u32;
+    let stream = int(r.get_ref(3)?).unwrap_or(0) as u32;
+    let corr = int(r.get_ref(4)?).unwrap_or(0) as u32;
+    let pid = int(r.get_ref(5)?).map_or(0, |g| decode_global_tid(g).0);
+    Ok(Some((s, e, dev, stream, corr, pid)))
+}
+
+/// Everything except CUDA API calls, on the calling thread.
+pub fn read_all_but_runtime(conn: &Connection, schema: &Schema, progress: &Progress) -> Result<Vec<Partial>> {
+    let mut out = Partial::default();
+    let mut lanes = LaneMap::default();
+    let mut cache = HashMap::new();
+    read_kernels(conn, schema, progress, &mut out, &mut lanes)?;
+    read_memcpy(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
+    read_memset(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
+    read_graphs(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
+    read_sync(conn, schema, progress, &mut out, &mut cache)?;
+    read_osrt(conn, schema, progress, &mut out, &mut lanes)?;
+    super::nvtx::read_nvtx(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
+    out.lanes = lanes.lanes;
+    Ok(vec![out])
+}
+
+fn read_kernels(conn: &Connection, schema: &Schema, progress: &Progress, out: &mut Partial, lanes: &mut LaneMap) -> Result<()> {
+    const T: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+    if !schema.has(T) {
+        return Ok(());
+    }
+    let sql = gpu_cols(schema, T, &["shortName", "demangledName"]);
+    scan(conn, T, &sql, progress, &mut out.stats, |r| {
+        let Some((s, e, device, stream, corr, pid)) = gpu_row(r)? else { return Ok(()) };
+        let short = int(r.get_ref(6)?);
+        let long = int(r.get_ref(7)?);
+        let name = short.or(long).unwrap_or(0) as u32;
+        let demangled = long.or(short).unwrap_or(0) as u64;
+        lanes.get((LaneKind::Kernels { device, stream }, pid)).push(s, e, name, Some(corr), Some(demangled), None);
+        Ok(())
+    })
+}
+
+fn memcpy_label(copy_kind: u8, src: u8, dst: u8) -> String {
+    let dir = match copy_kind {
+        1 => "HtoD",
+        2 => "DtoH",
+        3 => "HtoA",
+        4 => "AtoH",
+        5 => "AtoA",
+        6 => "AtoD",
+        7 => "DtoA",
+        8 => "DtoD",
+        9 => "HtoH",
+        10 => "PtoP",
+        11 => "Unified HtoD",
+        12 => "Unified DtoH",
+        13 => "Unified DtoD",
+        _ => "Unknown",
+    };
+    let cap = |k: u8| {
+        let l = MemKind::from_raw(k).label();
+        let mut c = l.chars();
+        c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+    };
+    format!("Memcpy {dir} ({} -> {})", cap(src), cap(dst))
+}
+
+fn read_memcpy(
+    conn: &Connection,
+    schema: &Schema,
+    progress: &Progress,
+    out: &mut Partial,
+    lanes: &mut LaneMap,
+    cache: &mut HashMap<String, u32>,
+) -> Result<()> {
+    const T: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
+    if !schema.has(T) {
+        return Ok(());
+    }
+    let sql = gpu_cols(schema, T, &["bytes", "copyKind", "srcKind", "dstKind"]);
+    let mut labels: HashMap<u32, u32> = HashMap::new();
+    let mut rows = Vec::new();
+    let mut stats = Vec::new();
+    scan(conn, T, &sql, progress, &mut stats, |r| {
+        let Some(g) = gpu_row(r)? else { return Ok(()) };
+        let bytes = int(r.get_ref(6)?).unwrap_or(0).max(0) as u64;
+        let kind = int(r.get_ref(7)?).unwrap_or(0) as u8;
+        let src = int(r.get_ref(8)?).unwrap_or(7) as u8;
+        let dst = int(r.get_ref(9)?).unwrap_or(7) as u8;
+        rows.push((g, bytes, MemFlags::pack(kind, src, dst)));
+        Ok(())
+    })?;
+    out.stats.append(&mut stats);
+    for ((s, e, device, stream, corr, pid), bytes, flags) in rows {
+        let name = match labels.get(&flags) {
+            Some(&n) => n,
+            None => {
+                let f = MemFlags::unpack(flags);
+                let n = out.local(cache, &memcpy_label(f.copy_kind, (flags >> 8) as u8, (flags >> 16) as u8));
+                labels.insert(flags, n);
+                n
+            }
+        };
+        let class = MemClass::from_copy_kind(flags as u8);
+        lanes.get((LaneKind::Memory { device, stream, class }, pid)).push(s, e, name, Some(corr), Some(bytes), Some(flags));
+    }
+    Ok(())
+}
+
+fn read_memset(
+    conn: &Connection,
+    schema: &Schema,
+    progress: &Progress,
+    out: &mut Partial,
+    lanes: &mut LaneMap,
+    cache: &mut HashMap<String, u32>,
+) -> Result<()> {
+    const T: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+    if !schema.has(T) {
+        return Ok(());
+    }
+    let sql = gpu_cols(schema, T, &["bytes", "memKind"]);
+    let mut rows = Vec::new();
+    let mut stats = Vec::new();
+    scan(conn, T, &sql, progress, &mut stats, |r| {
+        let Some(g) = gpu_row(r)? else { return Ok(()) };
+        let bytes = int(r.get_ref(6)?).unwrap_or(0).max(0) as u64;
+        let kind = int(r.get_ref(7)?).unwrap_or(7) as u8;
+        rows.push((g, bytes, kind));
+        Ok(())
+    })?;
+    out.stats.append(&mut stats);
+    for ((s, e, device, stream, corr, pid), bytes, kind) in rows {
+        let label = MemKind::from_raw(kind).label();
+        let name = out.local(cache, &format!("Memset ({label})"));
+        let key = (LaneKind::Memory { device, stream, class: MemClass::Memset }, pid);
+        lanes.get(key).push(s, e, name, Some(corr), Some(bytes), Some(MemFlags::pack(0, kind, kind)));
+    }
+    Ok(())
+}
+
+fn read_graphs(
+    conn: &Connection,
+    schema: &Schema,
+    progress: &Progress,
+    out: &mut Partial,
+    lanes: &mut LaneMap,
+    cache: &mut HashMap<String, u32>,
+) -> Result<()> {
+    const T: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
+    if !schema.has(T) {
+        return Ok(());
+    }
+    let sql = gpu_cols(schema, T, &["graphId"]);
+    let mut rows = Vec::new();
+    let mut stats = Vec::new();
+    scan(conn, T, &sql, progress, &mut stats, |r| {
+        if let Some(g) = gpu_row(r)? {
+            rows.push((g, int(r.get_ref(6)?).unwrap_or(0)));
+        }
+        Ok(())
+    })?;
+    out.stats.append(&mut stats);
+    for ((s, e, device, stream, corr, pid), graph) in rows {
+        let name = out.local(cache, &format!("CUDA graph {graph}"));
+        lanes.get((LaneKind::Graphs { device, stream }, pid)).push(s, e, name, Some(corr), None, None);
+    }
+    Ok(())
+}
+
+fn sync_label(t: i64) -> &'static str {
+    match t {
+        1 => "Event sync",
+        2 => "Stream wait event",
+        3 => "Stream sync",
+        4 => "Context sync",
+        _ => "Sync",
+    }
+}
+
+fn read_sync(conn: &Connection, schema: &Schema, progress: &Progress, out: &mut Partial, cache: &mut HashMap<String, u32>) -> Result<()> {
+    const T: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+    if !schema.has(T) {
+        return Ok(());
+    }
+    let sql = gpu_cols(schema, T, &["syncType"]);
+    let mut rows = Vec::new();
+    let mut stats = Vec::new();
+    scan(conn, T, &sql, progress, &mut stats, |r| {
+        if let Some(g) = gpu_row(r)? {
+            rows.push((g, int(r.get_ref(6)?).unwrap_or(0)));
+        }
+        Ok(())
+    })?;
+    out.stats.append(&mut stats);
+    let mut by_pid: HashMap<u32, Events> = HashMap::new();
+    for ((s, e, device, stream, corr, pid), ty) in rows {
+        let name = out.local(cache, sync_label(ty));
+        let aux = (u64::from(device) << 32) | u64::from(stream);
+        by_pid.entry(pid).or_default().push(s, e, name, Some(corr), Some(aux), Some(ty as u32));
+    }
+    for (pid, mut ev) in by_pid {
+        ev.sort_by_start();
+        out.syncs.push(SyncRecords { pid, ev });
+    }
+    Ok(())
+}
+
+/// CUDA runtime and driver calls (one table), on its own connection.
+pub fn read_runtime(conn: &Connection, schema: &Schema, progress: &Progress) -> Result<Partial> {
+    const T: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+    let mut out = Partial::default();
+    if !schema.has(T) {
+        return Ok(out);
+    }
+    let mut lanes = LaneMap::default();
+    let sql = format!(
+        "SELECT start, \"end\", {}, {}, {}, {} FROM {T}",
+        schema.col_or_null(T, "eventClass"),
+        schema.col_or_null(T, "globalTid"),
+        schema.col_or_null(T, "correlationId"),
+        schema.col_or_null(T, "nameId"),
+    );
+    scan(conn, T, &sql, progress, &mut out.stats, |r| {
+        let class = int(r.get_ref(2)?).unwrap_or(0);
+        // Backtrace records repeat the call they annotate: counting them would double it.
+        if (67..=69).contains(&class) {
+            return Ok(());
+        }
+        let s = int(r.get_ref(0)?).unwrap_or(0);
+        let e = int(r.get_ref(1)?).unwrap_or(s);
+        let (pid, tid) = int(r.get_ref(3)?).map_or((0, 0), decode_global_tid);
+        let corr = int(r.get_ref(4)?).unwrap_or(0) as u32;
+        let name = int(r.get_ref(5)?).unwrap_or(0) as u32;
+        let flags = if class == 1 { ApiKind::DRIVER_BIT } else { 0 };
+        lanes.get((LaneKind::CudaApi { tid }, pid)).push(s, e, name, Some(corr), None, Some(flags));
+        Ok(())
+    })?;
+    out.lanes = lanes.lanes;
+    Ok(out)
+}
+
+fn read_osrt(conn: &Connection, schema: &Schema, progress: &Progress, out: &mut Partial, lanes: &mut LaneMap) -> Result<()> {
+    const T: &str = "OSRT_API";
+    if !schema.has(T) {
+        return Ok(());
+    }
+    let sql = format!("SELECT start, \"end\", {}, {} FROM {T}", schema.col_or_null(T, "globalTid"), schema.col_or_null(T, "nameId"));
+    scan(conn, T, &sql, progress, &mut out.stats, |r| {
+        let s = int(r.get_ref(0)?).unwrap_or(0);
+        let e = int(r.get_ref(1)?).unwrap_or(s);
+        let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
+        let name = int(r.get_ref(3)?).unwrap_or(0) as u32;
+        lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, name, None, None, None);
+        Ok(())
+    })
+}
+
+
+/// Processes, threads and GPUs that own events.
+pub fn read_who(conn: &Connection, schema: &Schema, names: &Names, lanes: &[Lane]) -> Result<(Vec<Gpu>, Vec<Process>, Vec<Thread>)> {
+    let mut pids: Vec<u32> = lanes.iter().map(|l| l.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let mut tids: Vec<(u32, u32)> = lanes.iter().filter_map(|l| l.kind.tid().map(|t| (l.pid, t))).collect();
+    tids.sort_unstable();
+    tids.dedup();
+
+    let mut pnames: HashMap<u32, String> = HashMap::new();
+    if schema.has_col("PROCESSES", "pid") && schema.has_col("PROCESSES", "name") {
+        let mut stmt = conn.prepare("SELECT pid, name FROM PROCESSES")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            if let (Some(pid), Some(name)) = (int(r.get_ref(0)?), text(r.get_ref(1)?)) {
+                pnames.insert(pid as u32, name.to_string());
+            }
+        }
+    }
+    let mut tnames: HashMap<(u32, u32), String> = HashMap::new();
+    if schema.has_col("ThreadNames", "globalTid") && schema.has_col("ThreadNames", "nameId") {
+        let mut stmt = conn.prepare("SELECT globalTid, nameId FROM ThreadNames")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            if let (Some(g), Some(n)) = (int(r.get_ref(0)?), int(r.get_ref(1)?)) {
+                tnames.insert(decode_global_tid(g), names.file_str(n).unwrap_or("").to_string());
+            }
+        }
+    }
+    let processes = pids
+        .iter()
+        .map(|&pid| {
+            let name = pnames.get(&pid).or_else(|| tnames.get(&(pid, pid))).cloned().unwrap_or_default();
+            Process { pid, name }
+        })
+        .collect();
+    let threads = tids
+        .iter()
+        .map(|&(pid, tid)| Thread { pid, tid, name: tnames.get(&(pid, tid)).cloned().unwrap_or_default() })
+        .collect();
+    Ok((read_gpus(conn, schema, lanes)?, processes, threads))
+}
+
+fn read_gpus(conn: &Connection, schema: &Schema, lanes: &[Lane]) -> Result<Vec<Gpu>> {
+    let mut used: Vec<u32> = lanes.iter().filter_map(|l| l.kind.device()).collect();
+    used.sort_unstable();
+    used.dedup();
+    let mut gpus: Vec<Gpu> = Vec::new();
+    const T: &str = "TARGET_INFO_GPU";
+    if schema.has_col(T, "id") {
+        let sql = format!(
+            "SELECT id, {}, {}, {} FROM {T}",
+            schema.col_or_null(T, "name"),
+            schema.col_or_null(T, "smCount"),
+            schema.col_or_null(T, "totalMemory")
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let device = int(r.get_ref(0)?).unwrap_or(0) as u32;
+            if gpus.iter().any(|g| g.device == device) {
+                continue;
+            }
+            gpus.push(Gpu {
+                device,
+                name: text(r.get_ref(1)?).unwrap_or("").to_string(),
+                sm_count: int(r.get_ref(2)?).unwrap_or(0) as u32,
+                memory_bytes: int(r.get_ref(3)?).unwrap_or(0).max(0) as u64,
+            });
+        }
+    }
+    // Keep GPUs that ran something (exports list every GPU on the box), and make sure
+    // every device with events has an entry.
+    if !used.is_empty() {
+        gpus.retain(|g| used.contains(&g.device));
+    }
+    for d in used {
+        if !gpus.iter().any(|g| g.device == d) {
+            gpus.push(Gpu { device: d, ..Gpu::default() });
+        }
+    }
+    gpus.sort_by_key(|g| g.device);
+    Ok(gpus)
+}
+
+/// Set an open NVTX end (NULL) to the sentinel closed later to the trace end.
+pub fn open_end(e: Option<i64>) -> i64 {
+    e.unwrap_or(OPEN_END)
+}
