@@ -65,3 +65,230 @@ impl DeviceActivity {
         self.busy.busy_in(a, b) - self.kernels.busy_in(a, b)
     }
 }
+
+// ---------------------------------------------------------------------------------
+// The analysis contract shared by `report` and `tui`. Field names are part of the
+// JSON contract documented in README.
+// ---------------------------------------------------------------------------------
+
+use crate::model::{MemClass, MemKind};
+
+/// Why the GPU was idle during a gap, from what the CPU threads of its process did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cause {
+    /// A thread was blocked in a synchronize call or a synchronous copy.
+    SyncWait,
+    /// A thread was inside a copy API on pageable memory.
+    PageableCopy,
+    /// A thread was blocked in an OS runtime call (poll, pthread_cond_wait, read...).
+    HostWait,
+    /// No API or blocking call: Python or other CPU work.
+    HostBusy,
+    /// Short gaps between back-to-back launches.
+    LaunchBound,
+    /// Nothing in the trace explains it.
+    Unknown,
+}
+
+impl Cause {
+    /// Every cause, in report order.
+    pub const ALL: [Cause; 6] =
+        [Cause::SyncWait, Cause::PageableCopy, Cause::HostWait, Cause::HostBusy, Cause::LaunchBound, Cause::Unknown];
+
+    /// Stable label used in reports, JSON and the TUI (`sync-wait`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::SyncWait => "sync-wait",
+            Cause::PageableCopy => "pageable-copy",
+            Cause::HostWait => "host-wait",
+            Cause::HostBusy => "host-busy",
+            Cause::LaunchBound => "launch-bound",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
+/// One idle stretch of one GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gap {
+    /// GPU device id.
+    pub device: u32,
+    /// Process whose CPU threads explain the gap.
+    pub pid: u32,
+    /// First idle instant.
+    pub start: Ns,
+    /// First busy instant after the gap.
+    pub end: Ns,
+    /// The dominant cause.
+    pub cause: Cause,
+    /// One line of evidence, e.g. `cudaStreamSynchronize 1.2 ms on python3 (tid 814)`.
+    pub evidence: String,
+    /// Innermost NVTX range (grouped name) on the main thread at the gap start, if any.
+    pub phase: Option<String>,
+}
+
+impl Gap {
+    /// Length of the gap.
+    pub fn dur(&self) -> Ns {
+        self.end - self.start
+    }
+}
+
+/// Distribution of a set of durations.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DurStats {
+    /// Sum.
+    pub sum_ns: Ns,
+    /// Mean.
+    pub mean_ns: Ns,
+    /// Median.
+    pub p50_ns: Ns,
+    /// 95th percentile.
+    pub p95_ns: Ns,
+    /// Maximum.
+    pub max_ns: Ns,
+}
+
+/// GPU work launched from inside a range (nsys NVTX GPU projection).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Launched {
+    /// GPU operations launched by API calls inside the range instances.
+    pub count: u64,
+    /// Sum of their GPU durations.
+    pub gpu_ns: Ns,
+    /// Sum over instances of (last op end - first op start).
+    pub span_ns: Ns,
+}
+
+/// Statistics of one NVTX phase (ranges grouped by name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    /// Grouped name (`step N`) or the exact name with `--exact-names`.
+    pub name: String,
+    /// Number of range instances.
+    pub count: u64,
+    /// CPU wall time of the instances.
+    pub wall: DurStats,
+    /// GPU busy (any operation) over the union of the phase's windows, all GPUs.
+    pub gpu_busy_ns: Ns,
+    /// Kernel busy over the windows.
+    pub kernel_busy_ns: Ns,
+    /// Copy (memcpy/memset) busy over the windows.
+    pub copy_busy_ns: Ns,
+    /// Idle time of the GPU(s) over the windows.
+    pub idle_ns: Ns,
+    /// Copy time with no kernel running over the windows.
+    pub exposed_copy_ns: Ns,
+    /// Share of copy time with a kernel running (0..=1), None without copies.
+    pub copy_overlap: Option<f64>,
+    /// Host-to-device bytes of copies running in the windows.
+    pub h2d_bytes: u64,
+    /// Device-to-host bytes of copies running in the windows.
+    pub d2h_bytes: u64,
+    /// Effective H2D bandwidth (bytes over copy busy time), GB/s.
+    pub h2d_gbps: Option<f64>,
+    /// Effective D2H bandwidth, GB/s.
+    pub d2h_gbps: Option<f64>,
+    /// GPU projection of the ranges.
+    pub launched: Launched,
+    /// (start, end) of the slowest instance.
+    pub slowest: (Ns, Ns),
+    /// Share of instances whose windows had a gap >= min-gap on a GPU (0..=1).
+    pub starved_share: f64,
+}
+
+/// Transfers of one direction and host memory kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transfer {
+    /// Direction.
+    pub direction: MemClass,
+    /// Memory kind on the host side (device for D2D).
+    pub memory: MemKind,
+    /// Number of copies.
+    pub count: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Sum of copy durations.
+    pub busy_ns: Ns,
+    /// bytes / busy time, GB/s (decimal).
+    pub gbps: f64,
+    /// Fastest single copy seen, GB/s.
+    pub max_gbps: f64,
+    /// Copies issued by an async API on pageable memory (the async that is not).
+    pub async_pageable: u64,
+    /// Copies issued by a synchronous API.
+    pub sync_api: u64,
+}
+
+/// Copy/compute overlap over the whole trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Overlap {
+    /// Total copy busy time (union per GPU, summed).
+    pub copy_ns: Ns,
+    /// Copy time with a kernel running on the same GPU.
+    pub overlapped_ns: Ns,
+}
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Costs time.
+    Warning,
+    /// Dominates the run.
+    Critical,
+}
+
+/// A problem found in the trace, with evidence and a fix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Rule id (`cuda_memcpy_async`, `gpu_gaps`, `starvation`, ...).
+    pub rule: &'static str,
+    /// Severity.
+    pub severity: Severity,
+    /// One-sentence message with the numbers.
+    pub message: String,
+    /// Evidence: key facts as (name, value) pairs.
+    pub evidence: Vec<(String, String)>,
+    /// Concrete fix.
+    pub fix: String,
+}
+
+/// Event counts of the trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Kernels.
+    pub kernels: u64,
+    /// Memcpy operations.
+    pub memcpy: u64,
+    /// Memset operations.
+    pub memset: u64,
+    /// CUDA runtime and driver calls.
+    pub api_calls: u64,
+    /// NVTX ranges (push/pop and start/end).
+    pub nvtx_ranges: u64,
+    /// OS runtime calls.
+    pub osrt_calls: u64,
+}
+
+/// Everything the report and the TUI show about a trace.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Options used.
+    pub options: Options,
+    /// Per GPU busy unions.
+    pub devices: Vec<DeviceActivity>,
+    /// Gaps of at least `options.min_gap_ns`, sorted by start.
+    pub gaps: Vec<Gap>,
+    /// Phases, sorted by total wall time, largest first.
+    pub phases: Vec<Phase>,
+    /// Transfers by direction and memory kind.
+    pub transfers: Vec<Transfer>,
+    /// Copy/compute overlap.
+    pub overlap: Overlap,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+    /// Event counts.
+    pub totals: Totals,
+}
