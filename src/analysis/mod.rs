@@ -292,3 +292,40 @@ pub struct Analysis {
     /// Event counts.
     pub totals: Totals,
 }
+
+/// Run every analysis over `trace`.
+pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
+    let devices: Vec<DeviceActivity> = trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
+    let gaps = find_gaps(trace, &devices, options);
+    Analysis {
+        options: *options,
+        devices,
+        gaps,
+        phases: Vec::new(),
+        transfers: Vec::new(),
+        overlap: Overlap::default(),
+        findings: Vec::new(),
+        totals: Totals::default(),
+    }
+}
+
+/// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes.
+pub fn find_gaps(trace: &Trace, devices: &[DeviceActivity], options: &Options) -> Vec<Gap> {
+    let pid = trace.lanes.iter().find(|l| l.kind.is_gpu()).map_or(0, |l| l.pid);
+    let mut gaps: Vec<Gap> = devices
+        .iter()
+        .flat_map(|d| {
+            d.busy.gaps(options.min_gap_ns).map(move |(start, end)| Gap {
+                device: d.device,
+                pid,
+                start,
+                end,
+                cause: Cause::Unknown,
+                evidence: String::new(),
+                phase: None,
+            })
+        })
+        .collect();
+    gaps.sort_by_key(|g| (g.start, g.device));
+    gaps
+}
