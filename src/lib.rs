@@ -7,3 +7,4 @@
 pub mod analysis;
 pub mod model;
 pub mod reader;
+pub mod units;

@@ -43,24 +43,61 @@ pub fn load(path: &Path) -> Result<Trace> {
     load_with_progress(path, &Progress::default())
 }
 
+/// Label used as the path of the embedded demo trace.
+pub const DEMO_NAME: &str = "demo (pageable.sqlite, embedded)";
+
+static DEMO: &[u8] = include_bytes!("../../assets/demo.sqlite");
+
+/// Where a trace comes from: a file, or bytes built into the binary.
+#[derive(Debug, Clone, Copy)]
+enum Source<'a> {
+    File(&'a Path),
+    Bytes(&'static [u8]),
+}
+
+impl Source<'_> {
+    fn connect(self) -> Result<rusqlite::Connection> {
+        match self {
+            Source::File(p) => open::connect(p),
+            Source::Bytes(b) => {
+                let mut c = rusqlite::Connection::open_in_memory()?;
+                c.deserialize_bytes(rusqlite::MAIN_DB, b)?;
+                Ok(c)
+            }
+        }
+    }
+}
+
+/// Load the demo trace embedded in the binary.
+pub fn load_demo_with_progress(progress: &Progress) -> Result<Trace> {
+    let mut t = load_source(Source::Bytes(DEMO), progress)?;
+    t.meta.path = DEMO_NAME.to_string();
+    Ok(t)
+}
+
 /// Load the export at `path`, updating `progress` as rows are read.
 pub fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
     let file_bytes = open::check_file(path)?;
-    let conn = open::connect(path)?;
+    let mut t = load_source(Source::File(path), progress)?;
+    t.meta.path = path.display().to_string();
+    t.meta.file_bytes = file_bytes;
+    Ok(t)
+}
+
+fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
+    let conn = source.connect()?;
     let schema = Schema::probe(&conn)?;
     if !schema.is_nsys_export() {
         bail!("SQLite database, but not an nsys export (no StringIds, CUPTI, NVTX or OS runtime tables)");
     }
     progress.rows_total.store(schema.event_rows_estimate(&conn), Ordering::Relaxed);
-    let mut meta = tables::read_meta(&conn, &schema)?;
-    meta.path = path.display().to_string();
-    meta.file_bytes = file_bytes;
+    let meta = tables::read_meta(&conn, &schema)?;
     let names = tables::read_string_ids(&conn, &schema).context("reading StringIds")?;
 
     // The CUDA API table is usually the largest: give it its own connection and core.
     let (api, rest) = std::thread::scope(|s| {
         let api = s.spawn(|| -> Result<Partial> {
-            let c = open::connect(path)?;
+            let c = source.connect()?;
             tables::read_runtime(&c, &schema, progress)
         });
         let rest = tables::read_all_but_runtime(&conn, &schema, progress);

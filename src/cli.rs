@@ -1,0 +1,193 @@
+//! Command line: parse arguments and dispatch to the viewer or a headless command.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::analysis::{self, Options};
+use crate::model::{Ns, Trace};
+use crate::{info, reader, report};
+
+/// Terminal viewer for NVIDIA Nsight Systems traces that says why the GPU is idle.
+#[derive(Debug, Parser)]
+#[command(name = "lanescope", version, args_conflicts_with_subcommands = true)]
+#[command(after_help = "With no TRACE, opens the demo trace embedded in the binary.\n\
+Export a report first: nsys export --type sqlite report.nsys-rep")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// nsys SQLite export to open in the viewer.
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
+    Info {
+        /// nsys SQLite export.
+        trace: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
+        format: InfoFormat,
+    },
+    /// Explain GPU idle time: phases, transfers, gaps by cause, findings.
+    Report {
+        /// nsys SQLite export.
+        trace: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
+    },
+}
+
+/// Options shared by every command that analyzes.
+#[derive(Debug, Args, Clone, Copy)]
+struct AnalysisArgs {
+    /// Shortest GPU idle stretch counted as a gap (e.g. 50us, 2ms, 1.5s).
+    #[arg(long, value_parser = parse_duration, default_value = "100us", global = true)]
+    min_gap: Ns,
+    /// Keep NVTX range names exact (no `step 7` -> `step N` grouping).
+    #[arg(long, global = true)]
+    exact_names: bool,
+}
+
+impl From<AnalysisArgs> for Options {
+    fn from(a: AnalysisArgs) -> Self {
+        Options { min_gap_ns: a.min_gap, exact_names: a.exact_names }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    Text,
+    Json,
+    Csv,
+    Md,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum InfoFormat {
+    Text,
+    Json,
+}
+
+/// Parse a duration with a unit: `500ns`, `50us`, `50µs`, `2ms`, `1.5s`.
+pub fn parse_duration(s: &str) -> Result<Ns, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration (try 100us, 2ms, 1s)"))?;
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" | "μs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "" => return Err(format!("'{s}' has no unit (ns, us, ms or s)")),
+        u => return Err(format!("unknown unit '{u}' in '{s}' (ns, us, ms or s)")),
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns > 1e18 {
+        return Err(format!("'{s}' is too large"));
+    }
+    if ns < 1.0 {
+        return Err(format!("'{s}' must be at least 1ns"));
+    }
+    Ok(ns.round() as Ns)
+}
+
+/// Run the parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Some(Command::Info { trace, format }) => {
+            let t = load(&trace)?;
+            emit(|w| match format {
+                InfoFormat::Text => info::write_text(w, &t),
+                InfoFormat::Json => info::write_json(w, &t),
+            })
+        }
+        Some(Command::Report { trace, format, analysis }) => {
+            let t = load(&trace)?;
+            let a = analysis::analyze(&t, &analysis.into());
+            let f = match format {
+                ReportFormat::Text => report::Format::Text,
+                ReportFormat::Json => report::Format::Json,
+                ReportFormat::Csv => report::Format::Csv,
+                ReportFormat::Md => report::Format::Md,
+            };
+            emit(|w| report::write(w, &t, &a, f))
+        }
+        None => view(cli.trace.as_deref(), cli.analysis.into()),
+    }
+}
+
+fn view(trace: Option<&Path>, options: Options) -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        // Not a terminal (piped, CI): print the report instead of drawing a screen.
+        let t = match trace {
+            Some(p) => load(p)?,
+            None => reader::load_demo_with_progress(&reader::Progress::default())?,
+        };
+        let a = analysis::analyze(&t, &options);
+        return emit(|w| report::write(w, &t, &a, report::Format::Text));
+    }
+    if let Some(p) = trace {
+        // Say what is wrong with the file before the screen switches.
+        reader::check_file(p).with_context(|| p.display().to_string())?;
+    }
+    run_tui(trace, options)
+}
+
+fn run_tui(trace: Option<&Path>, options: Options) -> Result<()> {
+    // The viewer lands next; until then the terminal gets the report.
+    let t = match trace {
+        Some(p) => load(p)?,
+        None => reader::load_demo_with_progress(&reader::Progress::default())?,
+    };
+    let a = analysis::analyze(&t, &options);
+    emit(|w| report::write(w, &t, &a, report::Format::Text))
+}
+
+/// Load a trace for a headless command; errors name the file.
+pub fn load(path: &Path) -> Result<Trace> {
+    reader::load(path).with_context(|| path.display().to_string())
+}
+
+// Write to stdout through a buffer; a closed pipe (`| head`) ends quietly.
+fn emit(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    match f(&mut w).and_then(|()| w.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing output"),
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_with_units() {
+        assert_eq!(parse_duration("100us"), Ok(100_000));
+        assert_eq!(parse_duration("2ms"), Ok(2_000_000));
+        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration("50µs"), Ok(50_000));
+        assert_eq!(parse_duration("500ns"), Ok(500));
+        assert!(parse_duration("100").is_err());
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("5min").is_err());
+    }
+
+    #[test]
+    fn cli_shape_is_valid() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,111 @@
+//! `lanescope info`: what an export holds, without analysis.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::model::{Lane, Trace};
+use crate::report::sanitize;
+
+/// Facts about one lane, for `info`.
+#[derive(Debug, Serialize)]
+struct LaneInfo {
+    group: String,
+    lane: String,
+    pid: u32,
+    events: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Info<'a> {
+    path: &'a str,
+    nsys_version: &'a str,
+    schema_version: &'a str,
+    start_ns: i64,
+    end_ns: i64,
+    duration_ns: i64,
+    events: usize,
+    gpus: &'a [crate::model::Gpu],
+    processes: &'a [crate::model::Process],
+    threads: &'a [crate::model::Thread],
+    lanes: Vec<LaneInfo>,
+    tables: &'a [crate::model::TableStat],
+}
+
+/// The group a lane is shown under: `GPU 0 NVIDIA H200` or `python3 (814) / pt_main (815)`.
+pub fn lane_group(trace: &Trace, lane: &Lane) -> String {
+    if let Some(d) = lane.kind.device() {
+        return trace.gpu_label(d);
+    }
+    let tid = lane.kind.tid().unwrap_or(0);
+    let pname = trace.process_name(lane.pid);
+    let tname = trace.thread_name(lane.pid, tid);
+    format!("{pname} ({}) / {tname} ({tid})", lane.pid)
+}
+
+fn lanes(trace: &Trace) -> Vec<LaneInfo> {
+    trace
+        .lanes
+        .iter()
+        .map(|l| LaneInfo { group: lane_group(trace, l), lane: l.title(), pid: l.pid, events: l.ev.len() })
+        .collect()
+}
+
+/// Write `info` as text.
+pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+    let m = &t.meta;
+    writeln!(w, "trace     {}", sanitize(&m.path))?;
+    writeln!(w, "nsys      {}  (export schema {})", or_unknown(&m.nsys_version), or_unknown(&m.schema_version))?;
+    writeln!(w, "duration  {}  ({} .. {} ns)", crate::units::fmt_ns(t.duration()), m.start_ns, m.end_ns)?;
+    writeln!(w, "events    {}", t.event_count())?;
+    if t.gpus.is_empty() {
+        writeln!(w, "GPUs      none: this trace has no GPU activity")?;
+    }
+    for g in &t.gpus {
+        let mem = if g.memory_bytes > 0 { format!(", {:.0} GB", g.memory_bytes as f64 / 1e9) } else { String::new() };
+        writeln!(w, "GPU {}     {} ({} SMs{mem})", g.device, sanitize(&g.name), g.sm_count)?;
+    }
+    for p in &t.processes {
+        let n = t.threads.iter().filter(|th| th.pid == p.pid).count();
+        writeln!(w, "process   {} ({}), {n} threads with events", sanitize(&p.name), p.pid)?;
+    }
+    writeln!(w)?;
+    let rows = lanes(t);
+    let gw = rows.iter().map(|r| r.group.chars().count()).max().unwrap_or(5).max(5);
+    let lw = rows.iter().map(|r| r.lane.len()).max().unwrap_or(4).max(4);
+    writeln!(w, "{:<gw$}  {:<lw$}  {:>9}", "group", "lane", "events")?;
+    for r in &rows {
+        writeln!(w, "{:<gw$}  {:<lw$}  {:>9}", sanitize(&r.group), r.lane, r.events)?;
+    }
+    writeln!(w)?;
+    writeln!(w, "{:<40} {:>9} {:>9}", "table", "rows", "ms")?;
+    for s in &m.tables {
+        writeln!(w, "{:<40} {:>9} {:>9.1}", s.name, s.rows, s.ms)?;
+    }
+    Ok(())
+}
+
+/// Write `info` as JSON.
+pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+    let m = &t.meta;
+    let info = Info {
+        path: &m.path,
+        nsys_version: &m.nsys_version,
+        schema_version: &m.schema_version,
+        start_ns: m.start_ns,
+        end_ns: m.end_ns,
+        duration_ns: t.duration(),
+        events: t.event_count(),
+        gpus: &t.gpus,
+        processes: &t.processes,
+        threads: &t.threads,
+        lanes: lanes(t),
+        tables: &m.tables,
+    };
+    serde_json::to_writer_pretty(&mut *w, &info)?;
+    writeln!(w)
+}
+
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() { "unknown" } else { s }
+}
