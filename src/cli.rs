@@ -34,6 +34,28 @@ enum Command {
         #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
         format: InfoFormat,
     },
+    /// Measure load time (against SQLite's own scan), memory per event and frame times.
+    Bench {
+        /// nsys SQLite export.
+        trace: PathBuf,
+        /// Terminal size for the frame script, WIDTHxHEIGHT.
+        #[arg(long, value_parser = parse_size, default_value = "200x60")]
+        size: (u16, u16),
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
+        format: InfoFormat,
+    },
+    /// Build a K-times larger export from a real one (for scaling measurements).
+    #[command(hide = true)]
+    Scale {
+        /// Real nsys SQLite export to replicate.
+        input: PathBuf,
+        /// New file to write (must not exist).
+        output: PathBuf,
+        /// How many copies of the events.
+        #[arg(long, default_value_t = 10)]
+        factor: u32,
+    },
     /// Explain GPU idle time: phases, transfers, gaps by cause, findings.
     Report {
         /// nsys SQLite export.
@@ -101,6 +123,16 @@ pub fn parse_duration(s: &str) -> Result<Ns, String> {
     Ok(ns.round() as Ns)
 }
 
+/// Parse a terminal size `WIDTHxHEIGHT`, e.g. `200x60`.
+pub fn parse_size(s: &str) -> Result<(u16, u16), String> {
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("'{s}' is not WIDTHxHEIGHT (e.g. 200x60)"))?;
+    let parse = |v: &str| v.trim().parse::<u16>().ok().filter(|&n| (10..=1000).contains(&n));
+    match (parse(w), parse(h)) {
+        (Some(w), Some(h)) => Ok((w, h)),
+        _ => Err(format!("'{s}' is not WIDTHxHEIGHT with sides from 10 to 1000")),
+    }
+}
+
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
@@ -122,6 +154,14 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             emit(|w| report::write(w, &t, &a, f))
         }
+        Some(Command::Bench { trace, size, format }) => {
+            let b = crate::bench::run(&trace, size)?;
+            emit(|w| match format {
+                InfoFormat::Text => crate::bench::write_text(w, &b),
+                InfoFormat::Json => crate::bench::write_json(w, &b),
+            })
+        }
+        Some(Command::Scale { input, output, factor }) => crate::scale::scale(&input, &output, factor),
         None => view(cli.trace.as_deref(), cli.analysis.into()),
     }
 }
@@ -144,18 +184,48 @@ fn view(trace: Option<&Path>, options: Options) -> Result<()> {
 }
 
 fn run_tui(trace: Option<&Path>, options: Options) -> Result<()> {
-    // The viewer lands next; until then the terminal gets the report.
-    let t = match trace {
-        Some(p) => load(p)?,
-        None => reader::load_demo_with_progress(&reader::Progress::default())?,
-    };
-    let a = analysis::analyze(&t, &options);
-    emit(|w| report::write(w, &t, &a, report::Format::Text))
+    let source = trace.map_or(crate::tui::Source::Demo, |p| crate::tui::Source::Path(p.to_path_buf()));
+    crate::tui::run(source, options)
 }
 
-/// Load a trace for a headless command; errors name the file.
+/// Load a trace for a headless command; errors name the file. Loads that take
+/// over a second show a progress bar on stderr when stderr is a terminal.
 pub fn load(path: &Path) -> Result<Trace> {
-    reader::load(path).with_context(|| path.display().to_string())
+    let progress = reader::Progress::default();
+    let trace = std::thread::scope(|s| {
+        let job = s.spawn(|| reader::load_with_progress(path, &progress));
+        if std::io::stderr().is_terminal() {
+            show_progress(&job, &progress, path);
+        }
+        job.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader panicked")))
+    });
+    trace.with_context(|| path.display().to_string())
+}
+
+fn show_progress<T>(job: &std::thread::ScopedJoinHandle<'_, T>, progress: &reader::Progress, path: &Path) {
+    let started = std::time::Instant::now();
+    let mut shown = false;
+    while !job.is_finished() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if started.elapsed().as_secs_f64() < 1.0 {
+            continue;
+        }
+        let f = progress.fraction();
+        let filled = (f * 30.0).round() as usize;
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        eprint!(
+            "\r[{}{}] {:>3.0}% loading {}",
+            "#".repeat(filled),
+            " ".repeat(30 - filled),
+            f * 100.0,
+            report::sanitize(&name)
+        );
+        shown = true;
+    }
+    if shown {
+        // Clear the bar so the output starts on a clean line.
+        eprint!("\r{}\r", " ".repeat(80));
+    }
 }
 
 // Write to stdout through a buffer; a closed pipe (`| head`) ends quietly.
@@ -167,7 +237,6 @@ fn emit(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
         r => r.context("writing output"),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

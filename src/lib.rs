@@ -5,6 +5,12 @@
 //! (headless text/JSON/CSV/Markdown) or `tui` (interactive timeline).
 
 pub mod analysis;
+pub mod bench;
+pub mod cli;
+pub mod info;
 pub mod model;
 pub mod reader;
+pub mod report;
+pub mod scale;
+pub mod tui;
 pub mod units;

@@ -1,11 +1,18 @@
-fn main() {
-    let p = std::env::args().nth(1).unwrap();
-    match lanescope::reader::load(std::path::Path::new(&p)) {
-        Ok(t) => {
-            println!("{} {} lanes={} events={} dur={}", t.meta.nsys_version, t.meta.schema_version, t.lanes.len(), t.event_count(), t.duration());
-            for l in &t.lanes { println!("{:?} pid={} n={} {}", l.kind, l.pid, l.ev.len(), l.disjoint); }
-            println!("{:?} {:?}", t.gpus, t.processes);
+//! lanescope binary: parse the command line, run it, print errors on one line.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = lanescope::cli::Cli::parse();
+    match lanescope::cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: "lanescope: FILE: what is wrong" (the error chain joined by ": ").
+            let msg = format!("{e:#}").replace(['\n', '\r'], " ");
+            eprintln!("lanescope: {}", lanescope::report::sanitize(&msg));
+            ExitCode::FAILURE
         }
-        Err(e) => eprintln!("{p}: {e:#}"),
     }
 }

@@ -222,7 +222,7 @@ impl MemClass {
         }
     }
 
-    /// Classify an nsys `copyKind` (ENUM_CUDA_MEMCPY_OPER).
+    /// Classify an nsys `copyKind` (`ENUM_CUDA_MEMCPY_OPER`).
     pub fn from_copy_kind(kind: u8) -> Self {
         match kind {
             1 | 3 | 11 => MemClass::H2D,
@@ -234,7 +234,7 @@ impl MemClass {
     }
 }
 
-/// Memory kinds in nsys numbering (ENUM_CUDA_MEM_KIND), not CUPTI's.
+/// Memory kinds in nsys numbering (`ENUM_CUDA_MEM_KIND`), not CUPTI's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemKind {
     /// Pageable host memory.
@@ -314,7 +314,6 @@ impl MemFlags {
     /// The host-side memory kind of a copy (pageable/pinned/managed), else the device side.
     pub fn host_kind(self) -> MemKind {
         match MemClass::from_copy_kind(self.copy_kind) {
-            MemClass::H2D => self.src,
             MemClass::D2H => self.dst,
             _ => self.src,
         }

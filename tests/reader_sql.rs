@@ -38,9 +38,8 @@ fn kernels_per_stream_match_sql() {
             _ => None,
         });
         let c = sql(&f);
-        let mut stmt = c
-            .prepare("SELECT deviceId, streamId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2")
-            .unwrap();
+        let mut stmt =
+            c.prepare("SELECT deviceId, streamId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2").unwrap();
         let want: HashMap<(i64, i64), usize> = stmt
             .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)? as usize)))
             .unwrap()
@@ -64,15 +63,20 @@ fn memcpy_and_memset_match_sql() {
         }
         let c = sql(&f);
         let mut want: HashMap<&str, (usize, u64)> = HashMap::new();
-        let mut stmt = c.prepare("SELECT copyKind, count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1").unwrap();
-        for row in stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))).unwrap() {
+        let mut stmt =
+            c.prepare("SELECT copyKind, count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1").unwrap();
+        for row in stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))).unwrap()
+        {
             let (k, n, b) = row.unwrap();
             let e = want.entry(MemClass::from_copy_kind(k as u8).label()).or_default();
             e.0 += n as usize;
             e.1 += b as u64;
         }
-        let (n, b): (i64, i64) =
-            c.query_row("SELECT count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        let (n, b): (i64, i64) = c
+            .query_row("SELECT count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
         want.insert("memset", (n as usize, b as u64));
         assert_eq!(got, want, "{}", f.display());
     }
@@ -129,7 +133,9 @@ fn nvtx_ranges_nest_by_depth() {
     let steps: i64 = c
         .query_row("SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59 AND text LIKE 'step %'", [], |r| r.get(0))
         .unwrap();
-    let depth = |d: u16| t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Nvtx { depth, .. } if depth == d)).collect::<Vec<_>>();
+    let depth = |d: u16| {
+        t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Nvtx { depth, .. } if depth == d)).collect::<Vec<_>>()
+    };
     let total: usize = t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Nvtx { .. })).map(|l| l.ev.len()).sum();
     assert_eq!(total as i64, n);
     // The training loop pushes `step N` and nests its phases inside: steps are depth 0.
@@ -189,7 +195,8 @@ fn names_meta_and_extent_match_sql() {
         LaneKind::CudaApi { tid } if tid == l.pid => Some(tid),
         _ => None,
     });
-    let pname: String = c.query_row("SELECT name FROM PROCESSES WHERE pid = ?1", [main_tid.unwrap()], |r| r.get(0)).unwrap();
+    let pname: String =
+        c.query_row("SELECT name FROM PROCESSES WHERE pid = ?1", [main_tid.unwrap()], |r| r.get(0)).unwrap();
     assert_eq!(t.process_name(main_tid.unwrap()), pname);
 }
 
@@ -225,8 +232,10 @@ fn public_exports_of_older_versions_load() {
         if p.extension().is_some_and(|x| x == "sqlite") {
             let t = lanescope::reader::load(&p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
             let c = sql(&p);
-            let kernels: i64 = c.query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0)).unwrap();
-            let got: usize = t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Kernels { .. })).map(|l| l.ev.len()).sum();
+            let kernels: i64 =
+                c.query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0)).unwrap();
+            let got: usize =
+                t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Kernels { .. })).map(|l| l.ev.len()).sum();
             assert_eq!(got as i64, kernels, "{}", p.display());
             assert!(!t.meta.nsys_version.is_empty(), "{}", p.display());
         }

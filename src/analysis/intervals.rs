@@ -108,11 +108,7 @@ impl Union {
 
     /// Gaps between consecutive intervals lasting at least `min` (no leading or trailing gap).
     pub fn gaps(&self, min: Ns) -> impl Iterator<Item = (Ns, Ns)> + '_ {
-        self.end
-            .iter()
-            .zip(self.start.iter().skip(1))
-            .map(|(&e, &s)| (e, s))
-            .filter(move |(e, s)| s - e >= min.max(1))
+        self.end.iter().zip(self.start.iter().skip(1)).map(|(&e, &s)| (e, s)).filter(move |(e, s)| s - e >= min.max(1))
     }
 
     /// Busy time shared with `other` (length of the intersection).
@@ -122,6 +118,7 @@ impl Union {
     }
 
     /// The intersection of two unions.
+    #[must_use]
     pub fn intersect(&self, other: &Union) -> Union {
         let (mut i, mut j) = (0, 0);
         let mut out = Vec::new();
@@ -136,7 +133,25 @@ impl Union {
         Union::from_sorted(out)
     }
 
+    /// The union of two unions, in one linear merge.
+    #[must_use]
+    pub fn merge(&self, other: &Union) -> Union {
+        let (mut i, mut j) = (0, 0);
+        let mut out = Vec::with_capacity(self.len() + other.len());
+        while i < self.len() || j < other.len() {
+            if j == other.len() || (i < self.len() && self.start[i] <= other.start[j]) {
+                out.push(self.get(i));
+                i += 1;
+            } else {
+                out.push(other.get(j));
+                j += 1;
+            }
+        }
+        Union::from_sorted(out)
+    }
+
     /// The parts of `self` not covered by `other`.
+    #[must_use]
     pub fn minus(&self, other: &Union) -> Union {
         let mut out = Vec::new();
         for (s, e) in self.iter() {
@@ -218,6 +233,9 @@ mod tests {
             prop_assert_eq!(inter.total(), brute);
             prop_assert_eq!(a.overlap_with(&b), brute);
             prop_assert_eq!(a.minus(&b).total(), a.total() - brute);
+            let merged = a.merge(&b);
+            prop_assert_eq!(&merged, &Union::from_pairs(p.iter().chain(q.iter()).copied()));
+            prop_assert_eq!(merged.total(), a.total() + b.total() - brute);
         }
     }
 }

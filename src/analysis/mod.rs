@@ -1,7 +1,18 @@
 //! Analysis: pure functions over a [`Trace`] that say when and why the GPU is idle.
 //! Shared by the TUI and the headless report.
+//!
+//! [`analyze`] runs everything: device unions, gaps with causes ([`gaps`] documents
+//! the rule), phases ([`phases`]), transfers and overlap ([`transfers`]), findings
+//! ([`findings`]) and totals. Everything is a sweep or a binary search over the sorted
+//! lane columns; nothing joins events pairwise.
 
+pub mod findings;
+pub mod gaps;
+pub mod index;
 pub mod intervals;
+pub mod names;
+pub mod phases;
+pub mod transfers;
 
 use crate::model::{Ns, Trace};
 pub use intervals::Union;
@@ -51,7 +62,7 @@ impl DeviceActivity {
         };
         let kernels = pairs(|k| matches!(k, LaneKind::Kernels { .. } | LaneKind::Graphs { .. }));
         let copies = pairs(|k| matches!(k, LaneKind::Memory { .. }));
-        let busy = Union::from_pairs(kernels.iter().chain(copies.iter()));
+        let busy = kernels.merge(&copies);
         Self { device, busy, kernels, copies }
     }
 
@@ -63,6 +74,16 @@ impl DeviceActivity {
     /// Time with copies running and no kernel: the GPU is busy, but only moving data.
     pub fn copy_only_in(&self, a: Ns, b: Ns) -> Ns {
         self.busy.busy_in(a, b) - self.kernels.busy_in(a, b)
+    }
+
+    /// Total time with copies running and no kernel.
+    pub fn copy_only_ns(&self) -> Ns {
+        self.busy.total() - self.kernels.total()
+    }
+
+    /// Idle time between the first and the last operation (every gap, however short).
+    pub fn idle_ns(&self) -> Ns {
+        self.extent().map_or(0, |(a, b)| b - a - self.busy.total())
     }
 }
 
@@ -80,7 +101,7 @@ pub enum Cause {
     SyncWait,
     /// A thread was inside a copy API on pageable memory.
     PageableCopy,
-    /// A thread was blocked in an OS runtime call (poll, pthread_cond_wait, read...).
+    /// A thread was blocked in an OS runtime call (`poll`, `pthread_cond_wait`, `read`...).
     HostWait,
     /// No API or blocking call: Python or other CPU work.
     HostBusy,
@@ -123,7 +144,8 @@ pub struct Gap {
     pub cause: Cause,
     /// One line of evidence, e.g. `cudaStreamSynchronize 1.2 ms on python3 (tid 814)`.
     pub evidence: String,
-    /// Innermost NVTX range (grouped name) on the main thread at the gap start, if any.
+    /// Innermost NVTX range (grouped name) at the gap start on the deciding thread (else
+    /// the main thread), if any.
     pub phase: Option<String>,
 }
 
@@ -169,23 +191,24 @@ pub struct Phase {
     pub count: u64,
     /// CPU wall time of the instances.
     pub wall: DurStats,
-    /// GPU busy (any operation) over the union of the phase's windows, all GPUs.
+    /// GPU busy (any operation) over the union of the phase's windows, summed over the
+    /// GPUs of the ranges' process (see [`phases`]).
     pub gpu_busy_ns: Ns,
     /// Kernel busy over the windows.
     pub kernel_busy_ns: Ns,
     /// Copy (memcpy/memset) busy over the windows.
     pub copy_busy_ns: Ns,
-    /// Idle time of the GPU(s) over the windows.
+    /// Idle time of those GPUs over the windows (window length minus busy, per GPU).
     pub idle_ns: Ns,
     /// Copy time with no kernel running over the windows.
     pub exposed_copy_ns: Ns,
     /// Share of copy time with a kernel running (0..=1), None without copies.
     pub copy_overlap: Option<f64>,
-    /// Host-to-device bytes of copies running in the windows.
+    /// Host-to-device bytes of copies running in the windows, prorated by overlap.
     pub h2d_bytes: u64,
     /// Device-to-host bytes of copies running in the windows.
     pub d2h_bytes: u64,
-    /// Effective H2D bandwidth (bytes over copy busy time), GB/s.
+    /// Effective H2D bandwidth (those bytes over the H2D copy time in the windows), GB/s.
     pub h2d_gbps: Option<f64>,
     /// Effective D2H bandwidth, GB/s.
     pub d2h_gbps: Option<f64>,
@@ -193,7 +216,7 @@ pub struct Phase {
     pub launched: Launched,
     /// (start, end) of the slowest instance.
     pub slowest: (Ns, Ns),
-    /// Share of instances whose windows had a gap >= min-gap on a GPU (0..=1).
+    /// Share of instances in which gaps (>= min-gap) cover at least min-gap (0..=1).
     pub starved_share: f64,
 }
 
@@ -238,6 +261,17 @@ pub enum Severity {
     Warning,
     /// Dominates the run.
     Critical,
+}
+
+impl Severity {
+    /// Stable label used in reports and JSON (`info`, `warning`, `critical`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
 }
 
 /// A problem found in the trace, with evidence and a fix.
@@ -296,36 +330,62 @@ pub struct Analysis {
 /// Run every analysis over `trace`.
 pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let devices: Vec<DeviceActivity> = trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
-    let gaps = find_gaps(trace, &devices, options);
+    let index = index::Index::build(trace);
+    let mut explainer = gaps::Explainer::new(trace, &index, options);
+    let gaps = explainer.find(&devices);
+    let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
+    let phases = phases::phases(trace, &phase_ctx, options);
+    let (transfers, copies) = transfers::transfers(trace, &index);
+    let findings = findings::findings(
+        &findings::Inputs {
+            trace,
+            index: &index,
+            devices: &devices,
+            gaps: &gaps,
+            transfers: &transfers,
+            copies: &copies,
+            phases: &phase_ctx,
+            options,
+        },
+        &mut explainer,
+    );
     Analysis {
         options: *options,
+        overlap: transfers::overlap(&devices),
+        totals: transfers::totals(trace),
         devices,
         gaps,
-        phases: Vec::new(),
-        transfers: Vec::new(),
-        overlap: Overlap::default(),
-        findings: Vec::new(),
-        totals: Totals::default(),
+        phases,
+        transfers,
+        findings,
     }
 }
 
-/// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes.
+/// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes
+/// (the rule is in [`gaps`]).
 pub fn find_gaps(trace: &Trace, devices: &[DeviceActivity], options: &Options) -> Vec<Gap> {
-    let pid = trace.lanes.iter().find(|l| l.kind.is_gpu()).map_or(0, |l| l.pid);
-    let mut gaps: Vec<Gap> = devices
-        .iter()
-        .flat_map(|d| {
-            d.busy.gaps(options.min_gap_ns).map(move |(start, end)| Gap {
-                device: d.device,
-                pid,
-                start,
-                end,
-                cause: Cause::Unknown,
-                evidence: String::new(),
-                phase: None,
-            })
-        })
-        .collect();
-    gaps.sort_by_key(|g| (g.start, g.device));
-    gaps
+    gaps::find(trace, devices, &index::Index::build(trace), options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Events, Lane, LaneKind, Strings};
+
+    #[test]
+    fn a_trace_without_gpu_work_analyzes_to_nothing() {
+        let a = analyze(&Trace::default(), &Options::default());
+        assert!(a.devices.is_empty() && a.gaps.is_empty() && a.findings.is_empty() && a.transfers.is_empty());
+        let mut t = Trace { strings: Strings::new(), ..Trace::default() };
+        let mut ev = Events::default();
+        let name = t.strings.intern("step 1");
+        ev.push(0, 100, name, None, None, Some(0));
+        ev.push(200, 300, name, None, None, Some(0));
+        ev.push(400, 500, name, None, None, Some(0));
+        t.lanes.push(Lane::new(LaneKind::Nvtx { tid: 1, depth: 0 }, 1, ev));
+        let a = analyze(&t, &Options::default());
+        assert!(a.findings.is_empty(), "{:?}", a.findings);
+        assert_eq!(a.phases.len(), 1);
+        assert_eq!((a.phases[0].gpu_busy_ns, a.phases[0].idle_ns, a.phases[0].launched.count), (0, 0, 0));
+    }
 }

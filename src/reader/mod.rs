@@ -108,7 +108,13 @@ fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
     assemble(meta, &conn, &schema, names, parts)
 }
 
-fn assemble(mut meta: Meta, conn: &rusqlite::Connection, schema: &Schema, mut names: Names, parts: Vec<Partial>) -> Result<Trace> {
+fn assemble(
+    mut meta: Meta,
+    conn: &rusqlite::Connection,
+    schema: &Schema,
+    mut names: Names,
+    parts: Vec<Partial>,
+) -> Result<Trace> {
     let mut lanes_by_key: HashMap<(LaneKind, u32), crate::model::Events> = HashMap::new();
     let mut syncs = Vec::new();
     for mut p in parts {

@@ -1,4 +1,4 @@
-//! NVTX_EVENTS: push/pop ranges by nesting depth, start/end ranges packed into rows,
+//! `NVTX_EVENTS`: push/pop ranges by nesting depth, start/end ranges packed into rows,
 //! marks, domain names.
 
 use std::collections::HashMap;
@@ -29,7 +29,7 @@ enum Kind {
     Mark,
 }
 
-/// Read NVTX_EVENTS into NVTX lanes.
+/// Read `NVTX_EVENTS` into NVTX lanes.
 pub fn read_nvtx(
     conn: &Connection,
     schema: &Schema,
@@ -125,15 +125,12 @@ fn place(mut rows: Vec<(Kind, Row)>, domains: &HashMap<(u32, u32), u32>, lanes: 
                 LaneKind::Nvtx { tid: r.tid, depth }
             }
             Kind::StartEnd => {
-                let row = match row_ends.iter().position(|&e| e <= r.start) {
-                    Some(i) => {
-                        row_ends[i] = r.end;
-                        i
-                    }
-                    None => {
-                        row_ends.push(r.end);
-                        row_ends.len() - 1
-                    }
+                let row = if let Some(i) = row_ends.iter().position(|&e| e <= r.start) {
+                    row_ends[i] = r.end;
+                    i
+                } else {
+                    row_ends.push(r.end);
+                    row_ends.len() - 1
                 };
                 LaneKind::NvtxStartEnd { tid: r.tid, row: row as u16 }
             }

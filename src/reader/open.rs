@@ -1,5 +1,6 @@
 //! Opening a trace file strictly read-only, with one clear error per kind of bad input.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -69,7 +70,7 @@ fn uri_escape(p: &str) -> String {
             '%' | '?' | '#' | ' ' => {
                 let mut b = [0u8; 4];
                 for byte in c.encode_utf8(&mut b).bytes() {
-                    out.push_str(&format!("%{byte:02X}"));
+                    let _ = write!(out, "%{byte:02X}");
                 }
             }
             _ => out.push(c),

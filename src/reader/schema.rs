@@ -74,7 +74,9 @@ impl Schema {
         EVENT_TABLES
             .iter()
             .filter(|t| self.has(t))
-            .filter_map(|t| conn.query_row(&format!("SELECT max(rowid) FROM {t}"), [], |r| r.get::<_, Option<i64>>(0)).ok())
+            .filter_map(|t| {
+                conn.query_row(&format!("SELECT max(rowid) FROM {t}"), [], |r| r.get::<_, Option<i64>>(0)).ok()
+            })
             .map(|n| n.unwrap_or(0).max(0) as u64)
             .sum()
     }

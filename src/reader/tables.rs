@@ -73,7 +73,7 @@ impl LaneMap {
     }
 }
 
-/// StringIds of the file, and the interned table they resolve into.
+/// `StringIds` of the file, and the interned table they resolve into.
 pub struct Names {
     file: Vec<Option<Box<str>>>,
     map: Vec<StrId>,
@@ -82,7 +82,7 @@ pub struct Names {
 }
 
 impl Names {
-    /// Text of a StringIds id.
+    /// Text of a `StringIds` id.
     pub fn file_str(&self, id: i64) -> Option<&str> {
         usize::try_from(id).ok().and_then(|i| self.file.get(i)).and_then(|s| s.as_deref())
     }
@@ -148,7 +148,7 @@ impl Names {
     }
 }
 
-/// Read the whole StringIds table.
+/// Read the whole `StringIds` table.
 pub fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
     let mut file: Vec<Option<Box<str>>> = Vec::new();
     if schema.has("StringIds") {
@@ -208,7 +208,9 @@ pub fn read_meta(conn: &Connection, schema: &Schema) -> Result<Meta> {
     }
     if schema.has_col("TARGET_INFO_SESSION_START_TIME", "utcEpochNs") {
         meta.utc_epoch_ns = conn
-            .query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1", [], |r| r.get::<_, Option<i64>>(0))
+            .query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
             .ok()
             .flatten()
             .unwrap_or(0);
@@ -232,7 +234,7 @@ pub fn scan(
     while let Some(r) = rows.next().with_context(|| format!("reading {table} (corrupt file?)"))? {
         f(r)?;
         n += 1;
-        if n % 65_536 == 0 {
+        if n.is_multiple_of(65_536) {
             progress.rows_done.fetch_add(65_536, Ordering::Relaxed);
         }
     }
@@ -251,7 +253,10 @@ fn gpu_cols(schema: &Schema, table: &str, extra: &[&str]) -> String {
 
 // Columns 0..6 of `gpu_cols`: start, end, device, stream, corr, pid. None for records
 // without timestamps (CUPTI writes 0/0 when it could not collect them).
-fn gpu_row(r: &rusqlite::Row<'_>) -> Result<Option<(i64, i64, u32, u32, u32, u32)>> {
+/// start, end, device, stream, correlation id, pid of one GPU record.
+type GpuRow = (i64, i64, u32, u32, u32, u32);
+
+fn gpu_row(r: &rusqlite::Row<'_>) -> Result<Option<GpuRow>> {
     let s = int(r.get_ref(0)?).unwrap_or(0);
     let e = int(r.get_ref(1)?).unwrap_or(s);
     if s == 0 && e == 0 {
@@ -280,7 +285,13 @@ pub fn read_all_but_runtime(conn: &Connection, schema: &Schema, progress: &Progr
     Ok(vec![out])
 }
 
-fn read_kernels(conn: &Connection, schema: &Schema, progress: &Progress, out: &mut Partial, lanes: &mut LaneMap) -> Result<()> {
+fn read_kernels(
+    conn: &Connection,
+    schema: &Schema,
+    progress: &Progress,
+    out: &mut Partial,
+    lanes: &mut LaneMap,
+) -> Result<()> {
     const T: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
     if !schema.has(T) {
         return Ok(());
@@ -349,17 +360,19 @@ fn read_memcpy(
     })?;
     out.stats.append(&mut stats);
     for ((s, e, device, stream, corr, pid), bytes, flags) in rows {
-        let name = match labels.get(&flags) {
-            Some(&n) => n,
-            None => {
-                let f = MemFlags::unpack(flags);
-                let n = out.local(cache, &memcpy_label(f.copy_kind, (flags >> 8) as u8, (flags >> 16) as u8));
-                labels.insert(flags, n);
-                n
-            }
-        };
+        let name = *labels.entry(flags).or_insert_with(|| {
+            let f = MemFlags::unpack(flags);
+            out.local(cache, &memcpy_label(f.copy_kind, (flags >> 8) as u8, (flags >> 16) as u8))
+        });
         let class = MemClass::from_copy_kind(flags as u8);
-        lanes.get((LaneKind::Memory { device, stream, class }, pid)).push(s, e, name, Some(corr), Some(bytes), Some(flags));
+        lanes.get((LaneKind::Memory { device, stream, class }, pid)).push(
+            s,
+            e,
+            name,
+            Some(corr),
+            Some(bytes),
+            Some(flags),
+        );
     }
     Ok(())
 }
@@ -435,7 +448,13 @@ fn sync_label(t: i64) -> &'static str {
     }
 }
 
-fn read_sync(conn: &Connection, schema: &Schema, progress: &Progress, out: &mut Partial, cache: &mut HashMap<String, u32>) -> Result<()> {
+fn read_sync(
+    conn: &Connection,
+    schema: &Schema,
+    progress: &Progress,
+    out: &mut Partial,
+    cache: &mut HashMap<String, u32>,
+) -> Result<()> {
     const T: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
     if !schema.has(T) {
         return Ok(());
@@ -497,12 +516,22 @@ pub fn read_runtime(conn: &Connection, schema: &Schema, progress: &Progress) -> 
     Ok(out)
 }
 
-fn read_osrt(conn: &Connection, schema: &Schema, progress: &Progress, out: &mut Partial, lanes: &mut LaneMap) -> Result<()> {
+fn read_osrt(
+    conn: &Connection,
+    schema: &Schema,
+    progress: &Progress,
+    out: &mut Partial,
+    lanes: &mut LaneMap,
+) -> Result<()> {
     const T: &str = "OSRT_API";
     if !schema.has(T) {
         return Ok(());
     }
-    let sql = format!("SELECT start, \"end\", {}, {} FROM {T}", schema.col_or_null(T, "globalTid"), schema.col_or_null(T, "nameId"));
+    let sql = format!(
+        "SELECT start, \"end\", {}, {} FROM {T}",
+        schema.col_or_null(T, "globalTid"),
+        schema.col_or_null(T, "nameId")
+    );
     scan(conn, T, &sql, progress, &mut out.stats, |r| {
         let s = int(r.get_ref(0)?).unwrap_or(0);
         let e = int(r.get_ref(1)?).unwrap_or(s);
@@ -513,9 +542,13 @@ fn read_osrt(conn: &Connection, schema: &Schema, progress: &Progress, out: &mut 
     })
 }
 
-
 /// Processes, threads and GPUs that own events.
-pub fn read_who(conn: &Connection, schema: &Schema, names: &Names, lanes: &[Lane]) -> Result<(Vec<Gpu>, Vec<Process>, Vec<Thread>)> {
+pub fn read_who(
+    conn: &Connection,
+    schema: &Schema,
+    names: &Names,
+    lanes: &[Lane],
+) -> Result<(Vec<Gpu>, Vec<Process>, Vec<Thread>)> {
     let mut pids: Vec<u32> = lanes.iter().map(|l| l.pid).collect();
     pids.sort_unstable();
     pids.dedup();
@@ -558,11 +591,11 @@ pub fn read_who(conn: &Connection, schema: &Schema, names: &Names, lanes: &[Lane
 }
 
 fn read_gpus(conn: &Connection, schema: &Schema, lanes: &[Lane]) -> Result<Vec<Gpu>> {
+    const T: &str = "TARGET_INFO_GPU";
     let mut used: Vec<u32> = lanes.iter().filter_map(|l| l.kind.device()).collect();
     used.sort_unstable();
     used.dedup();
     let mut gpus: Vec<Gpu> = Vec::new();
-    const T: &str = "TARGET_INFO_GPU";
     if schema.has_col(T, "id") {
         let sql = format!(
             "SELECT id, {}, {}, {} FROM {T}",

@@ -1,0 +1,358 @@
+//! `lanescope bench`: load time against SQLite's own scan, memory per event, and
+//! frame times and terminal bytes for a fixed script of views.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use serde::Serialize;
+
+use crate::analysis::{self, Options};
+use crate::model::{Ns, Trace};
+use crate::tui::{Action, App};
+
+/// Everything `bench` measures. Every key names its unit.
+#[derive(Debug, Serialize)]
+pub struct Bench {
+    trace: TraceFacts,
+    load: Load,
+    memory: Memory,
+    analysis_ms: f64,
+    index_ms: f64,
+    frames: Frames,
+}
+
+#[derive(Debug, Serialize)]
+struct TraceFacts {
+    path: String,
+    file_bytes: u64,
+    events: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Load {
+    total_ms: f64,
+    rows_per_s: f64,
+    file_mb_per_s: f64,
+    tables: Vec<crate::model::TableStat>,
+    /// The same columns stepped through by SQLite in this process, one thread.
+    sqlite_scan_ms: f64,
+    /// The `sqlite3` shell printing the same columns to /dev/null, when installed.
+    sqlite3_cli_ms: Option<f64>,
+    /// `total_ms / sqlite3_cli_ms` (below 1 is faster than the shell).
+    vs_sqlite3_cli: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Memory {
+    baseline_rss_bytes: u64,
+    peak_rss_after_load_bytes: u64,
+    bytes_per_event: f64,
+    model_heap_bytes: usize,
+    index_bytes: usize,
+    peak_rss_after_view_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Frames {
+    size: String,
+    count: usize,
+    p50_ms: f64,
+    p95_ms: f64,
+    max_ms: f64,
+    full_frame_bytes: usize,
+    pan_bytes: usize,
+    levels: Vec<Level>,
+}
+
+#[derive(Debug, Serialize)]
+struct Level {
+    name: &'static str,
+    span_ns: Ns,
+    frames: usize,
+    p50_ms: f64,
+    p95_ms: f64,
+    max_ms: f64,
+    pan_bytes_max: usize,
+}
+
+/// Run the benchmark on `path` with frames of `size` (width, height).
+pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
+    let baseline = rss("VmRSS");
+    let t = Instant::now();
+    let trace = crate::cli::load(path)?;
+    let load_ms = ms(t);
+    let peak_load = rss("VmHWM");
+    let events = trace.event_count();
+    let model_heap_bytes = trace.heap_bytes();
+    let tables = trace.meta.tables.clone();
+    let file_bytes = trace.meta.file_bytes;
+
+    let t = Instant::now();
+    let analysis = analysis::analyze(&trace, &Options::default());
+    let analysis_ms = ms(t);
+    let t = Instant::now();
+    let mut app = App::new(trace, analysis, size);
+    let index_ms = ms(t);
+    let frames = frames(&mut app, size)?;
+    let peak_view = rss("VmHWM");
+
+    let sqlite_scan_ms = sqlite_scan(path, app.trace())?;
+    let sqlite3_cli_ms = sqlite3_cli(path, app.trace());
+    Ok(Bench {
+        trace: TraceFacts { path: path.display().to_string(), file_bytes, events },
+        load: Load {
+            total_ms: load_ms,
+            rows_per_s: tables.iter().map(|t| t.rows).sum::<usize>() as f64 / (load_ms / 1e3),
+            file_mb_per_s: file_bytes as f64 / 1e6 / (load_ms / 1e3),
+            tables,
+            sqlite_scan_ms,
+            sqlite3_cli_ms,
+            vs_sqlite3_cli: sqlite3_cli_ms.map(|c| load_ms / c),
+        },
+        memory: Memory {
+            baseline_rss_bytes: baseline,
+            peak_rss_after_load_bytes: peak_load,
+            bytes_per_event: peak_load.saturating_sub(baseline) as f64 / events.max(1) as f64,
+            model_heap_bytes,
+            index_bytes: app.index_bytes(),
+            peak_rss_after_view_bytes: peak_view,
+        },
+        analysis_ms,
+        index_ms,
+        frames,
+    })
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+// Resident set figures from /proc (Linux); 0 elsewhere.
+fn rss(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A writer that counts bytes, standing in for the terminal.
+#[derive(Default, Clone)]
+struct Counter(std::rc::Rc<std::cell::Cell<usize>>);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.set(self.0.get() + buf.len());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+type Term = Terminal<CrosstermBackend<Counter>>;
+
+// Draw one frame; return (milliseconds, bytes written to the terminal).
+fn frame(term: &mut Term, bytes: &Counter, app: &App) -> Result<(f64, usize)> {
+    let before = bytes.0.get();
+    let t = Instant::now();
+    term.draw(|f| crate::tui::draw(f, app))?;
+    Ok((ms(t), bytes.0.get() - before))
+}
+
+// The script: whole trace, 10x, 1000x and the deepest zoom; at each level 40 views
+// spread across the trace, each followed by a one-step pan (the `d` key).
+fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
+    let area = Rect::new(0, 0, size.0, size.1);
+    let bytes = Counter::default();
+    let mut term = Terminal::with_options(
+        CrosstermBackend::new(bytes.clone()),
+        TerminalOptions { viewport: Viewport::Fixed(area) },
+    )
+    .context("creating the bench terminal")?;
+    let (start, dur) = (app.trace().meta.start_ns, app.trace().duration().max(1));
+    // The first frame of a fresh terminal writes every non-blank cell: a full repaint.
+    app.set_view(start, dur);
+    let full = frame(&mut term, &bytes, app)?.1;
+    let mut levels = Vec::new();
+    let mut all = Vec::new();
+    let mut pan_max = 0;
+    for (name, span) in
+        [("whole", dur), ("10x", dur / 10), ("1000x", dur / 1000), ("deepest", i64::from(size.0).max(1))]
+    {
+        let span = span.max(1);
+        let mut times = Vec::new();
+        let mut pan_bytes_max = 0;
+        for k in 0..40 {
+            let t0 = start + (dur - span).max(0) * k / 39;
+            app.set_view(t0, span);
+            times.push(frame(&mut term, &bytes, app)?.0);
+            app.apply(Action::PanRight);
+            let (t, bytes) = frame(&mut term, &bytes, app)?;
+            times.push(t);
+            pan_bytes_max = pan_bytes_max.max(bytes);
+        }
+        pan_max = pan_max.max(pan_bytes_max);
+        all.extend_from_slice(&times);
+        let (p50, p95, max) = quantiles(&mut times);
+        levels.push(Level {
+            name,
+            span_ns: span,
+            frames: times.len(),
+            p50_ms: p50,
+            p95_ms: p95,
+            max_ms: max,
+            pan_bytes_max,
+        });
+    }
+    let (p50, p95, max) = quantiles(&mut all);
+    Ok(Frames {
+        size: format!("{}x{}", size.0, size.1),
+        count: all.len(),
+        p50_ms: p50,
+        p95_ms: p95,
+        max_ms: max,
+        full_frame_bytes: full,
+        pan_bytes: pan_max,
+        levels,
+    })
+}
+
+fn quantiles(v: &mut [f64]) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.95), v[v.len() - 1])
+}
+
+// The SELECTs the reader runs, column for column, for the tables this trace has.
+fn scan_sql(trace: &Trace) -> Vec<String> {
+    const COLS: &[(&str, &str)] = &[
+        ("StringIds", "id, value"),
+        (
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "start, \"end\", deviceId, streamId, correlationId, globalPid, shortName, demangledName",
+        ),
+        (
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "start, \"end\", deviceId, streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind",
+        ),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", "start, \"end\", deviceId, streamId, correlationId, globalPid, bytes, memKind"),
+        (
+            "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+            "start, \"end\", deviceId, streamId, correlationId, globalPid, syncType",
+        ),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "start, \"end\", eventClass, globalTid, correlationId, nameId"),
+        ("NVTX_EVENTS", "start, \"end\", eventType, globalTid, text, textId, domainId"),
+        ("OSRT_API", "start, \"end\", globalTid, nameId"),
+    ];
+    COLS.iter()
+        .filter(|(t, _)| *t == "StringIds" || trace.meta.tables.iter().any(|s| s.name == *t))
+        .map(|(t, c)| format!("SELECT {c} FROM {t};"))
+        .collect()
+}
+
+// SQLite's own cost of producing the rows: every column of every row read, one thread.
+fn sqlite_scan(path: &Path, trace: &Trace) -> Result<f64> {
+    let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let t = Instant::now();
+    let mut sink = 0i64;
+    for sql in scan_sql(trace) {
+        let mut stmt = conn.prepare(&sql)?;
+        let n = stmt.column_count();
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            for i in 0..n {
+                if let rusqlite::types::ValueRef::Integer(v) = r.get_ref(i)? {
+                    sink = sink.wrapping_add(v);
+                }
+            }
+        }
+    }
+    std::hint::black_box(sink);
+    Ok(ms(t))
+}
+
+// The `sqlite3` shell printing the same columns to /dev/null; None when not installed.
+fn sqlite3_cli(path: &Path, trace: &Trace) -> Option<f64> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sqlite3")
+        .arg("-readonly")
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let t = Instant::now();
+    child.stdin.take()?.write_all(scan_sql(trace).join("\n").as_bytes()).ok()?;
+    child.wait().ok()?.success().then(|| ms(t))
+}
+
+/// Write the result as text.
+pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
+    let l = &b.load;
+    writeln!(w, "trace    {} ({:.1} MB, {} events)", b.trace.path, b.trace.file_bytes as f64 / 1e6, b.trace.events)?;
+    writeln!(
+        w,
+        "load     {:.1} ms  ({:.2} M rows/s, {:.0} MB/s of file)",
+        l.total_ms,
+        l.rows_per_s / 1e6,
+        l.file_mb_per_s
+    )?;
+    for t in &l.tables {
+        writeln!(w, "           {:<38} {:>9} rows {:>8.1} ms", t.name, t.rows, t.ms)?;
+    }
+    writeln!(w, "sqlite    in-process scan of the same columns {:.1} ms", l.sqlite_scan_ms)?;
+    match (l.sqlite3_cli_ms, l.vs_sqlite3_cli) {
+        (Some(c), Some(r)) => {
+            writeln!(w, "sqlite3   shell printing them to /dev/null {c:.1} ms  (lanescope load = {r:.2}x)")?
+        }
+        _ => writeln!(w, "sqlite3   shell not installed: no comparison")?,
+    }
+    let m = &b.memory;
+    writeln!(
+        w,
+        "memory   peak RSS {:.1} MB after load, baseline {:.1} MB: {:.1} bytes/event (model heap {:.1} MB, view index {:.1} MB, peak with view {:.1} MB)",
+        m.peak_rss_after_load_bytes as f64 / 1e6,
+        m.baseline_rss_bytes as f64 / 1e6,
+        m.bytes_per_event,
+        m.model_heap_bytes as f64 / 1e6,
+        m.index_bytes as f64 / 1e6,
+        m.peak_rss_after_view_bytes as f64 / 1e6
+    )?;
+    writeln!(w, "analysis {:.1} ms, view index {:.1} ms", b.analysis_ms, b.index_ms)?;
+    let f = &b.frames;
+    writeln!(
+        w,
+        "frames   {} at {}: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms; full frame {} bytes, one-step pan <= {} bytes",
+        f.count, f.size, f.p50_ms, f.p95_ms, f.max_ms, f.full_frame_bytes, f.pan_bytes
+    )?;
+    for lv in &f.levels {
+        writeln!(
+            w,
+            "           {:<8} span {:>14}: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms, pan <= {} bytes",
+            lv.name,
+            crate::units::fmt_ns(lv.span_ns),
+            lv.p50_ms,
+            lv.p95_ms,
+            lv.max_ms,
+            lv.pan_bytes_max
+        )?;
+    }
+    Ok(())
+}
+
+/// Write the result as JSON.
+pub fn write_json(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, b)?;
+    writeln!(w)
+}

@@ -1,0 +1,177 @@
+//! The CSV report: one long table, `section,item,metric,value`, one value per row, so
+//! any tool can filter or pivot it without knowing each section's columns.
+//!
+//! | section | item | metrics |
+//! |---|---|---|
+//! | `trace` | (empty) | `path`, `nsys_version`, `schema_version`, `duration_ns`, `start_ns` |
+//! | `gpu` | device id | `name` |
+//! | `totals` | (empty) | `kernels`, `memcpy`, `memset`, `api_calls`, `nvtx_ranges`, `osrt_calls` |
+//! | `device` | device id | `busy_ns`, `kernel_ns`, `copy_only_ns`, `idle_ns` |
+//! | `transfer` | `H2D/pageable`, ... | `count`, `bytes`, `busy_ns`, `gbps`, `max_gbps`, `async_pageable`, `sync_api` |
+//! | `overlap` | (empty) | `copy_ns`, `overlapped_ns` |
+//! | `phase` | phase name | the JSON phase fields; `launched_count`, `launched_gpu_ns`, `launched_span_ns` |
+//! | `gaps` | (empty) | `min_gap_ns`, `count`, `total_ns` |
+//! | `gap_cause` | cause label | `count`, `total_ns` |
+//! | `gap` | rank 1..20 | `device`, `start_ns`, `end_ns`, `dur_ns`, `cause`, `evidence`, `phase` |
+//! | `finding` | rule | `severity`, `message`, `fix`, `evidence.<key>` |
+//!
+//! Values follow the JSON report (integer nanoseconds, bytes, GB/s); empty for null.
+//! Fields are quoted when they hold a comma, a quote or a line break; control
+//! characters are replaced as in [`super::sanitize`].
+
+use std::io::{self, Write};
+
+use super::json::{self, Report};
+use super::sanitize;
+use crate::analysis::Analysis;
+use crate::model::Trace;
+
+struct Csv<'w> {
+    w: &'w mut dyn Write,
+}
+
+impl Csv<'_> {
+    fn row(&mut self, section: &str, item: &str, metric: &str, value: &dyn ToString) -> io::Result<()> {
+        writeln!(self.w, "{},{},{},{}", field(section), field(item), field(metric), field(&value.to_string()))
+    }
+}
+
+/// Quote a CSV field when needed (RFC 4180), after replacing control characters.
+pub fn field(s: &str) -> String {
+    let s = sanitize(s);
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.into_owned() }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+/// Write the CSV report.
+pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis) -> io::Result<()> {
+    let r = json::build(trace, a);
+    let mut c = Csv { w };
+    c.row("section", "item", "metric", &"value")?;
+    head(&mut c, &r)?;
+    for p in &r.phases {
+        phase(&mut c, p)?;
+    }
+    gaps(&mut c, &r)?;
+    for f in &r.findings {
+        c.row("finding", f.rule, "severity", &f.severity)?;
+        c.row("finding", f.rule, "message", &f.message)?;
+        c.row("finding", f.rule, "fix", &f.fix)?;
+        for (k, v) in &f.evidence {
+            c.row("finding", f.rule, &format!("evidence.{k}"), v)?;
+        }
+    }
+    Ok(())
+}
+
+fn head(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
+    let t = &r.trace;
+    c.row("trace", "", "path", &t.path)?;
+    c.row("trace", "", "nsys_version", &t.nsys_version)?;
+    c.row("trace", "", "schema_version", &t.schema_version)?;
+    c.row("trace", "", "duration_ns", &t.duration_ns)?;
+    c.row("trace", "", "start_ns", &t.start_ns)?;
+    for g in &t.gpus {
+        c.row("gpu", &g.device.to_string(), "name", &g.name)?;
+    }
+    let x = &r.totals;
+    for (k, v) in [
+        ("kernels", x.kernels),
+        ("memcpy", x.memcpy),
+        ("memset", x.memset),
+        ("api_calls", x.api_calls),
+        ("nvtx_ranges", x.nvtx_ranges),
+        ("osrt_calls", x.osrt_calls),
+    ] {
+        c.row("totals", "", k, &v)?;
+    }
+    for d in &r.devices {
+        let id = d.device.to_string();
+        for (k, v) in [
+            ("busy_ns", d.busy_ns),
+            ("kernel_ns", d.kernel_ns),
+            ("copy_only_ns", d.copy_only_ns),
+            ("idle_ns", d.idle_ns),
+        ] {
+            c.row("device", &id, k, &v)?;
+        }
+    }
+    for t in &r.transfers {
+        let id = format!("{}/{}", t.direction, t.memory);
+        c.row("transfer", &id, "count", &t.count)?;
+        c.row("transfer", &id, "bytes", &t.bytes)?;
+        c.row("transfer", &id, "busy_ns", &t.busy_ns)?;
+        c.row("transfer", &id, "gbps", &t.gbps)?;
+        c.row("transfer", &id, "max_gbps", &t.max_gbps)?;
+        c.row("transfer", &id, "async_pageable", &t.async_pageable)?;
+        c.row("transfer", &id, "sync_api", &t.sync_api)?;
+    }
+    c.row("overlap", "", "copy_ns", &r.overlap.copy_ns)?;
+    c.row("overlap", "", "overlapped_ns", &r.overlap.overlapped_ns)
+}
+
+fn phase(c: &mut Csv<'_>, p: &json::Phase<'_>) -> io::Result<()> {
+    let ints = [
+        ("count", p.count as i64),
+        ("wall_ns", p.wall_ns),
+        ("wall_mean_ns", p.wall_mean_ns),
+        ("wall_p50_ns", p.wall_p50_ns),
+        ("wall_p95_ns", p.wall_p95_ns),
+        ("wall_max_ns", p.wall_max_ns),
+        ("gpu_busy_ns", p.gpu_busy_ns),
+        ("kernel_busy_ns", p.kernel_busy_ns),
+        ("copy_busy_ns", p.copy_busy_ns),
+        ("idle_ns", p.idle_ns),
+        ("exposed_copy_ns", p.exposed_copy_ns),
+        ("h2d_bytes", p.h2d_bytes as i64),
+        ("d2h_bytes", p.d2h_bytes as i64),
+        ("launched_count", p.launched.count as i64),
+        ("launched_gpu_ns", p.launched.gpu_ns),
+        ("launched_span_ns", p.launched.span_ns),
+    ];
+    for (k, v) in ints {
+        c.row("phase", p.name, k, &v)?;
+    }
+    c.row("phase", p.name, "copy_overlap", &opt(p.copy_overlap))?;
+    c.row("phase", p.name, "h2d_gbps", &opt(p.h2d_gbps))?;
+    c.row("phase", p.name, "d2h_gbps", &opt(p.d2h_gbps))?;
+    c.row("phase", p.name, "starved_share", &p.starved_share)
+}
+
+fn gaps(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
+    let g = &r.gaps;
+    c.row("gaps", "", "min_gap_ns", &g.min_gap_ns)?;
+    c.row("gaps", "", "count", &g.count)?;
+    c.row("gaps", "", "total_ns", &g.total_ns)?;
+    for (cause, s) in &g.by_cause {
+        c.row("gap_cause", cause, "count", &s.count)?;
+        c.row("gap_cause", cause, "total_ns", &s.total_ns)?;
+    }
+    for (i, t) in g.top.iter().enumerate() {
+        let rank = (i + 1).to_string();
+        c.row("gap", &rank, "device", &t.device)?;
+        c.row("gap", &rank, "start_ns", &t.start_ns)?;
+        c.row("gap", &rank, "end_ns", &t.end_ns)?;
+        c.row("gap", &rank, "dur_ns", &t.dur_ns)?;
+        c.row("gap", &rank, "cause", &t.cause)?;
+        c.row("gap", &rank, "evidence", &t.evidence)?;
+        c.row("gap", &rank, "phase", &opt(t.phase))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn fields_are_quoted_only_when_needed() {
+        assert_eq!(field("forward"), "forward");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("x\u{1b}y"), "x\u{fffd}y");
+    }
+}

@@ -1,0 +1,419 @@
+//! The JSON report: a documented contract (README). All times are integer nanoseconds
+//! on the trace's timeline, bytes are integers, rates are decimal GB/s (bytes/ns).
+//!
+//! ```text
+//! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}]}
+//! totals    {kernels, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
+//! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns}]
+//! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
+//! overlap   {copy_ns, overlapped_ns}
+//! phases    [{name, count, wall_ns, wall_mean_ns, wall_p50_ns, wall_p95_ns, wall_max_ns,
+//!             gpu_busy_ns, kernel_busy_ns, copy_busy_ns, idle_ns, exposed_copy_ns,
+//!             copy_overlap, h2d_bytes, d2h_bytes, h2d_gbps, d2h_gbps, starved_share,
+//!             launched: {count, gpu_ns, span_ns}}]
+//! gaps      {min_gap_ns, count, total_ns,
+//!            by_cause: {"sync-wait" | "pageable-copy" | "host-wait" | "host-busy" |
+//!                       "launch-bound" | "unknown": {count, total_ns}},
+//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase}]}
+//! findings  [{rule, severity, message, evidence: {key: value}, fix}]
+//! ```
+//!
+//! `copy_overlap`, `h2d_gbps` and `d2h_gbps` are null when there was nothing to divide
+//! by; `phase` is null for a gap outside any NVTX range. `top` holds the 20 longest gaps,
+//! longest first. `severity` is `info`, `warning` or `critical`; findings come most
+//! severe first. Evidence values are strings; keys ending in `_ns` hold nanoseconds.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::analysis::{Analysis, Cause, Gap};
+use crate::model::{Ns, Trace};
+
+/// Number of gaps listed in `gaps.top`.
+pub const TOP_GAPS: usize = 20;
+
+/// The whole JSON document.
+#[derive(Debug, Serialize)]
+pub struct Report<'a> {
+    /// The export.
+    pub trace: TraceInfo<'a>,
+    /// Event counts.
+    pub totals: Totals,
+    /// Per-GPU busy and idle time.
+    pub devices: Vec<Device>,
+    /// Transfers by direction and memory kind.
+    pub transfers: Vec<Transfer>,
+    /// Copy/compute overlap.
+    pub overlap: Overlap,
+    /// NVTX phases, largest wall time first.
+    pub phases: Vec<Phase<'a>>,
+    /// Idle gaps.
+    pub gaps: Gaps<'a>,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding<'a>>,
+}
+
+/// `trace`.
+#[derive(Debug, Serialize)]
+pub struct TraceInfo<'a> {
+    /// Path of the export.
+    pub path: &'a str,
+    /// nsys version that exported it.
+    pub nsys_version: &'a str,
+    /// Export schema version.
+    pub schema_version: &'a str,
+    /// Duration covered by events.
+    pub duration_ns: Ns,
+    /// First event start.
+    pub start_ns: Ns,
+    /// GPUs with activity.
+    pub gpus: Vec<GpuInfo<'a>>,
+}
+
+/// One GPU of `trace.gpus`.
+#[derive(Debug, Serialize)]
+pub struct GpuInfo<'a> {
+    /// Device id.
+    pub device: u32,
+    /// Marketing name.
+    pub name: &'a str,
+}
+
+/// `totals`.
+#[derive(Debug, Serialize)]
+pub struct Totals {
+    /// Kernels (and graph executions).
+    pub kernels: u64,
+    /// Memcpy operations.
+    pub memcpy: u64,
+    /// Memset operations.
+    pub memset: u64,
+    /// CUDA runtime and driver calls.
+    pub api_calls: u64,
+    /// NVTX ranges.
+    pub nvtx_ranges: u64,
+    /// OS runtime calls.
+    pub osrt_calls: u64,
+}
+
+/// One entry of `devices`.
+#[derive(Debug, Serialize)]
+pub struct Device {
+    /// Device id.
+    pub device: u32,
+    /// Union of all operations.
+    pub busy_ns: Ns,
+    /// Union of kernels.
+    pub kernel_ns: Ns,
+    /// Copies running with no kernel.
+    pub copy_only_ns: Ns,
+    /// Idle between the first and the last operation.
+    pub idle_ns: Ns,
+}
+
+/// One entry of `transfers`.
+#[derive(Debug, Serialize)]
+pub struct Transfer {
+    /// `H2D`, `D2H`, `D2D`, `P2P`, `memset` or `other`.
+    pub direction: &'static str,
+    /// Host memory kind (`pageable`, `pinned`, `managed`, ...; `device` for D2D).
+    pub memory: &'static str,
+    /// Number of operations.
+    pub count: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Sum of durations.
+    pub busy_ns: Ns,
+    /// `bytes / busy_ns`.
+    pub gbps: f64,
+    /// Fastest single operation.
+    pub max_gbps: f64,
+    /// Copies issued by an async API on pageable memory.
+    pub async_pageable: u64,
+    /// Copies issued by a synchronous API.
+    pub sync_api: u64,
+}
+
+/// `overlap`.
+#[derive(Debug, Serialize)]
+pub struct Overlap {
+    /// Copy time (union per GPU, summed).
+    pub copy_ns: Ns,
+    /// Copy time with a kernel running on the same GPU.
+    pub overlapped_ns: Ns,
+}
+
+/// One entry of `phases`.
+#[derive(Debug, Serialize)]
+pub struct Phase<'a> {
+    /// Grouped (or exact) name.
+    pub name: &'a str,
+    /// Instances.
+    pub count: u64,
+    /// Total wall time.
+    pub wall_ns: Ns,
+    /// Mean wall time.
+    pub wall_mean_ns: Ns,
+    /// Median wall time.
+    pub wall_p50_ns: Ns,
+    /// 95th percentile wall time.
+    pub wall_p95_ns: Ns,
+    /// Longest instance.
+    pub wall_max_ns: Ns,
+    /// GPU busy over the phase windows.
+    pub gpu_busy_ns: Ns,
+    /// Kernel busy over the windows.
+    pub kernel_busy_ns: Ns,
+    /// Copy busy over the windows.
+    pub copy_busy_ns: Ns,
+    /// GPU idle over the windows.
+    pub idle_ns: Ns,
+    /// Copy time with no kernel over the windows.
+    pub exposed_copy_ns: Ns,
+    /// Share of copy time with a kernel running.
+    pub copy_overlap: Option<f64>,
+    /// H2D bytes (prorated) in the windows.
+    pub h2d_bytes: u64,
+    /// D2H bytes (prorated) in the windows.
+    pub d2h_bytes: u64,
+    /// H2D bandwidth.
+    pub h2d_gbps: Option<f64>,
+    /// D2H bandwidth.
+    pub d2h_gbps: Option<f64>,
+    /// Share of instances with a gap >= min-gap inside.
+    pub starved_share: f64,
+    /// NVTX GPU projection.
+    pub launched: Launched,
+}
+
+/// `phases[].launched`.
+#[derive(Debug, Serialize)]
+pub struct Launched {
+    /// GPU operations launched from inside the ranges.
+    pub count: u64,
+    /// Their GPU time.
+    pub gpu_ns: Ns,
+    /// Sum over instances of first-op-start to last-op-end.
+    pub span_ns: Ns,
+}
+
+/// `gaps`.
+#[derive(Debug, Serialize)]
+pub struct Gaps<'a> {
+    /// Threshold used.
+    pub min_gap_ns: Ns,
+    /// Number of gaps.
+    pub count: usize,
+    /// Their total length.
+    pub total_ns: Ns,
+    /// Count and time per cause, every cause present.
+    pub by_cause: BTreeMap<&'static str, CauseSum>,
+    /// The longest gaps, longest first.
+    pub top: Vec<TopGap<'a>>,
+}
+
+/// `gaps.by_cause.*`.
+#[derive(Debug, Default, Serialize)]
+pub struct CauseSum {
+    /// Gaps of this cause.
+    pub count: usize,
+    /// Their total length.
+    pub total_ns: Ns,
+}
+
+/// One entry of `gaps.top`.
+#[derive(Debug, Serialize)]
+pub struct TopGap<'a> {
+    /// GPU.
+    pub device: u32,
+    /// First idle instant.
+    pub start_ns: Ns,
+    /// First busy instant after.
+    pub end_ns: Ns,
+    /// Length.
+    pub dur_ns: Ns,
+    /// Cause label.
+    pub cause: &'static str,
+    /// One line of evidence.
+    pub evidence: &'a str,
+    /// Innermost NVTX range at the gap start.
+    pub phase: Option<&'a str>,
+}
+
+/// One entry of `findings`.
+#[derive(Debug, Serialize)]
+pub struct Finding<'a> {
+    /// Rule id.
+    pub rule: &'static str,
+    /// `info`, `warning` or `critical`.
+    pub severity: &'static str,
+    /// One sentence with the numbers.
+    pub message: &'a str,
+    /// Key facts.
+    pub evidence: BTreeMap<&'a str, &'a str>,
+    /// What to do.
+    pub fix: &'a str,
+}
+
+/// Gap count and time per cause (every cause present).
+pub fn by_cause(gaps: &[Gap]) -> BTreeMap<&'static str, CauseSum> {
+    let mut m: BTreeMap<&'static str, CauseSum> = Cause::ALL.iter().map(|c| (c.label(), CauseSum::default())).collect();
+    for g in gaps {
+        let e = m.entry(g.cause.label()).or_default();
+        e.count += 1;
+        e.total_ns += g.dur();
+    }
+    m
+}
+
+/// The `n` longest gaps, longest first (earlier first on ties).
+pub fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
+    let mut v: Vec<&Gap> = gaps.iter().collect();
+    v.sort_by_key(|g| (std::cmp::Reverse(g.dur()), g.start, g.device));
+    v.truncate(n);
+    v
+}
+
+/// Build the JSON document.
+pub fn build<'a>(trace: &'a Trace, a: &'a Analysis) -> Report<'a> {
+    let t = a.totals;
+    Report {
+        trace: TraceInfo {
+            path: &trace.meta.path,
+            nsys_version: &trace.meta.nsys_version,
+            schema_version: &trace.meta.schema_version,
+            duration_ns: trace.duration(),
+            start_ns: trace.meta.start_ns,
+            gpus: trace.gpus.iter().map(|g| GpuInfo { device: g.device, name: &g.name }).collect(),
+        },
+        totals: Totals {
+            kernels: t.kernels,
+            memcpy: t.memcpy,
+            memset: t.memset,
+            api_calls: t.api_calls,
+            nvtx_ranges: t.nvtx_ranges,
+            osrt_calls: t.osrt_calls,
+        },
+        devices: a
+            .devices
+            .iter()
+            .map(|d| Device {
+                device: d.device,
+                busy_ns: d.busy.total(),
+                kernel_ns: d.kernels.total(),
+                copy_only_ns: d.copy_only_ns(),
+                idle_ns: d.idle_ns(),
+            })
+            .collect(),
+        transfers: a.transfers.iter().map(transfer).collect(),
+        overlap: Overlap { copy_ns: a.overlap.copy_ns, overlapped_ns: a.overlap.overlapped_ns },
+        phases: a.phases.iter().map(phase).collect(),
+        gaps: Gaps {
+            min_gap_ns: a.options.min_gap_ns,
+            count: a.gaps.len(),
+            total_ns: a.gaps.iter().map(Gap::dur).sum(),
+            by_cause: by_cause(&a.gaps),
+            top: top_gaps(&a.gaps, TOP_GAPS).into_iter().map(top_gap).collect(),
+        },
+        findings: a
+            .findings
+            .iter()
+            .map(|f| Finding {
+                rule: f.rule,
+                severity: f.severity.label(),
+                message: &f.message,
+                evidence: f.evidence.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+                fix: &f.fix,
+            })
+            .collect(),
+    }
+}
+
+fn transfer(t: &crate::analysis::Transfer) -> Transfer {
+    Transfer {
+        direction: t.direction.label(),
+        memory: t.memory.label(),
+        count: t.count,
+        bytes: t.bytes,
+        busy_ns: t.busy_ns,
+        gbps: t.gbps,
+        max_gbps: t.max_gbps,
+        async_pageable: t.async_pageable,
+        sync_api: t.sync_api,
+    }
+}
+
+fn phase(p: &crate::analysis::Phase) -> Phase<'_> {
+    Phase {
+        name: &p.name,
+        count: p.count,
+        wall_ns: p.wall.sum_ns,
+        wall_mean_ns: p.wall.mean_ns,
+        wall_p50_ns: p.wall.p50_ns,
+        wall_p95_ns: p.wall.p95_ns,
+        wall_max_ns: p.wall.max_ns,
+        gpu_busy_ns: p.gpu_busy_ns,
+        kernel_busy_ns: p.kernel_busy_ns,
+        copy_busy_ns: p.copy_busy_ns,
+        idle_ns: p.idle_ns,
+        exposed_copy_ns: p.exposed_copy_ns,
+        copy_overlap: p.copy_overlap,
+        h2d_bytes: p.h2d_bytes,
+        d2h_bytes: p.d2h_bytes,
+        h2d_gbps: p.h2d_gbps,
+        d2h_gbps: p.d2h_gbps,
+        starved_share: p.starved_share,
+        launched: Launched { count: p.launched.count, gpu_ns: p.launched.gpu_ns, span_ns: p.launched.span_ns },
+    }
+}
+
+fn top_gap(g: &Gap) -> TopGap<'_> {
+    TopGap {
+        device: g.device,
+        start_ns: g.start,
+        end_ns: g.end,
+        dur_ns: g.dur(),
+        cause: g.cause.label(),
+        evidence: &g.evidence,
+        phase: g.phase.as_deref(),
+    }
+}
+
+/// Write the JSON report, pretty-printed, with a final newline. Besides serde's escapes
+/// (C0 controls, quote, backslash), DEL and C1 controls are written as `\uXXXX` so that
+/// the raw output is safe on a terminal too.
+pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(&build(trace, a))?;
+    writeln!(w, "{}", escape_c1(&text))
+}
+
+// JSON structure is ASCII: DEL and C1 can only occur inside strings, where `\uXXXX` is valid.
+fn escape_c1(s: &str) -> std::borrow::Cow<'_, str> {
+    use std::fmt::Write as _;
+    let c1 = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
+    if !s.contains(c1) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if c1(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn c1_controls_are_escaped() {
+        let s = serde_json::to_string("a\u{9b}b\u{7f}").unwrap();
+        let e = super::escape_c1(&s);
+        assert_eq!(e, "\"a\\u009bb\\u007f\"");
+        assert_eq!(serde_json::from_str::<String>(&e).unwrap(), "a\u{9b}b\u{7f}");
+    }
+}

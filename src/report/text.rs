@@ -1,0 +1,297 @@
+//! Text and Markdown reports: the same sections, as aligned tables for a terminal or as
+//! GitHub tables. Every string from the trace goes through [`sanitize`] (and Markdown
+//! escaping) before it is written.
+
+use std::io::{self, Write};
+
+use super::json::{by_cause, top_gaps};
+use super::sanitize;
+use super::table::{Align, Table, md_escape};
+use crate::analysis::{Analysis, Cause, Finding, Gap};
+use crate::model::{Ns, Trace};
+use crate::units::{fmt_bytes, fmt_ns};
+
+/// Gaps listed in the text and Markdown reports.
+pub const TOP_GAPS_TEXT: usize = 10;
+
+/// Plain text or Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Aligned tables for a terminal.
+    Text,
+    /// GitHub-flavoured Markdown.
+    Md,
+}
+
+struct Out<'w> {
+    w: &'w mut dyn Write,
+    style: Style,
+}
+
+impl Out<'_> {
+    fn title(&mut self, s: &str) -> io::Result<()> {
+        match self.style {
+            Style::Text => writeln!(self.w, "{s}"),
+            Style::Md => writeln!(self.w, "# {}\n", md_escape(s)),
+        }
+    }
+
+    fn heading(&mut self, s: &str) -> io::Result<()> {
+        match self.style {
+            Style::Text => writeln!(self.w, "\n{s}"),
+            Style::Md => writeln!(self.w, "\n## {s}\n"),
+        }
+    }
+
+    // A line of prose; `s` is sanitized (and escaped for Markdown).
+    fn line(&mut self, s: &str) -> io::Result<()> {
+        match self.style {
+            Style::Text => writeln!(self.w, "{}", sanitize(s)),
+            Style::Md => writeln!(self.w, "{}  ", md_escape(&sanitize(s))),
+        }
+    }
+
+    fn table(&mut self, t: &Table) -> io::Result<()> {
+        match self.style {
+            Style::Text => t.write_text(self.w),
+            Style::Md => t.write_md(self.w),
+        }
+    }
+}
+
+fn pct(part: Ns, whole: Ns) -> String {
+    if whole > 0 { format!("{:.1}%", 100.0 * part as f64 / whole as f64) } else { "-".to_string() }
+}
+
+fn share(s: Option<f64>) -> String {
+    s.map_or("-".to_string(), |v| format!("{:.0}%", 100.0 * v))
+}
+
+fn rate(g: Option<f64>) -> String {
+    g.map_or("-".to_string(), |v| format!("{v:.2}"))
+}
+
+/// Write the report in `style`.
+pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, style: Style) -> io::Result<()> {
+    let mut o = Out { w, style };
+    summary(&mut o, trace, a)?;
+    phases(&mut o, a)?;
+    transfers(&mut o, a)?;
+    gaps(&mut o, trace, a)?;
+    findings(&mut o, &a.findings)
+}
+
+fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
+    let m = &trace.meta;
+    o.title(&format!("lanescope report: {}", sanitize(&m.path)))?;
+    o.line(&format!(
+        "nsys {}, schema {}; {} traced",
+        or_dash(&m.nsys_version),
+        or_dash(&m.schema_version),
+        fmt_ns(trace.duration())
+    ))?;
+    if a.devices.is_empty() {
+        o.line("No GPU activity in this trace: nothing ran on a GPU, so there is nothing to explain.")?;
+    }
+    for d in &a.devices {
+        let (lo, hi) = d.extent().unwrap_or((0, 0));
+        o.line(&format!(
+            "{}: busy {} of {} ({}): kernels {}, copy-only {}, idle {}",
+            trace.gpu_label(d.device),
+            fmt_ns(d.busy.total()),
+            fmt_ns(hi - lo),
+            pct(d.busy.total(), hi - lo),
+            fmt_ns(d.kernels.total()),
+            fmt_ns(d.copy_only_ns()),
+            fmt_ns(d.idle_ns())
+        ))?;
+    }
+    let t = a.totals;
+    o.line(&format!(
+        "Events: {} kernels, {} memcpy, {} memset, {} CUDA API calls, {} NVTX ranges, {} OS runtime calls",
+        t.kernels, t.memcpy, t.memset, t.api_calls, t.nvtx_ranges, t.osrt_calls
+    ))
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+fn phases(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
+    if a.phases.is_empty() {
+        return Ok(());
+    }
+    o.heading("Phases: CPU wall time of the NVTX ranges, and the GPU work launched from them")?;
+    let mut t = Table::new(&[
+        "phase",
+        "count",
+        "wall",
+        "mean",
+        "p50",
+        "p95",
+        "max",
+        "starved",
+        "launched",
+        "launched GPU",
+        "span",
+    ]);
+    for p in &a.phases {
+        t.row(vec![
+            p.name.clone(),
+            p.count.to_string(),
+            fmt_ns(p.wall.sum_ns),
+            fmt_ns(p.wall.mean_ns),
+            fmt_ns(p.wall.p50_ns),
+            fmt_ns(p.wall.p95_ns),
+            fmt_ns(p.wall.max_ns),
+            share(Some(p.starved_share)),
+            p.launched.count.to_string(),
+            fmt_ns(p.launched.gpu_ns),
+            fmt_ns(p.launched.span_ns),
+        ]);
+    }
+    o.table(&t)?;
+    o.heading("Phases: the GPU during the ranges")?;
+    let mut t = Table::new(&[
+        "phase",
+        "busy",
+        "busy%",
+        "kernels",
+        "copies",
+        "idle",
+        "exposed copy",
+        "overlap",
+        "H2D",
+        "H2D GB/s",
+        "D2H",
+        "D2H GB/s",
+    ]);
+    for p in &a.phases {
+        let window = p.gpu_busy_ns + p.idle_ns;
+        t.row(vec![
+            p.name.clone(),
+            fmt_ns(p.gpu_busy_ns),
+            pct(p.gpu_busy_ns, window),
+            fmt_ns(p.kernel_busy_ns),
+            fmt_ns(p.copy_busy_ns),
+            fmt_ns(p.idle_ns),
+            fmt_ns(p.exposed_copy_ns),
+            share(p.copy_overlap),
+            fmt_bytes(p.h2d_bytes),
+            rate(p.h2d_gbps),
+            fmt_bytes(p.d2h_bytes),
+            rate(p.d2h_gbps),
+        ]);
+    }
+    o.table(&t)
+}
+
+fn transfers(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
+    if a.transfers.is_empty() {
+        return Ok(());
+    }
+    o.heading("Transfers by direction and host memory")?;
+    let mut t = Table::new(&[
+        "direction",
+        "memory",
+        "count",
+        "bytes",
+        "time",
+        "GB/s",
+        "fastest GB/s",
+        "async pageable",
+        "sync API",
+    ])
+    .align(1, Align::Left);
+    for x in &a.transfers {
+        t.row(vec![
+            x.direction.label().to_string(),
+            x.memory.label().to_string(),
+            x.count.to_string(),
+            fmt_bytes(x.bytes),
+            fmt_ns(x.busy_ns),
+            format!("{:.2}", x.gbps),
+            format!("{:.2}", x.max_gbps),
+            x.async_pageable.to_string(),
+            x.sync_api.to_string(),
+        ]);
+    }
+    o.table(&t)?;
+    let ov = a.overlap;
+    o.line("")?;
+    o.line(&format!(
+        "Copy/compute overlap: {} of {} copy time ran beside a kernel ({})",
+        fmt_ns(ov.overlapped_ns),
+        fmt_ns(ov.copy_ns),
+        pct(ov.overlapped_ns, ov.copy_ns)
+    ))
+}
+
+fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
+    if a.devices.is_empty() {
+        return Ok(());
+    }
+    let total: Ns = a.gaps.iter().map(Gap::dur).sum();
+    o.heading(&format!("GPU idle gaps >= {} by cause", fmt_ns(a.options.min_gap_ns)))?;
+    let mut t = Table::new(&["cause", "gaps", "idle", "share"]);
+    let sums = by_cause(&a.gaps);
+    for c in Cause::ALL {
+        let s = &sums[c.label()];
+        t.row(vec![c.label().to_string(), s.count.to_string(), fmt_ns(s.total_ns), pct(s.total_ns, total)]);
+    }
+    t.row(vec!["total".to_string(), a.gaps.len().to_string(), fmt_ns(total), pct(total, total)]);
+    o.table(&t)?;
+    if a.gaps.is_empty() {
+        return Ok(());
+    }
+    o.heading("Longest gaps (start relative to the trace start)")?;
+    let mut t = Table::new(&["GPU", "start", "length", "cause", "phase", "evidence"])
+        .align(3, Align::Left)
+        .align(4, Align::Left)
+        .align(5, Align::Left);
+    for g in top_gaps(&a.gaps, TOP_GAPS_TEXT) {
+        t.row(vec![
+            g.device.to_string(),
+            fmt_ns(g.start - trace.meta.start_ns),
+            fmt_ns(g.dur()),
+            g.cause.label().to_string(),
+            g.phase.clone().unwrap_or_else(|| "-".to_string()),
+            g.evidence.clone(),
+        ]);
+    }
+    o.table(&t)
+}
+
+// Evidence values: nanoseconds and bytes made readable, the rest as they are.
+fn evidence_value(k: &str, v: &str) -> String {
+    match v.parse::<i64>() {
+        Ok(n) if k.ends_with("_ns") => fmt_ns(n),
+        Ok(n) if k == "bytes" || k.ends_with("_bytes") => fmt_bytes(n.max(0) as u64),
+        _ => v.to_string(),
+    }
+}
+
+fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
+    o.heading("Findings")?;
+    if fs.is_empty() {
+        return o.line("No findings.");
+    }
+    for (i, f) in fs.iter().enumerate() {
+        let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={}", evidence_value(k, v))).collect();
+        let head = format!("{}. [{}] {}: {}", i + 1, f.severity.label(), f.rule, f.message);
+        match o.style {
+            Style::Text => {
+                o.line(&head)?;
+                o.line(&format!("   evidence: {}", ev.join(", ")))?;
+                o.line(&format!("   fix: {}", f.fix))?;
+            }
+            Style::Md => {
+                o.line(&head)?;
+                o.line(&format!("evidence: {}", ev.join(", ")))?;
+                o.line(&format!("fix: {}", f.fix))?;
+                o.line("")?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! The facts shown in the details panel, computed once per selection (never per frame).
+
+use crate::analysis::{Analysis, Gap};
+use crate::model::{ApiKind, EventRef, LaneKind, MemClass, MemFlags, Ns, Trace};
+
+use super::text::{self, clean};
+
+/// Title and key/value lines of the details panel.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details {
+    /// First line, e.g. the event name.
+    pub title: String,
+    /// Facts as (key, value).
+    pub lines: Vec<(String, String)>,
+}
+
+impl Details {
+    fn add(&mut self, k: &str, v: impl Into<String>) {
+        self.lines.push((k.to_string(), v.into()));
+    }
+}
+
+fn where_label(trace: &Trace, lane: u32) -> String {
+    let l = &trace.lanes[lane as usize];
+    match (l.kind.device(), l.kind.tid()) {
+        (Some(d), _) => format!("{} · {}", l.title(), trace.gpu_label(d)),
+        (_, Some(tid)) => format!("{} · {}", l.title(), thread_label(trace, l.pid, tid)),
+        _ => l.title(),
+    }
+}
+
+/// `python3 [814]`, or `thread 827 (pid 814)`.
+pub fn thread_label(trace: &Trace, pid: u32, tid: u32) -> String {
+    let t = trace.thread_name(pid, tid);
+    let p = trace.process_name(pid);
+    match (t.is_empty(), p.is_empty()) {
+        (false, _) => format!("{t} [{tid}]"),
+        (true, false) if tid == pid => format!("{p} [{tid}]"),
+        _ => format!("thread {tid} (pid {pid})"),
+    }
+}
+
+/// NVTX ranges of thread `tid` that contain `t`, outermost first: `step 3 › forward`.
+pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
+    let mut found: Vec<(u16, &str)> = Vec::new();
+    for l in &trace.lanes {
+        let depth = match l.kind {
+            LaneKind::Nvtx { tid: lt, depth } if lt == tid && l.pid == pid => depth,
+            LaneKind::NvtxStartEnd { tid: lt, row } if lt == tid && l.pid == pid => 1000 + row,
+            _ => continue,
+        };
+        // Ranges on one lane may nest only in start/end lanes; take the last one that contains t.
+        let i = l.ev.start.partition_point(|&s| s <= t);
+        if let Some(j) = (0..i).rev().take(64).find(|&j| l.ev.end[j] > t) {
+            found.push((depth, trace.strings.get(l.ev.name[j])));
+        }
+    }
+    found.sort_by_key(|f| f.0);
+    if found.is_empty() {
+        return None;
+    }
+    Some(found.iter().map(|(_, n)| clean(n).into_owned()).collect::<Vec<_>>().join(" › "))
+}
+
+/// Details of one event.
+pub fn event(trace: &Trace, r: EventRef) -> Details {
+    let lane = &trace.lanes[r.lane as usize];
+    let ev = &lane.ev;
+    let i = r.idx as usize;
+    let name = trace.strings.get(ev.name[i]);
+    let mut d = Details { title: clean(name).into_owned(), lines: Vec::new() };
+    d.add("lane", clean(&where_label(trace, r.lane)));
+    d.add("start", text::time(ev.start[i], 1));
+    d.add("duration", text::dur(ev.dur(i)));
+    match lane.kind {
+        LaneKind::Kernels { stream, .. } | LaneKind::Graphs { stream, .. } => {
+            d.add("stream", stream.to_string());
+            let full = trace.strings.get(ev.aux(i) as u32);
+            if ev.aux(i) != 0 && full != name {
+                d.add("demangled", clean(full));
+            }
+        }
+        LaneKind::Memory { stream, class, .. } => {
+            d.add("stream", stream.to_string());
+            let f = MemFlags::unpack(ev.flags(i));
+            let bytes = ev.aux(i);
+            d.add("bytes", format!("{} ({})", text::bytes(bytes), text::count(bytes)));
+            if class != MemClass::Memset {
+                d.add("rate", text::gbps(bytes, ev.dur(i)));
+                d.add("memory", format!("{} {} → {}", class.label(), f.src.label(), f.dst.label()));
+            } else {
+                d.add("memory", f.src.label());
+            }
+            if f.is_pageable() {
+                d.add("note", "pageable host memory: staged copy, blocks the calling thread");
+            }
+        }
+        LaneKind::CudaApi { .. } => {
+            let kind = match ApiKind::from_flags(ev.flags(i)) {
+                ApiKind::Launch => "launch",
+                ApiKind::MemcpySync => "synchronous copy (blocks the thread)",
+                ApiKind::MemcpyAsync => "asynchronous copy",
+                ApiKind::Memset => "memset",
+                ApiKind::Sync => "synchronization (blocks the thread)",
+                ApiKind::Other => "other",
+            };
+            d.add("kind", kind);
+        }
+        _ => {}
+    }
+    let corr = ev.corr(i);
+    if corr != 0 {
+        d.add("correlation", corr.to_string());
+    }
+    describe_links(trace, lane.kind, lane.pid, corr, ev.start[i], &mut d);
+    d
+}
+
+fn describe_links(trace: &Trace, kind: LaneKind, pid: u32, corr: u32, start: Ns, d: &mut Details) {
+    let mut nvtx_at = None;
+    if kind.is_gpu() {
+        if let Some(api) = trace.api_call_for(pid, corr) {
+            let al = &trace.lanes[api.lane as usize];
+            let j = api.idx as usize;
+            let tid = al.kind.tid().unwrap_or(0);
+            d.add("launched by", format!("{} ({})", clean(trace.strings.get(al.ev.name[j])), text::dur(al.ev.dur(j))));
+            d.add("thread", clean(&thread_label(trace, al.pid, tid)));
+            d.add("queued", format!("{} from call to start", text::dur(start - al.ev.start[j])));
+            nvtx_at = Some((al.pid, tid, al.ev.start[j]));
+        } else {
+            d.add("launched by", "-");
+        }
+    } else if let Some(tid) = kind.tid() {
+        if matches!(kind, LaneKind::CudaApi { .. })
+            && let Some(op) = trace.gpu_op_for(pid, corr)
+        {
+            let ol = &trace.lanes[op.lane as usize];
+            let j = op.idx as usize;
+            d.add(
+                "GPU op",
+                format!("{} on {} ({})", clean(trace.strings.get(ol.ev.name[j])), ol.title(), text::dur(ol.ev.dur(j))),
+            );
+            d.add("starts", format!("{} after the call", text::dur(ol.ev.start[j] - start)));
+        }
+        nvtx_at = Some((pid, tid, start));
+    }
+    if let Some((p, tid, t)) = nvtx_at {
+        d.add("NVTX", nvtx_around(trace, p, tid, t).unwrap_or_else(|| "-".to_string()));
+    }
+}
+
+/// Details of a gap.
+pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
+    let g: &Gap = &analysis.gaps[gi];
+    let mut d = Details {
+        title: format!("idle gap {}/{} on {}", gi + 1, analysis.gaps.len(), clean(&trace.gpu_label(g.device))),
+        lines: Vec::new(),
+    };
+    d.add("start", text::time(g.start, 1));
+    d.add("duration", text::dur(g.dur()));
+    d.add("cause", g.cause.label());
+    if !g.evidence.is_empty() {
+        d.add("evidence", clean(&g.evidence));
+    }
+    if let Some(p) = &g.phase {
+        d.add("phase", clean(p));
+    }
+    let ops = || trace.lanes.iter().filter(|l| l.kind.device() == Some(g.device));
+    // The operation that ends the gap, and the call that launched it.
+    let after = ops().filter_map(|l| {
+        let i = l.ev.start.partition_point(|&s| s < g.end);
+        (i < l.ev.len() && l.ev.start[i] == g.end).then_some((l, i))
+    });
+    if let Some((l, i)) = after.into_iter().next() {
+        d.add("next op", format!("{} ({})", clean(trace.strings.get(l.ev.name[i])), l.title()));
+        if let Some(api) = trace.api_call_for(l.pid, l.ev.corr(i)) {
+            let al = &trace.lanes[api.lane as usize];
+            let j = api.idx as usize;
+            d.add(
+                "launched by",
+                format!(
+                    "{} at {} ({} before the op)",
+                    clean(trace.strings.get(al.ev.name[j])),
+                    text::time(al.ev.start[j], 1000),
+                    text::dur(g.end - al.ev.start[j])
+                ),
+            );
+        }
+    }
+    let before = ops().filter_map(|l| {
+        let i = l.ev.end.partition_point(|&e| e <= g.start);
+        (l.disjoint && i > 0 && l.ev.end[i - 1] == g.start).then(|| (l, i - 1))
+    });
+    if let Some((l, i)) = before.into_iter().next() {
+        d.add("prev op", format!("{} ({})", clean(trace.strings.get(l.ev.name[i])), l.title()));
+    }
+    d
+}

@@ -1,0 +1,87 @@
+//! Screen areas, shared by the renderer and by the actions that need the timeline width.
+
+use ratatui::layout::Rect;
+
+/// Smallest usable terminal.
+pub const MIN_SIZE: (u16, u16) = (60, 12);
+
+/// Where each region goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Areas {
+    /// True when the terminal is below [`MIN_SIZE`]; nothing else is valid then.
+    pub too_small: bool,
+    /// Title bar.
+    pub header: Rect,
+    /// Time ruler (label column included).
+    pub ruler: Rect,
+    /// Lane rows (label column included).
+    pub lanes: Rect,
+    /// Width of the label column (a separator column follows it).
+    pub label_w: u16,
+    /// The slide-in panel, when one is open (help excluded: it overlays everything).
+    pub panel: Option<Rect>,
+    /// Status lines.
+    pub status: Rect,
+}
+
+/// What kind of panel is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PanelShape {
+    /// None.
+    None,
+    /// Text (details): right side on wide terminals, else below the lanes.
+    Text,
+    /// A table (phases, gaps): always below the lanes, which keeps its columns wide.
+    Table,
+}
+
+impl Areas {
+    /// Compute the areas of a `area`-sized screen with a panel of shape `panel`.
+    pub fn new(area: Rect, panel: PanelShape) -> Self {
+        let (w, h) = (area.width, area.height);
+        if w < MIN_SIZE.0 || h < MIN_SIZE.1 {
+            return Self { too_small: true, ..Self::default() };
+        }
+        let status_h = if h >= 30 { 2 } else { 1 };
+        let header = Rect::new(area.x, area.y, w, 1);
+        let ruler = Rect::new(area.x, area.y + 1, w, 1);
+        let body = Rect::new(area.x, area.y + 2, w, h - 2 - status_h);
+        let status = Rect::new(area.x, area.y + h - status_h, w, status_h);
+        let (lanes_w, lanes_h, panel) = if panel == PanelShape::None {
+            (w, body.height, None)
+        } else if w >= 150 && panel == PanelShape::Text {
+            let pw = (w * 2 / 5).clamp(50, 80);
+            (w - pw, body.height, Some(Rect::new(area.x + w - pw, body.y, pw, body.height)))
+        } else {
+            let ph = (body.height * 2 / 5).clamp(7, 16).min(body.height.saturating_sub(3));
+            (w, body.height - ph, Some(Rect::new(area.x, body.y + body.height - ph, w, ph)))
+        };
+        let label_w = if lanes_w >= 160 {
+            22
+        } else if lanes_w >= 110 {
+            18
+        } else {
+            14
+        };
+        let ruler = Rect { width: lanes_w, ..ruler };
+        Self {
+            too_small: false,
+            header,
+            ruler,
+            lanes: Rect::new(body.x, body.y, lanes_w, lanes_h),
+            label_w,
+            panel,
+            status,
+        }
+    }
+
+    /// Columns of the timeline (right of the label column and its separator).
+    pub fn timeline_w(&self) -> u16 {
+        self.lanes.width.saturating_sub(self.label_w + 1)
+    }
+
+    /// First column of the timeline.
+    pub fn timeline_x(&self) -> u16 {
+        self.lanes.x + self.label_w + 1
+    }
+}

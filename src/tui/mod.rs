@@ -1,0 +1,229 @@
+//! Interactive timeline viewer: lanes of kernels, copies and CPU activity with idle
+//! gaps, per-phase stats and keyboard inspection, for terminals from 80x24 up.
+//!
+//! [`run`] loads on a background thread (a progress gauge shows after 150 ms), then
+//! redraws only on input and resize: nothing repaints while idle. Frames are pure
+//! functions of [`App`] ([`draw`]), which the render bench and the snapshot tests
+//! use directly.
+
+mod actions;
+mod app;
+mod details;
+mod index;
+mod input;
+mod layout;
+mod render;
+mod rows;
+mod search;
+mod terminal;
+pub mod text;
+pub mod theme;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use ratatui::crossterm::{execute, queue};
+use ratatui::layout::Rect;
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
+
+pub use app::{App, View};
+pub use input::Action;
+pub use render::draw;
+
+use crate::analysis::{self, Options};
+use crate::reader::{self, Progress};
+
+/// What to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An nsys SQLite export.
+    Path(PathBuf),
+    /// The demo trace embedded in the binary.
+    Demo,
+}
+
+/// Show the loading screen only when loading takes longer than this.
+const GAUGE_AFTER: Duration = Duration::from_millis(150);
+
+const STAGES: [&str; 3] = ["reading", "analysing", "indexing"];
+
+/// Open the viewer on `source` and run it until the user quits.
+pub fn run(source: Source, options: Options) -> Result<()> {
+    if let Source::Path(p) = &source {
+        reader::check_file(p).with_context(|| p.display().to_string())?;
+    }
+    let label = match &source {
+        Source::Path(p) => p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        Source::Demo => "the demo trace".to_string(),
+    };
+    let progress = Arc::new(Progress::default());
+    let stage = Arc::new(AtomicU8::new(0));
+    let (tx, rx) = mpsc::channel::<Result<App>>();
+    {
+        let (progress, stage) = (Arc::clone(&progress), Arc::clone(&stage));
+        let source = source.clone();
+        std::thread::Builder::new().name("loader".into()).spawn(move || {
+            let _ = tx.send(load(&source, &options, &progress, &stage));
+        })?;
+    }
+    let mut term = terminal::init().context("setting up the terminal")?;
+    let signals = terminal::watch_signals().context("watching signals");
+    let result = signals.and_then(|_guard| {
+        let loaded = wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(&label))?;
+        match loaded {
+            Some(mut app) => {
+                app.set_demo(source == Source::Demo);
+                event_loop(&mut term, &mut app)
+            }
+            None => Ok(()),
+        }
+    });
+    {
+        let _screen = terminal::lock();
+        terminal::restore();
+    }
+    result
+}
+
+fn load(source: &Source, options: &Options, progress: &Progress, stage: &AtomicU8) -> Result<App> {
+    let trace = match source {
+        Source::Path(p) => reader::load_with_progress(p, progress).with_context(|| p.display().to_string())?,
+        Source::Demo => reader::load_demo_with_progress(progress).context("loading the demo trace")?,
+    };
+    stage.store(1, Ordering::Relaxed);
+    let analysis = analysis::analyze(&trace, options);
+    stage.store(2, Ordering::Relaxed);
+    Ok(App::new(trace, analysis, (0, 0)))
+}
+
+fn is_quit(ev: &Event) -> bool {
+    match ev {
+        Event::Key(k) if k.kind == KeyEventKind::Press => {
+            matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
+                || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL))
+        }
+        _ => false,
+    }
+}
+
+// Poll input while the loader works; draw the gauge once loading is slower than a blink.
+fn wait_for_load(
+    term: &mut terminal::Term,
+    rx: &mpsc::Receiver<Result<App>>,
+    progress: &Progress,
+    stage: &AtomicU8,
+    label: &str,
+) -> Result<Option<App>> {
+    let started = Instant::now();
+    let mut shown: Option<(u16, u8)> = None;
+    let mut dirty = false;
+    loop {
+        match rx.try_recv() {
+            Ok(r) => return r.map(Some),
+            Err(mpsc::TryRecvError::Disconnected) => anyhow::bail!("the loader thread stopped"),
+            Err(mpsc::TryRecvError::Empty) => {}
+        }
+        if event::poll(Duration::from_millis(40))? {
+            let ev = event::read()?;
+            if is_quit(&ev) {
+                return Ok(None);
+            }
+            dirty |= matches!(ev, Event::Resize(..));
+        }
+        if started.elapsed() >= GAUGE_AFTER {
+            let now = ((progress.fraction() * 1000.0) as u16, stage.load(Ordering::Relaxed));
+            if dirty || shown != Some(now) {
+                let _screen = terminal::lock();
+                term.autoresize()?;
+                term.draw(|f| draw_loading(f, label, progress, now.1))?;
+                shown = Some(now);
+                dirty = false;
+            }
+        }
+    }
+}
+
+fn draw_loading(frame: &mut ratatui::Frame, label: &str, progress: &Progress, stage: u8) {
+    let area = frame.area();
+    let w = area.width.saturating_sub(4).min(70);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + area.height / 2 - 3.min(area.height / 2),
+        w,
+        5.min(area.height),
+    );
+    let block = Block::default().borders(Borders::ALL).title(format!(" lanescope: loading {label} "));
+    let inner = block.inner(r);
+    frame.render_widget(block, r);
+    let done = progress.rows_done.load(Ordering::Relaxed);
+    let total = progress.rows_total.load(Ordering::Relaxed);
+    let stage_name = STAGES.get(usize::from(stage)).copied().unwrap_or("");
+    let text_line = if stage == 0 && total > 0 {
+        format!("{stage_name} {} / {} rows · q quits", text::count(done), text::count(total))
+    } else {
+        format!("{stage_name}… · q quits")
+    };
+    if inner.height >= 2 {
+        frame.render_widget(Paragraph::new(text_line), Rect { height: 1, ..inner });
+        let ratio = if stage == 0 { progress.fraction() } else { 1.0 };
+        let gauge = Gauge::default().ratio(ratio.clamp(0.0, 1.0)).use_unicode(true);
+        frame.render_widget(gauge, Rect { y: inner.y + 1, height: 1, ..inner });
+    }
+}
+
+fn draw_app(term: &mut terminal::Term, app: &mut App) -> Result<()> {
+    let _screen = terminal::lock();
+    let size = term.size()?;
+    if (size.width, size.height) != app.size {
+        app.resize((size.width, size.height));
+    }
+    queue!(term.backend_mut(), BeginSynchronizedUpdate)?;
+    term.draw(|f| draw(f, app))?;
+    execute!(term.backend_mut(), EndSynchronizedUpdate)?;
+    Ok(())
+}
+
+fn handle(app: &mut App, ev: &Event) -> bool {
+    match ev {
+        Event::Key(k) if k.kind == KeyEventKind::Press => app.handle_key(*k),
+        Event::Resize(w, h) => {
+            app.resize((*w, *h));
+            true
+        }
+        _ => false,
+    }
+}
+
+// Block on input; apply every queued event, then draw once (key repeat over SSH
+// arrives in bursts).
+fn event_loop(term: &mut terminal::Term, app: &mut App) -> Result<()> {
+    let size = term.size()?;
+    app.resize((size.width, size.height));
+    draw_app(term, app)?;
+    loop {
+        // Block on input, except while background work runs: then poll, to show its result.
+        let mut dirty = if !app.busy() {
+            handle(app, &event::read()?)
+        } else if event::poll(Duration::from_millis(30))? {
+            handle(app, &event::read()?)
+        } else {
+            false
+        };
+        while !app.should_quit() && event::poll(Duration::ZERO)? {
+            dirty |= handle(app, &event::read()?);
+        }
+        dirty |= app.poll_jobs();
+        if app.should_quit() {
+            return Ok(());
+        }
+        if dirty {
+            draw_app(term, app)?;
+        }
+    }
+}

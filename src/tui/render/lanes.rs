@@ -1,0 +1,315 @@
+//! Lane rows: a label column, then one cell per time bucket. Per row the work is
+//! O(columns x log events) through the render index; nothing here walks events.
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Modifier, Style};
+
+use crate::analysis::DeviceActivity;
+use crate::model::Ns;
+use crate::tui::app::{App, Selection};
+use crate::tui::index::{CellInfo, bucket_edge};
+use crate::tui::layout::Areas;
+use crate::tui::rows::{GroupKind, Row};
+use crate::tui::text;
+use crate::tui::theme::{Class, cell_glyph, classify, glyph};
+
+/// Shortest run of full cells that gets a name written inside.
+const MIN_LABEL_RUN: usize = 4;
+
+struct Ctx<'a> {
+    app: &'a App,
+    x0: u16,
+    w: usize,
+    edges: Vec<Ns>,
+    // per-frame cache of lane rasters, by lane index
+    cache: Vec<Option<Vec<CellInfo>>>,
+}
+
+impl Ctx<'_> {
+    fn raster(&mut self, lane: u32) -> &[CellInfo] {
+        let li = lane as usize;
+        if self.cache[li].is_none() {
+            let app = self.app;
+            let v = app.view();
+            let mut out = Vec::with_capacity(self.w);
+            app.index.lanes[li].raster(&app.trace.lanes[li].ev, v.t0, v.span, self.w, app.search.lane(li), &mut out);
+            self.cache[li] = Some(out);
+        }
+        self.cache[li].as_deref().unwrap_or_default()
+    }
+}
+
+/// Draw the pinned rows and the visible scrolling rows.
+pub fn render(frame: &mut Frame, app: &App, a: &Areas) {
+    let w = usize::from(a.timeline_w());
+    let v = app.view();
+    let mut ctx = Ctx {
+        app,
+        x0: a.timeline_x(),
+        w,
+        edges: (0..=w).map(|k| bucket_edge(v.t0, v.span, w, k)).collect(),
+        cache: vec![None; app.trace.lanes.len()],
+    };
+    let buf = frame.buffer_mut();
+    let bottom = a.lanes.y + a.lanes.height;
+    let mut y = a.lanes.y;
+    let mut drawn: Vec<(u16, usize)> = Vec::new();
+    for (i, &l) in app.pinned.iter().enumerate() {
+        if y >= bottom {
+            break;
+        }
+        draw_row(buf, &mut ctx, a, Row::Lane(l), i, y, true);
+        drawn.push((y, i));
+        y += 1;
+    }
+    if !app.pinned.is_empty() && y < bottom {
+        let line = "─".repeat(usize::from(a.lanes.width));
+        buf.set_stringn(a.lanes.x, y, &line, usize::from(a.lanes.width), app.theme.border());
+        y += 1;
+    }
+    let first = y;
+    for (k, &row) in app.rows.iter().enumerate().skip(app.scroll) {
+        if y >= bottom {
+            break;
+        }
+        let focus_index = app.pinned.len() + k;
+        draw_row(buf, &mut ctx, a, row, focus_index, y, false);
+        drawn.push((y, focus_index));
+        y += 1;
+    }
+    scrollbar(buf, app, a, first, bottom);
+    overlays(buf, &ctx, &drawn);
+}
+
+fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: usize, y: u16, pinned: bool) {
+    let app = ctx.app;
+    let theme = app.theme;
+    let lw = usize::from(a.label_w);
+    let (label, style) = match row {
+        Row::Group(g) => {
+            let grp = &app.groups[g];
+            let arrow = if grp.collapsed { '▸' } else { '▾' };
+            (format!("{arrow} {}", grp.title), theme.group())
+        }
+        Row::Lane(l) => {
+            let prefix = if pinned { "* " } else { "  " };
+            (format!("{prefix}{}", app.lane_labels[l as usize]), Style::new())
+        }
+    };
+    let style = if focus_index == app.focus { theme.focus() } else { style };
+    let label = text::ellipsize(&label, lw);
+    buf.set_stringn(a.lanes.x, y, format!("{label:<lw$}"), lw, style);
+    buf.set_stringn(a.lanes.x + a.label_w, y, "│", 1, theme.border());
+    match row {
+        Row::Lane(l) => draw_lane(buf, ctx, l, y),
+        Row::Group(g) => match app.groups[g].kind {
+            GroupKind::Gpu(d) => {
+                if let Some(dev) = app.devices.iter().find(|x| x.device == d) {
+                    draw_gpu(buf, ctx, dev, y);
+                }
+            }
+            GroupKind::Thread { .. } | GroupKind::Others => draw_thread(buf, ctx, g, y),
+        },
+    }
+}
+
+fn selected_event(app: &App, lane: u32) -> Option<u32> {
+    match app.selection {
+        Some(Selection::Event(r)) if r.lane == lane => Some(r.idx),
+        _ => None,
+    }
+}
+
+fn draw_lane(buf: &mut Buffer, ctx: &mut Ctx, lane: u32, y: u16) {
+    let (app, x0) = (ctx.app, ctx.x0);
+    let cells = ctx.raster(lane).to_vec();
+    let l = &app.trace.lanes[lane as usize];
+    let sel = selected_event(app, lane);
+    let theme = app.theme;
+    let mut k = 0;
+    while k < cells.len() {
+        let c = cells[k];
+        if !c.any || c.dom == CellInfo::NONE {
+            k += 1;
+            continue;
+        }
+        let class = classify(l, c.dom as usize);
+        let base = theme.event(class, l.ev.name[c.dom as usize]);
+        let mut style = base;
+        if c.matched {
+            style = style.patch(theme.matched());
+        }
+        if sel == Some(c.dom) {
+            style = style.patch(theme.selected());
+        }
+        // A run of full cells showing the same event: write its name inside.
+        let mut end = k;
+        while end < cells.len() && cells[end].dom == c.dom && cells[end].busy >= 0.875 {
+            end += 1;
+        }
+        let name = if end - k >= MIN_LABEL_RUN && class != Class::Mark {
+            let name = text::clean(app.trace.strings.get(l.ev.name[c.dom as usize]));
+            // Write a cut name only when enough of it shows to be read.
+            (name.chars().count() <= end - k || end - k >= 2 * MIN_LABEL_RUN)
+                .then(|| text::ellipsize(&name, end - k).into_owned())
+        } else {
+            None
+        };
+        if let Some(name) = name {
+            let mut lstyle = theme.label(base);
+            if c.matched {
+                lstyle = lstyle.patch(theme.matched());
+            }
+            if sel == Some(c.dom) {
+                lstyle = lstyle.patch(theme.selected());
+            }
+            let padded = format!("{name:<n$}", n = end - k);
+            buf.set_stringn(x0 + k as u16, y, padded, end - k, lstyle);
+            k = end;
+            continue;
+        }
+        if let Some(cell) = buf.cell_mut((x0 + k as u16, y)) {
+            cell.set_char(cell_glyph(class, c.busy)).set_style(style);
+        }
+        k += 1;
+    }
+}
+
+fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
+    let app = ctx.app;
+    let theme = app.theme;
+    let gaps = &app.analysis.gaps;
+    let sel_gap = match app.selection {
+        Some(Selection::Gap(i)) => Some(i as u32),
+        _ => None,
+    };
+    let mut gap_of: Vec<Option<u32>> = Vec::with_capacity(ctx.w);
+    for k in 0..ctx.w {
+        let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
+        let gap = app.gap_index.overlapping(gaps, dev.device, a, b);
+        gap_of.push(gap);
+        let busy = dev.busy.busy_in(a, b);
+        let kern = dev.kernels.busy_in(a, b);
+        let frac = busy as f32 / (b - a).max(1) as f32;
+        let (ch, style) = if let Some(g) = gap {
+            let style = if sel_gap == Some(g) { theme.gap_selected() } else { theme.gap() };
+            // A mostly busy cell keeps its shade; the gap shows by colour and underline.
+            let ch = if frac < 0.5 {
+                glyph::GAP
+            } else if kern >= busy - kern {
+                glyph::shade(frac)
+            } else {
+                glyph::COPY_ONLY
+            };
+            (ch, if ch == glyph::GAP { style } else { style.add_modifier(Modifier::UNDERLINED) })
+        } else if busy == 0 {
+            continue;
+        } else if kern >= busy - kern {
+            (glyph::shade(frac), theme.gpu_busy())
+        } else if frac >= 0.5 {
+            (glyph::COPY_ONLY, theme.gpu_copy())
+        } else {
+            (glyph::COPY_ONLY_LOW, theme.gpu_copy())
+        };
+        if let Some(cell) = buf.cell_mut((ctx.x0 + k as u16, y)) {
+            cell.set_char(ch).set_style(style);
+        }
+    }
+    // Label long runs of one gap with its length (and cause when selected).
+    let mut k = 0;
+    while k < gap_of.len() {
+        let Some(g) = gap_of[k] else {
+            k += 1;
+            continue;
+        };
+        let mut end = k;
+        while end < gap_of.len() && gap_of[end] == Some(g) {
+            end += 1;
+        }
+        let gap = &gaps[g as usize];
+        let selected = sel_gap == Some(g);
+        let long = format!(" idle {} {} ", text::dur(gap.dur()), gap.cause.label());
+        let short = format!(" idle {} ", text::dur(gap.dur()));
+        let label = if selected && long.chars().count() + 2 <= end - k { long } else { short };
+        let n = label.chars().count();
+        if n + 2 <= end - k {
+            let x = k + (end - k - n) / 2;
+            let style = if selected { theme.gap_selected() } else { theme.gap() };
+            buf.set_stringn(ctx.x0 + x as u16, y, &label, n, style);
+        }
+        k = end;
+    }
+}
+
+fn draw_thread(buf: &mut Buffer, ctx: &mut Ctx, g: usize, y: u16) {
+    let app = ctx.app;
+    let lanes = app.groups[g].lanes.clone();
+    let mut best: Vec<(f32, u32, u32)> = vec![(0.0, u32::MAX, CellInfo::NONE); ctx.w];
+    for &l in &lanes {
+        let cells = ctx.raster(l);
+        for (k, c) in cells.iter().enumerate() {
+            if c.any && c.dom != CellInfo::NONE && (best[k].1 == u32::MAX || c.busy > best[k].0) {
+                best[k] = (c.busy, l, c.dom);
+            }
+        }
+    }
+    let theme = app.theme;
+    for (k, &(busy, l, dom)) in best.iter().enumerate() {
+        if l == u32::MAX {
+            continue;
+        }
+        let lane = &app.trace.lanes[l as usize];
+        let class = classify(lane, dom as usize);
+        if let Some(cell) = buf.cell_mut((ctx.x0 + k as u16, y)) {
+            cell.set_char(cell_glyph(class, busy)).set_style(theme.event(class, lane.ev.name[dom as usize]));
+        }
+    }
+}
+
+fn scrollbar(buf: &mut Buffer, app: &App, a: &Areas, top: u16, bottom: u16) {
+    let h = usize::from(bottom.saturating_sub(top));
+    let n = app.rows.len();
+    if h == 0 || n <= h {
+        return;
+    }
+    let thumb = (h * h / n).max(1);
+    let pos = (app.scroll * (h - thumb)).checked_div(n - h).unwrap_or(0);
+    let x = a.lanes.x + a.label_w;
+    for i in 0..h {
+        let ch = if i >= pos && i < pos + thumb { "┃" } else { "│" };
+        buf.set_stringn(x, top + i as u16, ch, 1, app.theme.border());
+    }
+}
+
+/// Selected gap band and cursor column across the drawn rows.
+fn overlays(buf: &mut Buffer, ctx: &Ctx, drawn: &[(u16, usize)]) {
+    let app = ctx.app;
+    let theme = app.theme;
+    if theme.colored()
+        && let Some(Selection::Gap(i)) = app.selection
+        && let Some(g) = app.analysis.gaps.get(i)
+    {
+        for k in 0..ctx.w {
+            if ctx.edges[k] < g.end && ctx.edges[k + 1] > g.start {
+                for &(y, _) in drawn {
+                    if let Some(cell) = buf.cell_mut((ctx.x0 + k as u16, y))
+                        && cell.symbol() == " "
+                    {
+                        cell.set_style(theme.gap_band());
+                    }
+                }
+            }
+        }
+    }
+    let cx = ctx.x0 + app.cursor_col() as u16;
+    for &(y, fi) in drawn {
+        if let Some(cell) = buf.cell_mut((cx, y)) {
+            if fi == app.focus {
+                cell.set_style(theme.cursor_cell());
+            } else if theme.colored() {
+                cell.set_style(theme.cursor_column());
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Drawing: pure functions of the [`App`] state, one file per region.
+//!
+//! ```text
+//! ┌ header: lanescope · trace · nsys version · view start + width ─────────────┐
+//! │ ruler label │ ▏1.2   ▏1.4   ▼      ▏1.6   ▏1.8        (ticks follow zoom)   │
+//! │ * pinned    │ ███▓▒░                                                        │
+//! │ ▾ GPU 0     │ ███▓░××××××██▄▄  (overview: busy / copy-only / gap)  ┌panel──┐ │
+//! │   kernels s7│ ██[name]███░  ░                                      │details│ │
+//! │   H2D s7    │     ▚▚                                               │phases │ │
+//! │ ▾ python3   │ ▒▒▒▓▓███                                             │gaps   │ │
+//! │   NVTX 0    │ [step 3            ][step 4 ...                      └───────┘ │
+//! │ status: cursor, mark→cursor, gaps ≥ threshold, selection                    │
+//! └ keys that matter now ───────────────────────────────────────────────────────┘
+//! ```
+//! Panels go right on wide terminals and below the lanes on narrow ones; help
+//! overlays everything.
+
+mod details;
+mod gaps;
+mod header;
+mod help;
+mod lanes;
+mod phases;
+mod ruler;
+mod status;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::widgets::{Block, Borders};
+
+use super::app::{App, Panel};
+use super::layout::{Areas, MIN_SIZE};
+
+/// Draw the whole screen for `app`.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    let areas = Areas::new(area, app.panel_shape());
+    if areas.too_small || (area.width, area.height) != app.size {
+        too_small(frame, area, areas.too_small);
+        return;
+    }
+    header::render(frame, app, areas.header);
+    ruler::render(frame, app, &areas);
+    lanes::render(frame, app, &areas);
+    if let (Some(r), Some(p)) = (areas.panel, app.panel) {
+        match p {
+            Panel::Details => details::render(frame, app, r),
+            Panel::Phases { .. } => phases::render(frame, app, r),
+            Panel::Gaps { .. } => gaps::render(frame, app, r),
+        }
+    }
+    status::render(frame, app, areas.status);
+    if app.help.is_some() {
+        help::render(frame, app, area);
+    }
+}
+
+fn too_small(frame: &mut Frame, area: Rect, too_small: bool) {
+    let msg = if too_small {
+        format!(
+            "Terminal too small: {}x{}. lanescope needs at least {}x{}. Enlarge it, or q to quit.",
+            area.width, area.height, MIN_SIZE.0, MIN_SIZE.1
+        )
+    } else {
+        "Resizing…".to_string()
+    };
+    let para = ratatui::widgets::Paragraph::new(msg).wrap(ratatui::widgets::Wrap { trim: true });
+    let y = area.height / 2;
+    frame.render_widget(para, Rect::new(area.x, area.y + y.saturating_sub(1), area.width, area.height - y + 1));
+}
+
+/// Lines of the help in its layout at the current size (for scroll limits).
+pub(crate) fn help_height(app: &App) -> usize {
+    help::height(app, app.size.0.saturating_sub(6))
+}
+
+/// A bordered panel block with a title.
+fn panel_block(app: &App, title: &str) -> Block<'static> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.border())
+        .title(format!(" {title} "))
+        .title_style(Style::new().add_modifier(ratatui::style::Modifier::BOLD))
+}
+
+/// Window of `n` rows of height `h` that keeps `sel` visible, roughly centred.
+fn window(n: usize, h: usize, sel: usize) -> std::ops::Range<usize> {
+    if n <= h {
+        return 0..n;
+    }
+    let start = sel.saturating_sub(h / 2).min(n - h);
+    start..start + h
+}

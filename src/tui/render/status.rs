@@ -1,0 +1,170 @@
+//! Status lines: what is under the cursor and selected, then the keys that matter now.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use crate::tui::app::{App, Panel, Selection};
+use crate::tui::text;
+
+fn info(app: &App) -> Vec<(String, Style)> {
+    let theme = app.theme;
+    let mut out: Vec<(String, Style)> = Vec::new();
+    if let Some(m) = &app.message {
+        out.push((m.clone(), theme.warn()));
+    }
+    match app.selection {
+        Some(Selection::Gap(i)) => {
+            if let Some(g) = app.analysis.gaps.get(i) {
+                let mut s = format!(
+                    "gap {}/{} GPU {} · {} idle · cause {}",
+                    i + 1,
+                    app.analysis.gaps.len(),
+                    g.device,
+                    text::dur(g.dur()),
+                    g.cause.label()
+                );
+                if !g.evidence.is_empty() {
+                    s.push_str(&format!(" · {}", text::clean(&g.evidence)));
+                }
+                out.push((s, theme.warn().remove_modifier(ratatui::style::Modifier::BOLD)));
+            }
+        }
+        Some(Selection::Event(r)) => {
+            let l = &app.trace.lanes[r.lane as usize];
+            let i = r.idx as usize;
+            out.push((
+                format!("{} · {}", text::clean(app.trace.strings.get(l.ev.name[i])), text::dur(l.ev.dur(i))),
+                Style::new(),
+            ));
+        }
+        None => {}
+    }
+    let res = app.ns_per_cell();
+    out.push((format!("cursor {}", text::time(app.cursor, res)), Style::new()));
+    if let Some(m) = app.mark {
+        out.push((format!("mark→cursor {}", text::dur(app.cursor - m)), theme.key()));
+    }
+    let count = if app.busy() { "…".to_string() } else { text::count(app.analysis.gaps.len() as u64) };
+    out.push((format!("gaps ≥ {}: {count}", text::dur(app.threshold())), Style::new()));
+    if app.search.active() {
+        out.push((
+            format!(
+                "/{}: {} matches",
+                text::ellipsize(&text::clean(&app.search.query), 24),
+                text::count(app.search.total as u64)
+            ),
+            theme.key(),
+        ));
+    }
+    out
+}
+
+// (key, what, priority: lower shows first when space is short)
+fn keys(app: &App) -> Vec<(&'static str, &'static str, u8)> {
+    let list = matches!(app.panel, Some(Panel::Phases { .. } | Panel::Gaps { .. }));
+    let mut k: Vec<(&str, &str, u8)> = Vec::new();
+    if list {
+        k.extend([("j/k", "move", 0), ("Enter", "zoom", 0), ("o", "sort", 2), ("Esc", "close", 1)]);
+    }
+    k.extend([("w/s", "zoom", 2), ("a/d", "pan", 2)]);
+    if !list {
+        k.extend([("j/k", "lane", 3), ("Enter", "select", 3)]);
+    }
+    if matches!(app.selection, Some(Selection::Event(_))) {
+        k.extend([("c", "call↔op", 3), ("f", "fit", 4)]);
+    }
+    k.extend([("]/[", "gap", 1), ("</>", "threshold", 5), ("g", "gaps", 4), ("p", "phases", 4), ("/", "search", 4)]);
+    if app.search.active() {
+        k.push(("n/N", "match", 3));
+    }
+    k.extend([("m", "mark", 5), ("?", "help", 0), ("q", "quit", 1)]);
+    k
+}
+
+fn fit(spans: &mut Vec<Span<'static>>, used: &mut usize, width: usize, s: String, style: Style) -> bool {
+    let n = s.chars().count();
+    if *used + n > width {
+        let room = width.saturating_sub(*used);
+        if room > 8 {
+            spans.push(Span::styled(text::ellipsize(&s, room).into_owned(), style));
+            *used = width;
+        }
+        return false;
+    }
+    *used += n;
+    spans.push(Span::styled(s, style));
+    true
+}
+
+fn info_line(app: &App, width: usize) -> Line<'static> {
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (i, (s, st)) in info(app).into_iter().enumerate() {
+        let s = if i == 0 { format!(" {s}") } else { format!(" │ {s}") };
+        if !fit(&mut spans, &mut used, width, s, st) {
+            break;
+        }
+    }
+    Line::from(spans)
+}
+
+fn keys_line(app: &App, width: usize) -> Line<'static> {
+    let theme = app.theme;
+    let all = keys(app);
+    let cost = |k: &str, what: &str| k.chars().count() + what.chars().count() + 3;
+    // Keep the most important keys that fit, shown in their usual order.
+    let mut keep = vec![false; all.len()];
+    let mut used = 0;
+    for prio in 0..=5 {
+        for (i, (k, what, p)) in all.iter().enumerate() {
+            if *p == prio && used + cost(k, what) <= width {
+                used += cost(k, what);
+                keep[i] = true;
+            }
+        }
+    }
+    let mut spans = Vec::new();
+    for (i, (k, what, _)) in all.into_iter().enumerate() {
+        if keep[i] {
+            spans.push(Span::styled(format!(" {k}"), theme.key()));
+            spans.push(Span::raw(format!(" {what} ")));
+        }
+    }
+    Line::from(spans)
+}
+
+/// Draw the status lines (one or two).
+pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+    let width = usize::from(area.width);
+    let theme = app.theme;
+    if let Some(q) = &app.search.input {
+        let prompt = Line::from(vec![
+            Span::styled("/", theme.key()),
+            Span::raw(text::clean(q).into_owned()),
+            Span::styled("█", theme.key()),
+            Span::styled("   Enter search · Esc cancel · names contain the text, any case", theme.dim()),
+        ]);
+        frame.render_widget(prompt, Rect { height: 1, y: area.y + area.height - 1, ..area });
+        if area.height > 1 {
+            frame.render_widget(info_line(app, width), Rect { height: 1, ..area });
+        }
+        return;
+    }
+    frame.buffer_mut().set_style(area, theme.bar());
+    if area.height >= 2 {
+        frame.render_widget(info_line(app, width), Rect { height: 1, ..area });
+        frame.render_widget(keys_line(app, width), Rect { height: 1, y: area.y + 1, ..area });
+    } else {
+        // One line: the facts first, then as many keys as fit.
+        let mut line = info_line(app, width);
+        let used: usize = line.width();
+        let rest = keys_line(app, width.saturating_sub(used + 3));
+        if rest.width() > 0 {
+            line.spans.push(Span::raw(" │"));
+            line.spans.extend(rest.spans);
+        }
+        frame.render_widget(line, area);
+    }
+}

@@ -1,0 +1,180 @@
+//! The real binary in a pseudo-terminal, driven by keys, read back through a vt100
+//! screen: what a user over SSH sees. Every wait has a deadline and the child is
+//! killed when a test fails, so a hang cannot stall CI.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+/// Generous: CI is a slow, shared 2-core box and the debug binary loads the trace.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Session {
+    child: Box<dyn Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    screen: Arc<Mutex<vt100::Parser>>,
+    _master: Box<dyn MasterPty + Send>,
+}
+
+impl Session {
+    fn start(args: &[&str], cols: u16, rows: u16) -> Self {
+        let pty = native_pty_system()
+            .openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 })
+            .expect("open a pty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_lanescope"));
+        cmd.args(args);
+        cmd.cwd(env!("CARGO_MANIFEST_DIR"));
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("NO_COLOR");
+        let child = pty.slave.spawn_command(cmd).expect("spawn lanescope");
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().expect("pty reader");
+        let writer = pty.master.take_writer().expect("pty writer");
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows.try_into().expect("rows > 0"), cols.try_into().expect("cols > 0"), 0)));
+        let sink = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1 << 14];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().expect("screen lock").process(&buf[..n]);
+            }
+        });
+        Self { child, writer, screen, _master: pty.master }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().expect("screen lock").screen().contents()
+    }
+
+    /// Wait until the screen shows any of `texts`; fail with the screen on timeout.
+    fn wait_for_any(&mut self, texts: &[&str]) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.contents();
+            if texts.iter().any(|t| s.contains(t)) {
+                return s;
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                panic!("timed out waiting for {texts:?}; the screen shows:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for(&mut self, text: &str) -> String {
+        self.wait_for_any(&[text])
+    }
+
+    fn send(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).expect("write keys");
+        self.writer.flush().expect("flush keys");
+    }
+
+    /// Wait for the process to exit and return its exit code.
+    fn exit_code(&mut self) -> u32 {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.exit_code();
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                panic!("lanescope did not exit; the screen shows:\n{}", self.contents());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+    }
+}
+
+const CAUSES: [&str; 6] = ["sync-wait", "pageable-copy", "host-wait", "host-busy", "launch-bound", "unknown"];
+
+fn journey(cols: u16, rows: u16) {
+    let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], cols, rows);
+    s.wait_for("pageable.sqlite");
+    s.wait_for("GPU 0");
+    // First gap: the status line names its cause.
+    s.send("]");
+    let screen = s.wait_for("gap 1/");
+    assert!(CAUSES.iter().any(|c| screen.contains(&format!("cause {c}"))), "no cause on screen:\n{screen}");
+    // Phases panel.
+    s.send("p");
+    s.wait_for("Phases");
+    s.wait_for("forward");
+    s.send("\x1b");
+    // A lone Esc must not run into the next key (it would read as Alt-/).
+    std::thread::sleep(Duration::from_millis(300));
+    // Search a kernel name: the status line counts the matches.
+    s.send("/nchwToNhwc\r");
+    s.wait_for("matches");
+    let screen = s.contents();
+    assert!(screen.contains("nchwToNhwc"), "search not shown:\n{screen}");
+    s.send("q");
+    assert_eq!(s.exit_code(), 0);
+}
+
+#[test]
+fn journey_120x40() {
+    journey(120, 40);
+}
+
+#[test]
+fn journey_80x24() {
+    journey(80, 24);
+}
+
+#[test]
+fn demo_opens_without_arguments() {
+    let mut s = Session::start(&[], 100, 30);
+    s.wait_for("demo");
+    s.wait_for("GPU 0");
+    s.send("q");
+    assert_eq!(s.exit_code(), 0);
+}
+
+#[test]
+fn help_and_escape_then_quit() {
+    let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], 100, 30);
+    s.wait_for("GPU 0");
+    s.send("?");
+    s.wait_for("zoom in around the cursor");
+    s.send("\x1b");
+    // Esc closes help first, a second Esc quits.
+    std::thread::sleep(Duration::from_millis(200));
+    s.send("\x1b");
+    assert_eq!(s.exit_code(), 0);
+}
+
+#[test]
+fn too_small_terminal_says_so_and_quits() {
+    let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], 40, 8);
+    s.wait_for("too small");
+    s.send("q");
+    assert_eq!(s.exit_code(), 0);
+}
+
+#[test]
+fn sigterm_restores_the_terminal() {
+    let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], 100, 30);
+    s.wait_for("GPU 0");
+    let pid = s.child.process_id().expect("pid");
+    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill");
+    assert!(status.success());
+    assert_eq!(s.exit_code(), 128 + 15);
+    // Leaving the alternate screen brings the shell's (empty) screen back.
+    std::thread::sleep(Duration::from_millis(200));
+    let screen = s.contents();
+    assert!(!screen.contains("GPU 0"), "the viewer is still on screen:\n{screen}");
+}
