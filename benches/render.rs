@@ -1,5 +1,5 @@
 //! Frame time of the viewer: a full 200x60 frame on pageable.sqlite, whole trace and
-//! deep zoom, drawn into a TestBackend (no terminal I/O).
+//! deep zoom, drawn into a `TestBackend` (no terminal I/O).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use lanescope::analysis::{self, Options};

@@ -312,11 +312,10 @@ pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
         writeln!(w, "           {:<38} {:>9} rows {:>8.1} ms", t.name, t.rows, t.ms)?;
     }
     writeln!(w, "sqlite    in-process scan of the same columns {:.1} ms", l.sqlite_scan_ms)?;
-    match (l.sqlite3_cli_ms, l.vs_sqlite3_cli) {
-        (Some(c), Some(r)) => {
-            writeln!(w, "sqlite3   shell printing them to /dev/null {c:.1} ms  (lanescope load = {r:.2}x)")?
-        }
-        _ => writeln!(w, "sqlite3   shell not installed: no comparison")?,
+    if let (Some(c), Some(r)) = (l.sqlite3_cli_ms, l.vs_sqlite3_cli) {
+        writeln!(w, "sqlite3   shell printing them to /dev/null {c:.1} ms  (lanescope load = {r:.2}x)")?;
+    } else {
+        writeln!(w, "sqlite3   shell not installed: no comparison")?;
     }
     let m = &b.memory;
     writeln!(

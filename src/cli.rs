@@ -184,7 +184,10 @@ fn view(trace: Option<&Path>, options: Options) -> Result<()> {
 }
 
 fn run_tui(trace: Option<&Path>, options: Options) -> Result<()> {
-    let source = trace.map_or(crate::tui::Source::Demo, |p| crate::tui::Source::Path(p.to_path_buf()));
+    let source = match trace {
+        Some(p) => crate::tui::Source::Path(p.to_path_buf()),
+        None => crate::tui::Source::Demo,
+    };
     crate::tui::run(source, options)
 }
 

@@ -20,9 +20,8 @@ struct Session {
 
 impl Session {
     fn start(args: &[&str], cols: u16, rows: u16) -> Self {
-        let pty = native_pty_system()
-            .openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 })
-            .expect("open a pty");
+        let pty =
+            native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("open a pty");
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_lanescope"));
         cmd.args(args);
         cmd.cwd(env!("CARGO_MANIFEST_DIR"));
@@ -32,7 +31,11 @@ impl Session {
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().expect("pty reader");
         let writer = pty.master.take_writer().expect("pty writer");
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows.try_into().expect("rows > 0"), cols.try_into().expect("cols > 0"), 0)));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            rows.try_into().expect("rows > 0"),
+            cols.try_into().expect("cols > 0"),
+            0,
+        )));
         let sink = Arc::clone(&screen);
         std::thread::spawn(move || {
             let mut buf = [0u8; 1 << 14];

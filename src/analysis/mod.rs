@@ -329,13 +329,23 @@ pub struct Analysis {
 
 /// Run every analysis over `trace`.
 pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
+    let tt = std::time::Instant::now();
+    let lap = |s: &str| if std::env::var_os("LS_T").is_some() { eprintln!("T {s} {:.1} ms rss {}", tt.elapsed().as_secs_f64()*1e3, std::fs::read_to_string("/proc/self/status").unwrap().lines().filter(|l| l.starts_with("VmRSS")||l.starts_with("VmHWM")).collect::<Vec<_>>().join(" ")) };
     let devices: Vec<DeviceActivity> = trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
+    lap("devices");
+    if std::env::var_os("LS_T").is_some() { for d in &devices { eprintln!("dev {} busy {} kernels {} copies {}", d.device, d.busy.len(), d.kernels.len(), d.copies.len()); }
+      for l in &trace.lanes { eprintln!("lane {:?} pid {} n {} disjoint {} corr_sorted {}", l.kind, l.pid, l.ev.len(), l.disjoint, l.ev.corr.windows(2).all(|w| w[0] <= w[1] || w[1]==0 || w[0]==0)); } }
     let index = index::Index::build(trace);
+    lap("index");
     let mut explainer = gaps::Explainer::new(trace, &index, options);
     let gaps = explainer.find(&devices);
+    lap("gaps");
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
+    lap("phasectx");
     let phases = phases::phases(trace, &phase_ctx, options);
+    lap("phases");
     let (transfers, copies) = transfers::transfers(trace, &index);
+    lap("transfers");
     let findings = findings::findings(
         &findings::Inputs {
             trace,
@@ -349,6 +359,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         },
         &mut explainer,
     );
+    lap("findings");
     Analysis {
         options: *options,
         overlap: transfers::overlap(&devices),

@@ -121,7 +121,13 @@ fn assemble(
         meta.tables.append(&mut p.stats);
         for (key, mut ev) in p.lanes {
             names.resolve(&mut ev, key.0, &p.local_names);
-            lanes_by_key.entry(key).or_default().append_from(ev);
+            // Move a lane seen once (the common case) instead of copying it into an empty one.
+            match lanes_by_key.entry(key) {
+                std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().append_from(ev),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(ev);
+                }
+            }
         }
         for mut s in p.syncs {
             names.resolve_plain(&mut s.ev, &p.local_names);

@@ -103,7 +103,6 @@ impl App {
     }
 
     /// Apply one action.
-    #[expect(clippy::too_many_lines, reason = "one arm per action, each short")]
     pub fn apply(&mut self, action: Action) {
         match action {
             Action::ZoomIn => self.zoom(1, 2),
@@ -171,6 +170,7 @@ impl App {
                 }
             }
             Action::Quit => self.quit = true,
+            Action::Suspend => self.suspend = true,
             Action::ListUp => self.list_move(-1),
             Action::ListDown => self.list_move(1),
             Action::ListPageUp => self.list_move(-10),
@@ -220,9 +220,12 @@ impl App {
             Some((a, b)) => {
                 let len = (b - a).max(1);
                 let span = (len + len / 4).max(self.min_span());
+                let cursor = self.cursor;
                 self.view = super::app::View { t0: a + len / 2 - span / 2, span };
                 self.clamp_view();
-                self.cursor = a.clamp(self.view.t0, self.view.t0 + self.view.span - 1);
+                // Keep the cursor when it stays in view (mark..cursor), else go to the start.
+                let keep = (a..=b).contains(&cursor) && self.col_of(cursor).is_some();
+                self.cursor = if keep { cursor } else { a.clamp(self.view.t0, self.view.t0 + self.view.span - 1) };
             }
             None => self.message = Some("nothing selected: Enter selects, m sets a mark".to_string()),
         }

@@ -130,6 +130,7 @@ pub struct App {
     pub(crate) gap_index: GapIndex,
     pub(crate) message: Option<String>,
     pub(crate) quit: bool,
+    pub(crate) suspend: bool,
 }
 
 impl App {
@@ -168,6 +169,7 @@ impl App {
             gap_index,
             message: None,
             quit: false,
+            suspend: false,
             trace: Arc::new(trace),
             devices,
             analysis,
@@ -201,6 +203,11 @@ impl App {
         self.size
     }
 
+    /// True once (each time) the user asked to suspend to the shell.
+    pub fn take_suspend(&mut self) -> bool {
+        std::mem::take(&mut self.suspend)
+    }
+
     /// True once the user asked to quit.
     pub fn should_quit(&self) -> bool {
         self.quit
@@ -227,6 +234,29 @@ impl App {
             Some(Selection::Gap(i)) => self.analysis.gaps.get(i),
             _ => None,
         }
+    }
+
+    /// The selected event, if an event is selected.
+    pub fn selected_event(&self) -> Option<EventRef> {
+        match self.selection {
+            Some(Selection::Event(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The cursor time.
+    pub fn cursor(&self) -> Ns {
+        self.cursor
+    }
+
+    /// The timeline column of the cursor.
+    pub fn cursor_column(&self) -> usize {
+        self.cursor_col()
+    }
+
+    /// The status message of the last action, if any.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
     }
 
     /// The visible window.
@@ -256,6 +286,12 @@ impl App {
             Some(Panel::Details) => PanelShape::Text,
             Some(_) => PanelShape::Table,
         }
+    }
+
+    /// Time `t` relative to the first event of the trace (what every screen shows,
+    /// like `lanescope report`).
+    pub(crate) fn rel(&self, t: Ns) -> Ns {
+        t - self.trace.meta.start_ns
     }
 
     /// Timeline columns at the current size.
@@ -468,12 +504,11 @@ impl App {
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
             let _ = tx.send(crate::analysis::find_gaps(&trace, &devices, &opts));
         });
-        match spawned {
-            Ok(_) => self.job = Some(GapJob { min_gap_ns, rx }),
-            Err(_) => {
-                let gaps = crate::analysis::find_gaps(&self.trace, &self.devices, &opts);
-                self.set_gaps(gaps);
-            }
+        if spawned.is_ok() {
+            self.job = Some(GapJob { min_gap_ns, rx });
+        } else {
+            let gaps = crate::analysis::find_gaps(&self.trace, &self.devices, &opts);
+            self.set_gaps(gaps);
         }
     }
 

@@ -70,7 +70,7 @@ pub fn event(trace: &Trace, r: EventRef) -> Details {
     let name = trace.strings.get(ev.name[i]);
     let mut d = Details { title: clean(name).into_owned(), lines: Vec::new() };
     d.add("lane", clean(&where_label(trace, r.lane)));
-    d.add("start", text::time(ev.start[i], 1));
+    d.add("start", text::time(ev.start[i] - trace.meta.start_ns, 1));
     d.add("duration", text::dur(ev.dur(i)));
     match lane.kind {
         LaneKind::Kernels { stream, .. } | LaneKind::Graphs { stream, .. } => {
@@ -85,11 +85,11 @@ pub fn event(trace: &Trace, r: EventRef) -> Details {
             let f = MemFlags::unpack(ev.flags(i));
             let bytes = ev.aux(i);
             d.add("bytes", format!("{} ({})", text::bytes(bytes), text::count(bytes)));
-            if class != MemClass::Memset {
+            if class == MemClass::Memset {
+                d.add("memory", f.src.label());
+            } else {
                 d.add("rate", text::gbps(bytes, ev.dur(i)));
                 d.add("memory", format!("{} {} → {}", class.label(), f.src.label(), f.dst.label()));
-            } else {
-                d.add("memory", f.src.label());
             }
             if f.is_pageable() {
                 d.add("note", "pageable host memory: staged copy, blocks the calling thread");
@@ -156,7 +156,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
         title: format!("idle gap {}/{} on {}", gi + 1, analysis.gaps.len(), clean(&trace.gpu_label(g.device))),
         lines: Vec::new(),
     };
-    d.add("start", text::time(g.start, 1));
+    d.add("start", text::time(g.start - trace.meta.start_ns, 1));
     d.add("duration", text::dur(g.dur()));
     d.add("cause", g.cause.label());
     if !g.evidence.is_empty() {
@@ -181,7 +181,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
                 format!(
                     "{} at {} ({} before the op)",
                     clean(trace.strings.get(al.ev.name[j])),
-                    text::time(al.ev.start[j], 1000),
+                    text::time(al.ev.start[j] - trace.meta.start_ns, 1000),
                     text::dur(g.end - al.ev.start[j])
                 ),
             );

@@ -309,7 +309,8 @@ mod tests {
             prop_assert!((total - exact).abs() < 1e-3 * exact.max(1.0) + 1e-2);
             for (k, c) in cells.iter().enumerate() {
                 let (a, b) = (bucket_edge(t0, span, w, k), bucket_edge(t0, span, w, k + 1));
-                let touched = (0..ev.len()).any(|i| (ev.start[i] < b && ev.end[i] > a) || (a <= ev.start[i] && ev.start[i] < b));
+                // Overlaps the bucket, or is an instant inside it.
+                let touched = (0..ev.len()).any(|i| ev.start[i] < b && (ev.end[i] > a || ev.start[i] >= a));
                 prop_assert_eq!(c.any, touched, "cell {}", k);
                 if touched {
                     let d = c.dom as usize;

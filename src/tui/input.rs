@@ -73,6 +73,8 @@ pub enum Action {
     Back,
     /// Quit.
     Quit,
+    /// Suspend to the shell (Ctrl-Z); `fg` resumes.
+    Suspend,
     /// Move up in a list or the help.
     ListUp,
     /// Move down in a list or the help.
@@ -183,10 +185,10 @@ pub const GLOBAL: &[Section] = &[
         bindings: &[
             b("Tab .", &[K(KeyCode::Tab), C('.')], Action::NextEvent, "next event in the focused lane"),
             b("S-Tab ,", &[K(KeyCode::BackTab), C(',')], Action::PrevEvent, "previous event in the focused lane"),
-            b("Enter", &[K(KeyCode::Enter)], Action::Select, "select the event under the cursor, show details"),
-            b("c", &[C('c')], Action::Jump, "jump between GPU operation and its API call"),
+            b("Enter", &[K(KeyCode::Enter)], Action::Select, "select the event under the cursor: details"),
+            b("c", &[C('c')], Action::Jump, "jump between GPU op and its API call"),
             b("i", &[C('i')], Action::Details, "show / hide the details panel"),
-            b("/", &[C('/')], Action::Search, "search event names (Enter runs, Esc cancels)"),
+            b("/", &[C('/')], Action::Search, "search names (Enter runs, Esc cancels)"),
             b("n N", &[C('n')], Action::NextMatch, "next / previous search match"),
             b("", &[C('N')], Action::PrevMatch, "previous search match"),
         ],
@@ -206,8 +208,9 @@ pub const GLOBAL: &[Section] = &[
         title: "General",
         bindings: &[
             b("?", &[C('?'), K(KeyCode::F(1))], Action::Help, "this help"),
-            b("Esc", &[K(KeyCode::Esc)], Action::Back, "close the panel; quit when none is open"),
+            b("Esc", &[K(KeyCode::Esc)], Action::Back, "close the panel, or quit"),
             b("q Ctrl-C", &[C('q'), Ctrl('c')], Action::Quit, "quit"),
+            b("Ctrl-Z", &[Ctrl('z')], Action::Suspend, "suspend to the shell (fg resumes)"),
         ],
     },
 ];
@@ -222,7 +225,7 @@ pub const LIST: Section = Section {
         b("", &[K(KeyCode::PageUp)], Action::ListPageUp, "move a page up"),
         b("Home End", &[K(KeyCode::Home)], Action::ListTop, "first / last row"),
         b("", &[K(KeyCode::End)], Action::ListBottom, "last row"),
-        b("Enter", &[K(KeyCode::Enter)], Action::ListEnter, "zoom to the gap / the phase's slowest instance"),
+        b("Enter", &[K(KeyCode::Enter)], Action::ListEnter, "zoom to gap / phase's slowest instance"),
         b("o O", &[C('o')], Action::SortNext, "sort by the next column / reverse"),
         b("", &[C('O')], Action::SortReverse, "reverse the sort"),
         b("1-9", &[], Action::SortColumn(0), "sort by column N (again: reverse)"),

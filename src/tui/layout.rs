@@ -53,7 +53,8 @@ impl Areas {
             let pw = (w * 2 / 5).clamp(50, 80);
             (w - pw, body.height, Some(Rect::new(area.x + w - pw, body.y, pw, body.height)))
         } else {
-            let ph = (body.height * 2 / 5).clamp(7, 16).min(body.height.saturating_sub(3));
+            let share = if panel == PanelShape::Text { body.height / 2 } else { body.height * 2 / 5 };
+            let ph = share.clamp(8, 16).min(body.height.saturating_sub(3));
             (w, body.height - ph, Some(Rect::new(area.x, body.y + body.height - ph, w, ph)))
         };
         let label_w = if lanes_w >= 160 {

@@ -65,9 +65,9 @@ pub fn run(source: Source, options: Options) -> Result<()> {
     let progress = Arc::new(Progress::default());
     let stage = Arc::new(AtomicU8::new(0));
     let (tx, rx) = mpsc::channel::<Result<App>>();
+    let demo = source == Source::Demo;
     {
         let (progress, stage) = (Arc::clone(&progress), Arc::clone(&stage));
-        let source = source.clone();
         std::thread::Builder::new().name("loader".into()).spawn(move || {
             let _ = tx.send(load(&source, &options, &progress, &stage));
         })?;
@@ -78,7 +78,7 @@ pub fn run(source: Source, options: Options) -> Result<()> {
         let loaded = wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(&label))?;
         match loaded {
             Some(mut app) => {
-                app.set_demo(source == Source::Demo);
+                app.set_demo(demo);
                 event_loop(&mut term, &mut app)
             }
             None => Ok(()),
@@ -208,19 +208,18 @@ fn event_loop(term: &mut terminal::Term, app: &mut App) -> Result<()> {
     draw_app(term, app)?;
     loop {
         // Block on input, except while background work runs: then poll, to show its result.
-        let mut dirty = if !app.busy() {
-            handle(app, &event::read()?)
-        } else if event::poll(Duration::from_millis(30))? {
-            handle(app, &event::read()?)
-        } else {
-            false
-        };
+        let ready = !app.busy() || event::poll(Duration::from_millis(30))?;
+        let mut dirty = ready && handle(app, &event::read()?);
         while !app.should_quit() && event::poll(Duration::ZERO)? {
             dirty |= handle(app, &event::read()?);
         }
         dirty |= app.poll_jobs();
         if app.should_quit() {
             return Ok(());
+        }
+        if app.take_suspend() {
+            terminal::suspend(term)?;
+            dirty = true;
         }
         if dirty {
             draw_app(term, app)?;

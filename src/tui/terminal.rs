@@ -55,6 +55,19 @@ pub fn restore() {
     }
 }
 
+/// Give the terminal back and stop the process (Ctrl-Z); returns a fresh terminal
+/// once the shell resumes it with `fg`.
+pub fn suspend(term: &mut Term) -> io::Result<()> {
+    {
+        let _screen = lock();
+        restore();
+    }
+    signal_hook::low_level::raise(signal_hook::consts::SIGTSTP)?;
+    // Resumed: a new terminal has empty buffers, so the next frame repaints everything.
+    *term = init()?;
+    Ok(())
+}
+
 /// Restores the terminal and exits on termination signals while alive.
 pub struct SignalGuard {
     handle: Handle,

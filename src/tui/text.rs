@@ -15,13 +15,11 @@ pub fn ellipsize(s: &str, max: usize) -> Cow<'_, str> {
     if max == 0 {
         return Cow::Borrowed("");
     }
-    match s.char_indices().nth(max) {
-        None => Cow::Borrowed(s),
-        Some(_) => {
-            let cut = s.char_indices().nth(max - 1).map_or(s.len(), |(i, _)| i);
-            Cow::Owned(format!("{}…", &s[..cut]))
-        }
+    if s.char_indices().nth(max).is_none() {
+        return Cow::Borrowed(s);
     }
+    let cut = s.char_indices().nth(max - 1).map_or(s.len(), |(i, _)| i);
+    Cow::Owned(format!("{}…", &s[..cut]))
 }
 
 /// Format a duration with three or four significant digits: `850 ns`, `12.3 µs`, `1.25 ms`, `9.30 s`.
@@ -103,7 +101,7 @@ pub fn count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -1,5 +1,5 @@
 //! Colours and glyphs. Glyphs never depend on the colour depth, so every state reads
-//! on a 16-colour or NO_COLOR terminal; colours only add to them.
+//! on a 16-colour or `NO_COLOR` terminal; colours only add to them.
 
 use ratatui::style::{Color, Modifier, Style};
 

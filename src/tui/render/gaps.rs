@@ -46,7 +46,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
         let r = Row::new(vec![
             (gi + 1).to_string(),
             g.device.to_string(),
-            text::time(g.start, 1_000),
+            text::time(app.rel(g.start), 1_000),
             text::dur(g.dur()),
             g.cause.label().to_string(),
             g.phase.as_deref().map_or_else(|| "-".to_string(), |p| text::clean(p).into_owned()),

@@ -17,7 +17,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     if !t.meta.nsys_version.is_empty() {
         parts.push(format!("nsys {}", text::clean(&t.meta.nsys_version)));
     }
-    parts.push(format!("view {} + {}", text::time(v.t0, res), text::dur(v.span)));
+    parts.push(format!("view {} + {}", text::time(app.rel(v.t0), res), text::dur(v.span)));
     parts.push(format!("trace {}", text::dur(t.duration())));
     parts.push(format!("{} events", text::count(t.event_count() as u64)));
     let mut s = String::new();

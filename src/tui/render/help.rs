@@ -14,7 +14,7 @@ fn section_lines(app: &App, s: &Section, out: &mut Vec<Line<'static>>) {
     out.push(Line::from(Span::styled(s.title.to_string(), Style::new().add_modifier(Modifier::BOLD))));
     for b in s.bindings.iter().filter(|b| !b.label.is_empty()) {
         out.push(Line::from(vec![
-            Span::styled(format!("  {:<12}", b.label), app.theme.key()),
+            Span::styled(format!("  {:<11}", b.label), app.theme.key()),
             Span::raw(b.help.to_string()),
         ]));
     }
@@ -31,30 +31,27 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     section_lines(app, &input::HELP, &mut out);
     out.push(Line::from(Span::styled("Legend", Style::new().add_modifier(Modifier::BOLD))));
     let legend = [
-        (
-            format!("{}", glyph::SHADES.iter().rev().collect::<String>()),
-            "busy share of the cell: full, ≥1/2, ≥1/4, any",
-        ),
-        (format!("{}", glyph::GAP), "GPU idle gap ≥ threshold (GPU row; shown even when short)"),
+        (glyph::SHADES.iter().rev().collect::<String>(), "busy share of a cell: full, ≥½, ≥¼, >0"),
+        (format!("{}", glyph::GAP), "GPU idle gap ≥ threshold, even if short"),
         (format!("{}{}", glyph::COPY_ONLY, glyph::COPY_ONLY_LOW), "GPU only copying, no kernel (GPU row)"),
         (format!("{}", glyph::PAGEABLE), "copy from/to pageable host memory"),
-        (format!("{}", glyph::SYNC), "call that blocks its thread (synchronize, sync copy)"),
+        (format!("{}", glyph::SYNC), "call blocking its thread (sync, sync copy)"),
         (format!("{}", glyph::MARK), "NVTX mark (instant)"),
         (format!("{} {}", glyph::CURSOR, glyph::MARK_POS), "cursor and mark on the ruler"),
         ("▾ ▸ *".to_string(), "expanded / collapsed group, pinned lane"),
     ];
     for (g, what) in legend {
-        out.push(Line::from(vec![Span::styled(format!("  {g:<12}"), app.theme.key()), Span::raw(what)]));
+        out.push(Line::from(vec![Span::styled(format!("  {g:<11}"), app.theme.key()), Span::raw(what)]));
     }
     out.push(Line::default());
     out.push(Line::from(Span::styled("Panels", Style::new().add_modifier(Modifier::BOLD))));
     for (k, what) in [
-        ("Enter / i", "details: name, times, stream, bytes, GB/s, memory kinds, launching call, NVTX"),
-        ("p", "phases: NVTX ranges by name: count, wall, GPU busy, idle, exposed copy"),
-        ("g", "gaps: idle stretches ≥ threshold, longest first, with cause and evidence"),
+        ("Enter / i", "details: times, bytes, GB/s, call, NVTX"),
+        ("p", "phases: NVTX ranges by name, GPU busy, idle"),
+        ("g", "gaps ≥ threshold, longest first, with cause"),
         ("?", "this help"),
     ] {
-        out.push(Line::from(vec![Span::styled(format!("  {k:<12}"), app.theme.key()), Span::raw(what)]));
+        out.push(Line::from(vec![Span::styled(format!("  {k:<11}"), app.theme.key()), Span::raw(what)]));
     }
     out
 }

@@ -40,8 +40,8 @@ impl Ctx<'_> {
     }
 }
 
-/// Draw the pinned rows and the visible scrolling rows.
-pub fn render(frame: &mut Frame, app: &App, a: &Areas) {
+/// Draw the pinned rows and the visible scrolling rows; returns the first row left free.
+pub fn render(frame: &mut Frame, app: &App, a: &Areas) -> u16 {
     let w = usize::from(a.timeline_w());
     let v = app.view();
     let mut ctx = Ctx {
@@ -80,6 +80,7 @@ pub fn render(frame: &mut Frame, app: &App, a: &Areas) {
     }
     scrollbar(buf, app, a, first, bottom);
     overlays(buf, &ctx, &drawn);
+    y
 }
 
 fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: usize, y: u16, pinned: bool) {

@@ -16,6 +16,7 @@
 //! overlays everything.
 
 mod details;
+mod findings;
 mod gaps;
 mod header;
 mod help;
@@ -42,7 +43,12 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     header::render(frame, app, areas.header);
     ruler::render(frame, app, &areas);
-    lanes::render(frame, app, &areas);
+    let free = lanes::render(frame, app, &areas);
+    let bottom = areas.lanes.y + areas.lanes.height;
+    if bottom > free + findings::MIN_ROWS {
+        let r = Rect::new(areas.lanes.x, free + 1, areas.lanes.width, bottom - free - 1);
+        findings::render(frame, app, r);
+    }
     if let (Some(r), Some(p)) = (areas.panel, app.panel) {
         match p {
             Panel::Details => details::render(frame, app, r),

@@ -38,15 +38,17 @@ pub fn render(frame: &mut Frame, app: &App, a: &Areas) {
     buf.set_stringn(a.ruler.x, y, label, usize::from(a.label_w), theme.dim());
     buf.set_stringn(x0 - 1, y, "│", 1, theme.border());
     let v = app.view();
-    let (step, dec) = ticks(v.t0, v.span, w);
+    // Ticks at round times since the first event.
+    let base = app.trace.meta.start_ns;
+    let (step, dec) = ticks(v.t0 - base, v.span, w);
     let cur = app.cursor_col();
-    let mut t = v.t0.div_euclid(step) * step;
+    let mut t = (v.t0 - base).div_euclid(step) * step + base;
     if t < v.t0 {
         t += step;
     }
     while t < v.t0 + v.span {
         if let Some(c) = app.col_of(t) {
-            let s = text::secs(t, dec);
+            let s = text::secs(t - base, dec);
             let hides_cursor = cur >= c && cur <= c + s.len();
             if c + 1 + s.len() <= w && !hides_cursor {
                 buf.set_stringn(x0 + c as u16, y, "▏", 1, theme.dim());

@@ -14,6 +14,9 @@ fn info(app: &App) -> Vec<(String, Style)> {
     if let Some(m) = &app.message {
         out.push((m.clone(), theme.warn()));
     }
+    if let Some(m) = app.mark {
+        out.push((format!("mark→cursor {}", text::dur(app.cursor - m)), theme.key()));
+    }
     match app.selection {
         Some(Selection::Gap(i)) => {
             if let Some(g) = app.analysis.gaps.get(i) {
@@ -26,7 +29,8 @@ fn info(app: &App) -> Vec<(String, Style)> {
                     g.cause.label()
                 );
                 if !g.evidence.is_empty() {
-                    s.push_str(&format!(" · {}", text::clean(&g.evidence)));
+                    s.push_str(" · ");
+                    s.push_str(&text::clean(&g.evidence));
                 }
                 out.push((s, theme.warn().remove_modifier(ratatui::style::Modifier::BOLD)));
             }
@@ -41,13 +45,6 @@ fn info(app: &App) -> Vec<(String, Style)> {
         }
         None => {}
     }
-    let res = app.ns_per_cell();
-    out.push((format!("cursor {}", text::time(app.cursor, res)), Style::new()));
-    if let Some(m) = app.mark {
-        out.push((format!("mark→cursor {}", text::dur(app.cursor - m)), theme.key()));
-    }
-    let count = if app.busy() { "…".to_string() } else { text::count(app.analysis.gaps.len() as u64) };
-    out.push((format!("gaps ≥ {}: {count}", text::dur(app.threshold())), Style::new()));
     if app.search.active() {
         out.push((
             format!(
@@ -58,6 +55,10 @@ fn info(app: &App) -> Vec<(String, Style)> {
             theme.key(),
         ));
     }
+    let res = app.ns_per_cell();
+    out.push((format!("cursor {}", text::time(app.rel(app.cursor), res)), Style::new()));
+    let count = if app.busy() { "…".to_string() } else { text::count(app.analysis.gaps.len() as u64) };
+    out.push((format!("gaps ≥ {}: {count}", text::dur(app.threshold())), Style::new()));
     out
 }
 

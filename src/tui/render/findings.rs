@@ -1,0 +1,45 @@
+//! Findings in the room left under the lanes: why the GPU is idle, with the fix.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use crate::analysis::Severity;
+use crate::tui::app::App;
+use crate::tui::text;
+
+/// Rows the findings need before they are worth showing.
+pub const MIN_ROWS: u16 = 5;
+
+/// Draw the findings into `area` (the free rows under the lanes).
+pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+    let findings = &app.analysis.findings;
+    if findings.is_empty() || area.height < MIN_ROWS {
+        return;
+    }
+    let block = super::panel_block(app, "Why the GPU is idle (lanescope report has the evidence)");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let mut lines = Vec::new();
+    for f in findings {
+        let (tag, style) = match f.severity {
+            Severity::Critical => ("critical", app.theme.warn()),
+            Severity::Warning => ("warning", app.theme.key()),
+            Severity::Info => ("info", app.theme.dim()),
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{tag} "), style.add_modifier(Modifier::BOLD)),
+            Span::styled(format!("{} ", f.rule), Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(text::clean(&f.message).into_owned()),
+        ]));
+        if !f.fix.is_empty() {
+            lines.push(Line::from(vec![
+                Span::styled("  fix ", app.theme.dim()),
+                Span::raw(text::clean(&f.fix).into_owned()),
+            ]));
+        }
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
