@@ -39,7 +39,10 @@ pub fn lane_group(trace: &Trace, lane: &Lane) -> String {
     }
     let tid = lane.kind.tid().unwrap_or(0);
     let pname = trace.process_name(lane.pid);
-    let tname = trace.thread_name(lane.pid, tid);
+    let tname = match trace.thread_name(lane.pid, tid) {
+        "" => "thread",
+        n => n,
+    };
     format!("{pname} ({}) / {tname} ({tid})", lane.pid)
 }
 

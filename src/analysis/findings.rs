@@ -178,11 +178,14 @@ fn api_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     let mut n = 0u64;
     let mut total: Ns = 0;
     let mut longest: Option<(Ns, &str, u32, u32)> = None;
+    // Per name id: whether it is a device or stream synchronize (names repeat millions of times).
+    let mut is_sync: Vec<Option<bool>> = vec![None; x.trace.strings.len()];
     for l in &x.trace.lanes {
         let crate::model::LaneKind::CudaApi { tid } = l.kind else { continue };
         for i in 0..l.ev.len() {
             let name = x.trace.strings.get(l.ev.name[i]);
-            if !(name.starts_with("cudaDeviceSynchronize") || name.starts_with("cudaStreamSynchronize")) {
+            let cached = is_sync.get_mut(l.ev.name[i] as usize);
+            if !cached.map_or_else(|| sync_name(name), |c| *c.get_or_insert_with(|| sync_name(name))) {
                 continue;
             }
             n += 1;
@@ -209,6 +212,10 @@ fn api_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
         ],
         fix: cause_fix(Cause::SyncWait).to_string(),
     })
+}
+
+fn sync_name(name: &str) -> bool {
+    name.starts_with("cudaDeviceSynchronize") || name.starts_with("cudaStreamSynchronize")
 }
 
 // Cause with the most gap time, with that time.
@@ -358,6 +365,9 @@ pub fn step_phase(trace: &Trace) -> Option<(String, Vec<Instance>)> {
 
 fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> {
     let (name, steps) = step_phase(x.trace)?;
+    // Gaps of each device in start order: those overlapping a step are one range.
+    let by_device: Vec<Vec<&Gap>> =
+        x.devices.iter().map(|d| x.gaps.iter().filter(|g| g.device == d.device).collect()).collect();
     let mut idle = [0 as Ns; 6];
     let mut by_phase: HashMap<(Cause, Option<String>), Ns> = HashMap::new();
     let mut starved = 0usize;
@@ -368,12 +378,15 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
             continue;
         }
         starved += 1;
-        let devs: Vec<u32> = slots.iter().map(|&k| x.devices[k].device).collect();
-        for g in x.gaps.iter().filter(|g| devs.contains(&g.device) && g.start < s.end && g.end > s.start) {
-            let (a, b) = (g.start.max(s.start), g.end.min(s.end));
-            let (cause, phase) = explainer.part(g, a, b);
-            idle[cause as usize] += b - a;
-            *by_phase.entry((cause, phase)).or_default() += b - a;
+        for &k in &slots {
+            let gaps = &by_device[k];
+            let lo = gaps.partition_point(|g| g.end <= s.start);
+            for g in gaps[lo..].iter().take_while(|g| g.start < s.end) {
+                let (a, b) = (g.start.max(s.start), g.end.min(s.end));
+                let (cause, phase) = explainer.part(g, a, b);
+                idle[cause as usize] += b - a;
+                *by_phase.entry((cause, phase)).or_default() += b - a;
+            }
         }
     }
     if starved == 0 {

@@ -42,12 +42,17 @@
 //! its full duration, thread name and tid), or the uncovered time for *no call*.
 //! `phase` is the innermost NVTX range (grouped name unless exact names are asked for)
 //! that covers the gap start on the deciding thread, else on the process's main thread.
+//!
+//! Step 3 looks only at the calls that overlap the gap, found by searching the thread's
+//! lanes from where the previous gap's search ended, and sweeps them once in time
+//! order: the cost is that of the calls inside gaps, with no per-thread copy of the calls.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
-use super::index::{ApiCall, Index};
+use super::index::{ApiCall, Hints, Index};
 use super::names::phase_name;
-use super::{Cause, DeviceActivity, Gap, Options, Union};
+use super::{Cause, DeviceActivity, Gap, Options};
 use crate::model::{ApiKind, LaneKind, MemFlags, Ns, StrId, Trace};
 use crate::units::fmt_ns;
 
@@ -57,6 +62,9 @@ pub const LAUNCH_BOUND_MAX_NS: Ns = 1_000_000;
 // How far back from the gap start to look for calls that began before it (calls of one
 // thread rarely nest deeper than runtime -> driver).
 const LOOKBACK: usize = 64;
+
+// Rows per block of the running maximum of ends kept for lanes whose calls overlap.
+const MAX_END_BLOCK: usize = 64;
 
 /// What a thread was doing at an instant, in precedence order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,26 +108,28 @@ pub fn is_blocking_os_call(name: &str) -> bool {
         || (PARTS.iter().any(|p| name.contains(p)) && !name.contains("unlock") && !name.contains("trylock"))
 }
 
-/// Disjoint unions of what one CPU thread was doing.
-#[derive(Debug, Default)]
-struct Activity {
-    parts: [Union; 6],
-    api_lane: Option<usize>,
-    os_lane: Option<usize>,
-    os_traced: bool,
-}
-
-/// Per-trace state shared by all gaps: lanes by thread and cached name classes.
+/// Per-trace state shared by all gaps: lanes by thread, cached name classes and search
+/// positions. Nothing in it grows with the number of events but the running maxima of
+/// ends of lanes whose calls overlap (one value per 64 calls).
 struct Ctx<'a> {
     trace: &'a Trace,
     index: &'a Index,
     options: &'a Options,
-    // (pid, tid) -> (api lane, osrt lane, nvtx range lanes)
-    lanes: HashMap<(u32, u32), ThreadLanes>,
+    // Lanes of each thread, sorted by (pid, tid).
+    lanes: Vec<((u32, u32), ThreadLanes)>,
     os_traced: Vec<u32>,
-    blocking: HashMap<StrId, bool>,
-    activity: HashMap<(u32, u32), Activity>,
+    // GPU lanes of each device.
+    gpu_lanes: Vec<(u32, Vec<usize>)>,
+    // Per lane: max end over blocks 0..=k of MAX_END_BLOCK rows; empty for disjoint lanes.
+    max_end: Vec<Vec<Ns>>,
+    // Per name id: 0 not seen yet, 1 not blocking, 2 blocking (OS call names).
+    blocking: Vec<u8>,
     launcher: HashMap<u32, Option<u32>>,
+    // Search positions in start columns and in corr columns.
+    starts: Hints,
+    corrs: Hints,
+    // Calls overlapping the current gap, reused.
+    calls: Vec<(Ns, Ns, Act)>,
 }
 
 #[derive(Debug, Default)]
@@ -132,8 +142,16 @@ struct ThreadLanes {
 impl<'a> Ctx<'a> {
     fn new(trace: &'a Trace, index: &'a Index, options: &'a Options) -> Self {
         let mut lanes: HashMap<(u32, u32), ThreadLanes> = HashMap::new();
+        let mut gpu_lanes: Vec<(u32, Vec<usize>)> = Vec::new();
+        let mut max_end = vec![Vec::new(); trace.lanes.len()];
         let mut os_traced = Vec::new();
         for (i, l) in trace.lanes.iter().enumerate() {
+            if let Some(d) = l.kind.device() {
+                match gpu_lanes.iter_mut().find(|(x, _)| *x == d) {
+                    Some((_, v)) => v.push(i),
+                    None => gpu_lanes.push((d, vec![i])),
+                }
+            }
             let Some(tid) = l.kind.tid() else { continue };
             let e = lanes.entry((l.pid, tid)).or_default();
             match l.kind {
@@ -145,26 +163,39 @@ impl<'a> Ctx<'a> {
                 LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } => e.nvtx.push(i),
                 _ => {}
             }
+            if matches!(l.kind, LaneKind::CudaApi { .. } | LaneKind::Osrt { .. }) && !l.disjoint {
+                max_end[i] = running_max_end(&l.ev.end);
+            }
         }
         os_traced.sort_unstable();
         os_traced.dedup();
+        let mut lanes: Vec<_> = lanes.into_iter().collect();
+        lanes.sort_unstable_by_key(|&(k, _)| k);
         Self {
             trace,
             index,
             options,
             lanes,
             os_traced,
-            blocking: HashMap::new(),
-            activity: HashMap::new(),
+            gpu_lanes,
+            max_end,
+            blocking: vec![0; trace.strings.len()],
             launcher: HashMap::new(),
+            starts: Hints::new(trace),
+            corrs: Hints::new(trace),
+            calls: Vec::new(),
         }
     }
 
     // Category of API call `i` of lane `li`.
-    fn api_act(&self, li: usize, i: usize) -> Act {
+    fn api_act(&mut self, li: usize, i: usize) -> Act {
         let lane = &self.trace.lanes[li];
         let kind = ApiKind::from_flags(lane.ev.flags(i));
-        let pageable = || self.index.copy_flags(lane.pid, lane.ev.corr(i)).is_some_and(MemFlags::is_pageable);
+        let mut pageable = || {
+            self.index
+                .copy_flags(self.trace, lane.pid, lane.ev.corr(i), &mut self.corrs)
+                .is_some_and(MemFlags::is_pageable)
+        };
         match kind {
             ApiKind::MemcpySync | ApiKind::MemcpyAsync if pageable() => Act::Pageable,
             ApiKind::MemcpySync | ApiKind::Sync => Act::Sync,
@@ -174,47 +205,70 @@ impl<'a> Ctx<'a> {
     }
 
     fn os_act(&mut self, li: usize, i: usize) -> Act {
-        let name = self.trace.lanes[li].ev.name[i];
-        let strings = &self.trace.strings;
-        let blocking = *self.blocking.entry(name).or_insert_with(|| is_blocking_os_call(strings.get(name)));
-        if blocking { Act::OsWait } else { Act::OsBusy }
+        let name = self.trace.lanes[li].ev.name[i] as usize;
+        if self.blocking.len() <= name {
+            self.blocking.resize(name + 1, 0);
+        }
+        if self.blocking[name] == 0 {
+            self.blocking[name] = 1 + u8::from(is_blocking_os_call(self.trace.strings.get(name as StrId)));
+        }
+        if self.blocking[name] == 2 { Act::OsWait } else { Act::OsBusy }
     }
 
-    fn activity(&mut self, pid: u32, tid: u32) -> &Activity {
-        if !self.activity.contains_key(&(pid, tid)) {
-            let a = self.build_activity(pid, tid);
-            self.activity.insert((pid, tid), a);
-        }
-        &self.activity[&(pid, tid)]
+    fn thread(&self, pid: u32, tid: u32) -> Option<&ThreadLanes> {
+        thread_of(&self.lanes, pid, tid)
     }
 
-    fn build_activity(&mut self, pid: u32, tid: u32) -> Activity {
-        let (api, os) = self.lanes.get(&(pid, tid)).map_or((None, None), |l| (l.api, l.os));
-        let mut raw: [Vec<(Ns, Ns)>; 6] = Default::default();
-        if let Some(li) = api {
-            let ev = &self.trace.lanes[li].ev;
-            for i in 0..ev.len() {
-                raw[self.api_act(li, i) as usize].push((ev.start[i], ev.end[i]));
+    fn act(&mut self, li: usize, i: usize) -> Act {
+        if matches!(self.trace.lanes[li].kind, LaneKind::CudaApi { .. }) {
+            self.api_act(li, i)
+        } else {
+            self.os_act(li, i)
+        }
+    }
+
+    // API and OS lanes of a thread.
+    fn thread_lanes(&self, pid: u32, tid: u32) -> (Option<usize>, Option<usize>) {
+        self.thread(pid, tid).map_or((None, None), |l| (l.api, l.os))
+    }
+
+    // Rows of lane `li` starting before `t`.
+    fn starting_before(&mut self, li: usize, t: Ns) -> usize {
+        self.starts.find(li, &self.trace.lanes[li].ev.start, |&s| s < t)
+    }
+
+    // Rows of lane `li` that may overlap `[a, b)`: every row that does is in the range.
+    fn overlapping(&mut self, li: usize, a: Ns, b: Ns) -> std::ops::Range<usize> {
+        let lo = self.starting_before(li, a);
+        let hi = self.starting_before(li, b);
+        let ev = &self.trace.lanes[li].ev;
+        let first = match &self.max_end[li] {
+            // No overlaps: only the last row starting before `a` can reach into it.
+            m if m.is_empty() => lo - usize::from(lo > 0 && ev.end[lo - 1] > a),
+            m => m.partition_point(|&e| e <= a) * MAX_END_BLOCK,
+        };
+        first.min(lo)..hi
+    }
+
+    // Time of each activity in `[a, b)` on a thread, each instant counted once, for
+    // the earliest activity in precedence order that covers it.
+    fn act_times(&mut self, api: Option<usize>, os: Option<usize>, a: Ns, b: Ns) -> [Ns; 6] {
+        let trace = self.trace;
+        let mut calls = std::mem::take(&mut self.calls);
+        calls.clear();
+        for li in api.into_iter().chain(os) {
+            let ev = &trace.lanes[li].ev;
+            for i in self.overlapping(li, a, b) {
+                if ev.end[i] > a && ev.end[i] > ev.start[i] {
+                    calls.push((ev.start[i], ev.end[i], self.act(li, i)));
+                }
             }
         }
-        if let Some(li) = os {
-            for i in 0..self.trace.lanes[li].ev.len() {
-                let ev = &self.trace.lanes[li].ev;
-                let pair = (ev.start[i], ev.end[i]);
-                raw[self.os_act(li, i) as usize].push(pair);
-            }
-        }
-        // Earlier categories win: subtract everything already claimed.
-        let mut claimed = Union::default();
-        let mut parts: [Union; 6] = Default::default();
-        for act in ACTS {
-            let u = Union::from_sorted(std::mem::take(&mut raw[act as usize]));
-            parts[act as usize] = u.minus(&claimed);
-            if !u.is_empty() {
-                claimed = claimed.merge(&u);
-            }
-        }
-        Activity { parts, api_lane: api, os_lane: os, os_traced: self.os_traced.binary_search(&pid).is_ok() }
+        // Two sorted runs: the stable sort merges them in linear time.
+        calls.sort_by_key(|c| c.0);
+        let t = sweep(&calls, a, b);
+        self.calls = calls;
+        t
     }
 
     // The thread of `pid` with the most launch, copy and memset calls.
@@ -225,8 +279,8 @@ impl<'a> Ctx<'a> {
         let best = self
             .lanes
             .iter()
-            .filter(|&(&(p, _), _)| p == pid)
-            .filter_map(|(&(_, tid), l)| Some((tid, &self.trace.lanes[l.api?].ev)))
+            .filter(|&&((p, _), _)| p == pid)
+            .filter_map(|((_, tid), l)| Some((*tid, &self.trace.lanes[l.api?].ev)))
             .map(|(tid, ev)| {
                 let n = (0..ev.len())
                     .filter(|&i| !matches!(ApiKind::from_flags(ev.flags(i)), ApiKind::Other | ApiKind::Sync))
@@ -238,6 +292,73 @@ impl<'a> Ctx<'a> {
         self.launcher.insert(pid, best);
         best
     }
+
+    // (pid, correlation id) of an operation of `device` starting exactly at `t`.
+    fn op_starting_at(&mut self, device: u32, t: Ns) -> Option<(u32, u32)> {
+        let trace = self.trace;
+        let lanes = device_lanes(&self.gpu_lanes, device);
+        lanes.iter().find_map(|&li| {
+            let l = &trace.lanes[li];
+            let i = self.starts.find(li, &l.ev.start, |&s| s < t);
+            (i < l.ev.len() && l.ev.start[i] == t).then(|| (l.pid, l.ev.corr(i)))
+        })
+    }
+
+    // The API call that launched the operation of `device` starting at `t`.
+    fn launch_of_op_at(&mut self, device: u32, t: Ns) -> (Option<(u32, u32)>, Option<ApiCall>) {
+        let op = self.op_starting_at(device, t);
+        let call = op.and_then(|(p, corr)| self.index.api_call(self.trace, p, corr, &mut self.corrs));
+        (op, call)
+    }
+}
+
+fn thread_of(lanes: &[((u32, u32), ThreadLanes)], pid: u32, tid: u32) -> Option<&ThreadLanes> {
+    let i = lanes.binary_search_by_key(&(pid, tid), |&(k, _)| k).ok()?;
+    Some(&lanes[i].1)
+}
+
+fn device_lanes(gpu_lanes: &[(u32, Vec<usize>)], device: u32) -> &[usize] {
+    gpu_lanes.iter().find(|(d, _)| *d == device).map_or(&[], |(_, v)| v.as_slice())
+}
+
+// Max end of rows 0..=k * MAX_END_BLOCK + MAX_END_BLOCK - 1, per block k.
+fn running_max_end(end: &[Ns]) -> Vec<Ns> {
+    let mut m = Ns::MIN;
+    end.chunks(MAX_END_BLOCK)
+        .map(|c| {
+            m = c.iter().fold(m, |a, &e| a.max(e));
+            m
+        })
+        .collect()
+}
+
+// Time of each activity in `[a, b)` for calls sorted by start, all overlapping it.
+fn sweep(calls: &[(Ns, Ns, Act)], a: Ns, b: Ns) -> [Ns; 6] {
+    let mut out = [0; 6];
+    let mut open = [0u32; 6];
+    let mut ends: BinaryHeap<Reverse<(Ns, Act)>> = BinaryHeap::new();
+    let mut next = calls.iter().peekable();
+    let mut now = a;
+    loop {
+        let ns = next.peek().map_or(Ns::MAX, |c| c.0.max(a));
+        let ne = ends.peek().map_or(Ns::MAX, |r| r.0.0);
+        let t = ns.min(ne).min(b);
+        if let Some(w) = open.iter().position(|&n| n > 0) {
+            out[w] += t - now;
+        }
+        now = t;
+        if t == b {
+            return out;
+        }
+        if ne <= ns {
+            if let Some(Reverse((_, act))) = ends.pop() {
+                open[act as usize] -= 1;
+            }
+        } else if let Some(&(_, e, act)) = next.next() {
+            open[act as usize] += 1;
+            ends.push(Reverse((e, act)));
+        }
+    }
 }
 
 /// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes.
@@ -245,7 +366,7 @@ pub fn find(trace: &Trace, devices: &[DeviceActivity], index: &Index, options: &
     Explainer::new(trace, index, options).find(devices)
 }
 
-/// Finds and explains gaps; keeps what it learned about threads, so that parts of gaps
+/// Finds and explains gaps; keeps what it learned about lanes, so that parts of gaps
 /// can be explained again cheaply (the starvation finding clips gaps to the steps: a gap
 /// that starts before a step may have a different cause inside it).
 pub struct Explainer<'a> {
@@ -263,12 +384,10 @@ impl<'a> Explainer<'a> {
         let trace = self.ctx.trace;
         let mut gaps = Vec::new();
         for d in devices {
-            let gpu_lanes = lanes_of(trace, d.device);
-            let fallback_pid = busiest_pid(trace, &gpu_lanes);
+            let fallback_pid = busiest_pid(trace, device_lanes(&self.ctx.gpu_lanes, d.device));
             for (start, end) in d.busy.gaps(self.ctx.options.min_gap_ns) {
-                let op = op_starting_at(trace, &gpu_lanes, end);
+                let (op, call) = self.ctx.launch_of_op_at(d.device, end);
                 let pid = op.map_or(fallback_pid, |(p, _)| p);
-                let call = op.and_then(|(p, corr)| self.ctx.index.api_call(trace, p, corr));
                 gaps.push(explain(&mut self.ctx, d.device, pid, call, start, end));
             }
         }
@@ -277,21 +396,22 @@ impl<'a> Explainer<'a> {
     }
 
     /// Cause and phase of the part `[start, end)` of `gap`, decided by the thread that
-    /// launched the operation ending the gap.
+    /// launched the operation ending the gap. Cheapest when parts come in time order.
     pub fn part(&mut self, gap: &Gap, start: Ns, end: Ns) -> (Cause, Option<String>) {
         if (start, end) == (gap.start, gap.end) {
             return (gap.cause, gap.phase.clone());
         }
-        let trace = self.ctx.trace;
-        let op = op_starting_at(trace, &lanes_of(trace, gap.device), gap.end);
-        let call = op.and_then(|(p, corr)| self.ctx.index.api_call(trace, p, corr));
-        let g = explain(&mut self.ctx, gap.device, gap.pid, call, start, end);
-        (g.cause, g.phase)
+        let (_, call) = self.ctx.launch_of_op_at(gap.device, gap.end);
+        let ctx = &mut self.ctx;
+        let (pid, tid) = (gap.pid, call.map(|c| c.tid).or_else(|| ctx.main_launcher(gap.pid)));
+        let Some(tid) = tid else { return (Cause::Unknown, phase_at(ctx, pid, pid, start)) };
+        let phase = phase_at(ctx, pid, tid, start);
+        if call.is_some_and(|c| c.end <= start) {
+            return (Cause::Unknown, phase);
+        }
+        let launched_inside = call.is_some_and(|c| (start..end).contains(&c.start));
+        (score(ctx, pid, tid, start, end, launched_inside).cause, phase)
     }
-}
-
-fn lanes_of(trace: &Trace, device: u32) -> Vec<usize> {
-    trace.lanes.iter().enumerate().filter(|(_, l)| l.kind.device() == Some(device)).map(|(i, _)| i).collect()
 }
 
 // The process with the most operations on these GPU lanes.
@@ -301,15 +421,6 @@ fn busiest_pid(trace: &Trace, gpu_lanes: &[usize]) -> u32 {
         *by_pid.entry(trace.lanes[li].pid).or_default() += trace.lanes[li].ev.len();
     }
     by_pid.into_iter().max_by_key(|&(p, n)| (n, std::cmp::Reverse(p))).map_or(0, |(p, _)| p)
-}
-
-// (pid, correlation id) of an operation starting exactly at `t` on these lanes.
-fn op_starting_at(trace: &Trace, gpu_lanes: &[usize], t: Ns) -> Option<(u32, u32)> {
-    gpu_lanes.iter().find_map(|&li| {
-        let l = &trace.lanes[li];
-        let i = l.ev.start.partition_point(|&s| s < t);
-        (i < l.ev.len() && l.ev.start[i] == t).then(|| (l.pid, l.ev.corr(i)))
-    })
 }
 
 fn explain(ctx: &mut Ctx<'_>, device: u32, pid: u32, call: Option<ApiCall>, start: Ns, end: Ns) -> Gap {
@@ -331,20 +442,33 @@ fn explain(ctx: &mut Ctx<'_>, device: u32, pid: u32, call: Option<ApiCall>, star
         return gap;
     }
     let launched_inside = call.is_some_and(|c| (start..end).contains(&c.start));
-    let (cause, evidence) = decide(ctx, pid, tid, start, end, launched_inside);
-    gap.cause = cause;
-    gap.evidence = evidence;
+    let s = score(ctx, pid, tid, start, end, launched_inside);
+    gap.cause = s.cause;
+    gap.evidence = evidence(ctx, pid, tid, start, end, &s);
     gap
 }
 
+// The winning cause of a gap and the times its evidence quotes.
+struct Score {
+    cause: Cause,
+    // Time outside any call.
+    none: Ns,
+    // `none` counted as host-busy (the process has an OS runtime trace) or unknown.
+    busy_none: Ns,
+    unknown: Ns,
+    // Time in calls counted as host-busy.
+    busy_calls: Ns,
+}
+
 // Steps 3-5 of the module rule, for the deciding thread over [start, end).
-fn decide(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, launched_inside: bool) -> (Cause, String) {
-    let a = ctx.activity(pid, tid);
-    let t = |act: Act| a.parts[act as usize].busy_in(start, end);
+fn score(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, launched_inside: bool) -> Score {
+    let (api, os) = ctx.thread_lanes(pid, tid);
+    let times = ctx.act_times(api, os, start, end);
+    let t = |act: Act| times[act as usize];
     let dur = end - start;
     let short = dur <= LAUNCH_BOUND_MAX_NS;
     let none = dur - ACTS.iter().map(|&x| t(x)).sum::<Ns>();
-    let (busy_none, unknown) = if a.os_traced { (none, 0) } else { (0, none) };
+    let (busy_none, unknown) = if ctx.os_traced.binary_search(&pid).is_ok() { (none, 0) } else { (0, none) };
     // A long launch call is driver work (lazy module loading...), not launch overhead.
     let (launch, slow_launch) = if short { (t(Act::Launch), 0) } else { (0, t(Act::Launch)) };
     let busy_calls = t(Act::ApiOther) + t(Act::OsBusy) + slow_launch;
@@ -362,21 +486,26 @@ fn decide(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, launched_in
     if matches!(cause, Cause::HostBusy | Cause::Unknown) && short && launched_inside && 2 * calls <= dur {
         cause = Cause::LaunchBound;
     }
-    let who = thread_label(ctx.trace, pid, tid);
-    let evidence = match cause {
+    Score { cause, none, busy_none, unknown, busy_calls }
+}
+
+// The evidence line of a scored gap.
+fn evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, s: &Score) -> String {
+    let who = || thread_label(ctx.trace, pid, tid);
+    let dur = end - start;
+    match s.cause {
         Cause::SyncWait => longest_call(ctx, pid, tid, &[Act::Sync], start, end),
         Cause::PageableCopy => longest_call(ctx, pid, tid, &[Act::Pageable], start, end),
         Cause::HostWait => longest_call(ctx, pid, tid, &[Act::OsWait], start, end),
-        Cause::LaunchBound => launch_evidence(ctx, pid, tid, start, end, none),
-        Cause::HostBusy if busy_none < busy_calls => {
+        Cause::LaunchBound => launch_evidence(ctx, pid, tid, start, end, s.none),
+        Cause::HostBusy if s.busy_none < s.busy_calls => {
             longest_call(ctx, pid, tid, &[Act::ApiOther, Act::OsBusy, Act::Launch], start, end)
         }
-        Cause::HostBusy => format!("no CUDA or OS call for {} of {} on {who}", fmt_ns(busy_none), fmt_ns(dur)),
+        Cause::HostBusy => format!("no CUDA or OS call for {} of {} on {}", fmt_ns(s.busy_none), fmt_ns(dur), who()),
         Cause::Unknown => {
-            format!("no OS runtime trace; {} of {} outside CUDA calls on {who}", fmt_ns(unknown), fmt_ns(dur))
+            format!("no OS runtime trace; {} of {} outside CUDA calls on {}", fmt_ns(s.unknown), fmt_ns(dur), who())
         }
-    };
-    (cause, evidence)
+    }
 }
 
 /// `python3 (tid 814)`, or `tid 814` for an unnamed thread.
@@ -387,77 +516,74 @@ pub fn thread_label(trace: &Trace, pid: u32, tid: u32) -> String {
     }
 }
 
-// Indices of events of lane `li` that may overlap [start, end): those starting inside,
-// and up to LOOKBACK before.
-fn candidates(trace: &Trace, li: usize, start: Ns, end: Ns) -> impl Iterator<Item = usize> + '_ {
-    let ev = &trace.lanes[li].ev;
-    let lo = ev.start.partition_point(|&s| s < start);
-    let hi = ev.start.partition_point(|&s| s < end);
-    (lo.saturating_sub(LOOKBACK)..hi).filter(move |&i| ev.end[i] > start)
+// Rows of lane `li` that may overlap [start, end): those starting inside, and up to
+// LOOKBACK before.
+fn candidates(ctx: &mut Ctx<'_>, li: usize, start: Ns, end: Ns) -> std::ops::Range<usize> {
+    let lo = ctx.starting_before(li, start);
+    let hi = ctx.starting_before(li, end);
+    lo.saturating_sub(LOOKBACK)..hi
 }
 
 // The longest call of one of `acts` overlapping the gap, as `name 1.2 ms on thread`.
 fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, end: Ns) -> String {
-    let (api, os) = {
-        let a = ctx.activity(pid, tid);
-        (a.api_lane, a.os_lane)
-    };
+    let trace = ctx.trace;
+    let (api, os) = ctx.thread_lanes(pid, tid);
     let mut best: Option<(Ns, usize, usize)> = None;
     for li in api.into_iter().chain(os) {
-        let idx: Vec<usize> = candidates(ctx.trace, li, start, end).collect();
-        for i in idx {
-            let act = if Some(li) == api { ctx.api_act(li, i) } else { ctx.os_act(li, i) };
-            let d = ctx.trace.lanes[li].ev.dur(i);
-            if acts.contains(&act) && best.is_none_or(|(b, _, _)| d > b) {
+        let ev = &trace.lanes[li].ev;
+        for i in candidates(ctx, li, start, end) {
+            let d = ev.dur(i);
+            if ev.end[i] > start && best.is_none_or(|(b, _, _)| d > b) && acts.contains(&ctx.act(li, i)) {
                 best = Some((d, li, i));
             }
         }
     }
-    let who = thread_label(ctx.trace, pid, tid);
+    let who = thread_label(trace, pid, tid);
     match best {
-        Some((d, li, i)) => format!("{} {} on {who}", ctx.trace.strings.get(ctx.trace.lanes[li].ev.name[i]), fmt_ns(d)),
+        Some((d, li, i)) => format!("{} {} on {who}", trace.strings.get(trace.lanes[li].ev.name[i]), fmt_ns(d)),
         None => format!("calls nested in longer ones on {who}"),
     }
 }
 
 fn launch_evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, outside: Ns) -> String {
-    let api = ctx.activity(pid, tid).api_lane;
+    let trace = ctx.trace;
     let mut n = 0;
     let mut name = None;
-    if let Some(li) = api {
-        let idx: Vec<usize> = candidates(ctx.trace, li, start, end).collect();
-        for i in idx {
-            if ctx.api_act(li, i) == Act::Launch && ctx.trace.lanes[li].ev.start[i] >= start {
+    if let (Some(li), _) = ctx.thread_lanes(pid, tid) {
+        let ev = &trace.lanes[li].ev;
+        for i in candidates(ctx, li, start, end) {
+            if ev.end[i] > start && ev.start[i] >= start && ctx.api_act(li, i) == Act::Launch {
                 n += 1;
-                name.get_or_insert(ctx.trace.lanes[li].ev.name[i]);
+                name.get_or_insert(ev.name[i]);
             }
         }
     }
-    let what = name.map_or("launch", |s| ctx.trace.strings.get(s));
+    let what = name.map_or("launch", |s| trace.strings.get(s));
     format!(
         "{n} launch call{} ({what}) and {} outside CUDA/OS calls in a {} gap on {}",
         if n == 1 { "" } else { "s" },
         fmt_ns(outside),
         fmt_ns(end - start),
-        thread_label(ctx.trace, pid, tid)
+        thread_label(trace, pid, tid)
     )
 }
 
 // Innermost NVTX range covering `t` on thread `tid`, else on the main thread.
-fn phase_at(ctx: &Ctx<'_>, pid: u32, tid: u32, t: Ns) -> Option<String> {
-    let on = |tid: u32| -> Option<String> {
-        let lanes = &ctx.lanes.get(&(pid, tid))?.nvtx;
+fn phase_at(ctx: &mut Ctx<'_>, pid: u32, tid: u32, t: Ns) -> Option<String> {
+    let trace = ctx.trace;
+    let mut on = |tid: u32| -> Option<String> {
+        let lanes = &thread_of(&ctx.lanes, pid, tid)?.nvtx;
         let mut best: Option<(Ns, StrId)> = None;
         for &li in lanes {
-            let ev = &ctx.trace.lanes[li].ev;
+            let ev = &trace.lanes[li].ev;
             // Ranges of one NVTX lane do not overlap: only the last one starting at or
             // before `t` can cover it.
-            let i = ev.start.partition_point(|&s| s <= t);
+            let i = ctx.starts.find(li, &ev.start, |&s| s <= t);
             if i > 0 && ev.end[i - 1] > t && best.is_none_or(|(s, _)| ev.start[i - 1] >= s) {
                 best = Some((ev.start[i - 1], ev.name[i - 1]));
             }
         }
-        best.map(|(_, n)| phase_name(ctx.trace.strings.get(n), ctx.options.exact_names).into_owned())
+        best.map(|(_, n)| phase_name(trace.strings.get(n), ctx.options.exact_names).into_owned())
     };
     on(tid).or_else(|| if tid == pid { None } else { on(pid) })
 }
@@ -688,6 +814,51 @@ mod tests {
                 })
                 .collect()
         })
+    }
+
+    // Calls that overlap and nest, as (start, duration, name index).
+    fn nested_calls(n: usize) -> impl Strategy<Value = Vec<(Ns, Ns, usize)>> {
+        let dur = prop_oneof![6 => 0i64..30, 1 => 100i64..600];
+        prop::collection::vec((0i64..600, dur, 0usize..4), 0..n)
+    }
+
+    // Precedence of the activity of each call, by name.
+    fn act_of(name: &str) -> Act {
+        match name {
+            "cudaStreamSynchronize" => Act::Sync,
+            "cudaLaunchKernel" | "cudaMemcpyAsync" => Act::Launch,
+            "cudaMalloc" => Act::ApiOther,
+            "poll" | "sem_wait" => Act::OsWait,
+            _ => Act::OsBusy,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn activity_times_match_brute_force(
+            api in nested_calls(150),
+            os in nested_calls(100),
+            windows in prop::collection::vec((0i64..700, 0i64..300), 1..8),
+        ) {
+            let api_rows: Vec<_> =
+                api.iter().enumerate().map(|(i, &(s, d, n))| (s, s + d, APIS[n], 10 + i as u32)).collect();
+            let os_rows: Vec<_> = os.iter().map(|&(s, d, n)| (s, s + d, OSES[n % 3], 0)).collect();
+            let b = Builder::new().lane(API, &api_rows).lane(OS, &os_rows);
+            let (index, options) = (Index::build(&b.0), Options::default());
+            let mut ctx = Ctx::new(&b.0, &index, &options);
+            let (al, ol) = ctx.thread_lanes(PID, 100);
+            for (a, w) in windows {
+                let got = ctx.act_times(al, ol, a, a + w);
+                let mut want = [0 as Ns; 6];
+                for x in a..a + w {
+                    let covering = api_rows.iter().chain(&os_rows).filter(|r| r.0 <= x && x < r.1);
+                    if let Some(act) = covering.map(|r| act_of(r.2)).min() {
+                        want[act as usize] += 1;
+                    }
+                }
+                prop_assert_eq!(got, want);
+            }
+        }
     }
 
     proptest! {

@@ -1,14 +1,19 @@
-//! Lookups built once per analysis: CUDA API calls by (process, correlation id), the
-//! copies' memory kinds by the same key, and which GPUs each process used.
+//! Lookups built once per analysis: CUDA API calls and GPU operations by (process,
+//! correlation id), the API lane of each thread, and which GPUs each process used.
 //!
-//! Keys are `pid << 32 | corr` in sorted vectors searched by binary search: no per-event
-//! hash map, and building is one sort.
+//! Correlation ids grow with time, so a lane's `corr` column is almost always sorted
+//! already: such a lane is searched in place and costs no memory. Only a lane whose ids
+//! are out of order gets a sorted list of (id, row). Searches gallop from a [`Hints`]
+//! position, so lookups made in time order stay cheap on lanes of millions of rows
+//! (a plain binary search there misses the cache at every step).
 
-use crate::model::{ApiKind, EventRef, LaneKind, MemFlags, Ns, Trace};
+use std::ops::Range;
 
-fn key(pid: u32, corr: u32) -> u64 {
-    (u64::from(pid) << 32) | u64::from(corr)
-}
+use itertools::Either;
+
+use super::intervals::partition_near;
+
+use crate::model::{ApiKind, EventRef, LaneKind, MemClass, MemFlags, Ns, Trace};
 
 /// A CUDA API call found by correlation id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,73 +33,131 @@ pub struct ApiCall {
 /// Correlation lookups and per-process GPU usage.
 #[derive(Debug, Default)]
 pub struct Index {
-    // Sorted by key.
-    api: Vec<(u64, EventRef)>,
-    copies: Vec<(u64, u32)>,
+    // (pid, tid, lane) of CUDA API lanes, sorted by pid, then largest lane first.
+    api: Vec<(u32, u32, usize)>,
+    // (pid, lane) of copy lanes (memory lanes but memsets), sorted.
+    copies: Vec<(u32, usize)>,
+    // (pid, lane) of GPU lanes, sorted.
+    gpu: Vec<(u32, usize)>,
+    // Per lane: (corr, row) sorted, for a lane whose corr column is out of order.
+    unsorted: Vec<Vec<(u32, u32)>>,
     // (pid, device) pairs that have GPU lanes, sorted.
     pid_devices: Vec<(u32, u32)>,
+}
+
+/// Row positions per lane where the previous search ended; searches start from there.
+#[derive(Debug, Clone)]
+pub struct Hints(Vec<usize>);
+
+impl Hints {
+    /// One position per lane of `trace`, all at 0.
+    pub fn new(trace: &Trace) -> Self {
+        Self(vec![0; trace.lanes.len()])
+    }
+
+    /// Partition point of `pred` in column `v` of lane `li`, searched from the hint,
+    /// which then moves there.
+    pub fn find<T>(&mut self, li: usize, v: &[T], pred: impl Fn(&T) -> bool) -> usize {
+        let i = partition_near(v, self.0[li], pred);
+        self.0[li] = i;
+        i
+    }
 }
 
 impl Index {
     /// Build the lookups for `trace`.
     pub fn build(trace: &Trace) -> Self {
-        let calls = trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::CudaApi { .. })).map(|l| l.ev.len()).sum();
-        let mut api: Vec<(u64, EventRef)> = Vec::with_capacity(calls);
-        let mut copies: Vec<(u64, u32)> = Vec::new();
-        let mut pid_devices = Vec::new();
+        let mut ix = Self { unsorted: vec![Vec::new(); trace.lanes.len()], ..Self::default() };
         for (li, lane) in trace.lanes.iter().enumerate() {
             match lane.kind {
-                LaneKind::CudaApi { .. } => api.extend(
-                    lane.ev
-                        .corr
-                        .iter()
-                        .enumerate()
-                        .filter(|&(_, &c)| c != 0)
-                        .map(|(i, &c)| (key(lane.pid, c), EventRef { lane: li as u32, idx: i as u32 })),
-                ),
-                LaneKind::Memory { class, .. } if class != crate::model::MemClass::Memset => {
-                    copies.extend((0..lane.ev.len()).map(|i| (key(lane.pid, lane.ev.corr(i)), lane.ev.flags(i))));
-                }
+                LaneKind::CudaApi { tid } => ix.api.push((lane.pid, tid, li)),
+                LaneKind::Memory { class, .. } if class != MemClass::Memset => ix.copies.push((lane.pid, li)),
                 _ => {}
             }
             if let Some(d) = lane.kind.device() {
-                pid_devices.push((lane.pid, d));
+                ix.gpu.push((lane.pid, li));
+                ix.pid_devices.push((lane.pid, d));
+            }
+            let corr = &lane.ev.corr;
+            if !corr.is_sorted() {
+                let mut pairs: Vec<(u32, u32)> = corr.iter().enumerate().map(|(i, &c)| (c, i as u32)).collect();
+                pairs.sort_unstable();
+                ix.unsorted[li] = pairs;
             }
         }
-        api.sort_unstable_by_key(|&(k, _)| k);
-        copies.sort_unstable_by_key(|&(k, _)| k);
-        pid_devices.sort_unstable();
-        pid_devices.dedup();
-        Self { api, copies, pid_devices }
+        ix.api.sort_unstable_by_key(|&(pid, _, li)| (pid, std::cmp::Reverse(trace.lanes[li].ev.len()), li));
+        ix.copies.sort_unstable();
+        ix.gpu.sort_unstable();
+        ix.pid_devices.sort_unstable();
+        ix.pid_devices.dedup();
+        ix
+    }
+
+    /// Rows of lane `li` with correlation id `corr`, in row order for a sorted lane.
+    pub fn rows<'a>(
+        &'a self,
+        trace: &'a Trace,
+        li: usize,
+        corr: u32,
+        hints: &mut Hints,
+    ) -> Either<Range<usize>, impl Iterator<Item = usize> + 'a> {
+        let pairs = &self.unsorted[li];
+        if pairs.is_empty() {
+            let col = &trace.lanes[li].ev.corr;
+            let lo = hints.find(li, col, |&c| c < corr);
+            let n = col[lo..].iter().take_while(|&&c| c == corr).count();
+            Either::Left(lo..lo + n)
+        } else {
+            let lo = pairs.partition_point(|&(c, _)| c < corr);
+            Either::Right(pairs[lo..].iter().take_while(move |&&(c, _)| c == corr).map(|&(_, i)| i as usize))
+        }
+    }
+
+    // Lanes of `pid` in a (pid, lane) list.
+    fn of_pid(list: &[(u32, usize)], pid: u32) -> impl Iterator<Item = usize> + '_ {
+        let lo = list.partition_point(|&(p, _)| p < pid);
+        list[lo..].iter().take_while(move |&&(p, _)| p == pid).map(|&(_, li)| li)
     }
 
     /// The API call of process `pid` with correlation id `corr` (None for 0 or unknown).
-    pub fn api_call(&self, trace: &Trace, pid: u32, corr: u32) -> Option<ApiCall> {
+    pub fn api_call(&self, trace: &Trace, pid: u32, corr: u32, hints: &mut Hints) -> Option<ApiCall> {
         if corr == 0 {
             return None;
         }
-        let k = key(pid, corr);
-        let i = self.api.partition_point(|&(x, _)| x < k);
-        let at = self.api.get(i).filter(|&&(x, _)| x == k)?.1;
-        let lane = &trace.lanes[at.lane as usize];
-        let j = at.idx as usize;
-        Some(ApiCall {
-            at,
-            tid: lane.kind.tid().unwrap_or(0),
-            start: lane.ev.start[j],
-            end: lane.ev.end[j],
-            kind: ApiKind::from_flags(lane.ev.flags(j)),
+        let lo = self.api.partition_point(|&(p, _, _)| p < pid);
+        self.api[lo..].iter().take_while(|&&(p, _, _)| p == pid).find_map(|&(_, tid, li)| {
+            let j = self.rows(trace, li, corr, hints).next()?;
+            let ev = &trace.lanes[li].ev;
+            Some(ApiCall {
+                at: EventRef { lane: li as u32, idx: j as u32 },
+                tid,
+                start: ev.start[j],
+                end: ev.end[j],
+                kind: ApiKind::from_flags(ev.flags(j)),
+            })
         })
     }
 
     /// Memory kinds of the copy launched by API call `corr` of `pid`, if it made one.
-    pub fn copy_flags(&self, pid: u32, corr: u32) -> Option<MemFlags> {
+    pub fn copy_flags(&self, trace: &Trace, pid: u32, corr: u32, hints: &mut Hints) -> Option<MemFlags> {
         if corr == 0 {
             return None;
         }
-        let k = key(pid, corr);
-        let i = self.copies.partition_point(|&(x, _)| x < k);
-        self.copies.get(i).filter(|&&(x, _)| x == k).map(|&(_, f)| MemFlags::unpack(f))
+        Self::of_pid(&self.copies, pid).find_map(|li| {
+            let j = self.rows(trace, li, corr, hints).next()?;
+            Some(MemFlags::unpack(trace.lanes[li].ev.flags(j)))
+        })
+    }
+
+    /// The CUDA API lane of thread `tid` of `pid`.
+    pub fn api_lane(&self, pid: u32, tid: u32) -> Option<usize> {
+        let lo = self.api.partition_point(|&(p, _, _)| p < pid);
+        self.api[lo..].iter().take_while(|&&(p, _, _)| p == pid).find(|&&(_, t, _)| t == tid).map(|&(_, _, li)| li)
+    }
+
+    /// GPU lanes (kernels, memory, graphs) of process `pid`.
+    pub fn gpu_lanes(&self, pid: u32) -> impl Iterator<Item = usize> + '_ {
+        Self::of_pid(&self.gpu, pid)
     }
 
     /// GPUs that process `pid` ran work on, sorted.

@@ -1,14 +1,87 @@
 //! Interval algebra over sorted, disjoint busy lists: union, prefix sums, gaps, overlap.
+//!
+//! A [`Union`] holds as many intervals as a lane has events, so it is stored compactly:
+//! about 8.5 bytes per interval instead of 24 for start, end and prefix-sum columns.
+//! Intervals are cut into blocks of [`BLOCK`]; a block keeps the absolute start of its
+//! first interval and the busy time before it, an interval its idle time since the
+//! previous interval and its length as `u32`. The rare interval whose gap or length does
+//! not fit (4.29 s and more) is kept aside, whole, in a short sorted list. Lookups are a
+//! binary search over the blocks and a scan of at most one block.
+
+use std::ops::Range;
 
 use crate::model::Ns;
 
-/// A union of intervals: disjoint, sorted, with prefix sums of busy time.
+/// Intervals per block of a [`Union`].
+pub const BLOCK: usize = 32;
+
+// Marks an interval kept in `Union::wide`.
+const WIDE: u32 = u32::MAX;
+
+/// A union of intervals: disjoint, sorted, never touching, with prefix sums of busy time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Union {
-    start: Vec<Ns>,
-    end: Vec<Ns>,
-    // cum[i] = busy time of intervals 0..i
-    cum: Vec<Ns>,
+    // Per block: start of its first interval, busy time before it.
+    block_start: Vec<Ns>,
+    block_cum: Vec<Ns>,
+    // Per interval: idle time since the previous end (0 for a block's first) and length.
+    gap: Vec<u32>,
+    len: Vec<u32>,
+    // (interval, gap, length) of intervals marked WIDE, sorted by interval.
+    wide: Vec<(usize, Ns, Ns)>,
+    last_end: Ns,
+    total: Ns,
+}
+
+/// Builds a [`Union`] from intervals sorted by start, merging overlapping and touching ones.
+#[derive(Debug, Default)]
+pub struct Builder {
+    u: Union,
+    cur: Option<(Ns, Ns)>,
+}
+
+impl Builder {
+    /// A builder with room for `n` intervals.
+    pub fn with_capacity(n: usize) -> Self {
+        let u = Union {
+            block_start: Vec::with_capacity(n.div_ceil(BLOCK)),
+            block_cum: Vec::with_capacity(n.div_ceil(BLOCK)),
+            gap: Vec::with_capacity(n),
+            len: Vec::with_capacity(n),
+            ..Union::default()
+        };
+        Self { u, cur: None }
+    }
+
+    /// Add `[s, e)`; `s` must not be before the previous start. Empty intervals are dropped.
+    pub fn add(&mut self, s: Ns, e: Ns) {
+        if e <= s {
+            return;
+        }
+        match &mut self.cur {
+            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+            cur => {
+                if let Some((cs, ce)) = cur.replace((s, e)) {
+                    self.u.push(cs, ce);
+                }
+            }
+        }
+    }
+
+    /// The union of everything added.
+    pub fn finish(mut self) -> Union {
+        if let Some((s, e)) = self.cur.take() {
+            self.u.push(s, e);
+        }
+        let u = &mut self.u;
+        for v in [&mut u.block_start, &mut u.block_cum] {
+            v.shrink_to_fit();
+        }
+        u.gap.shrink_to_fit();
+        u.len.shrink_to_fit();
+        u.wide.shrink_to_fit();
+        self.u
+    }
 }
 
 impl Union {
@@ -21,71 +94,104 @@ impl Union {
 
     /// Build the union of pairs already sorted by start.
     pub fn from_sorted(pairs: impl IntoIterator<Item = (Ns, Ns)>) -> Self {
-        let mut u = Self::default();
+        let pairs = pairs.into_iter();
+        let mut b = Builder::with_capacity(pairs.size_hint().0);
         for (s, e) in pairs {
-            if e <= s {
-                continue;
-            }
-            match u.end.last_mut() {
-                Some(last) if s <= *last => *last = (*last).max(e),
-                _ => {
-                    u.start.push(s);
-                    u.end.push(e);
-                }
-            }
+            b.add(s, e);
         }
-        u.rebuild_cum();
-        u
+        b.finish()
     }
 
-    fn rebuild_cum(&mut self) {
-        self.cum.clear();
-        self.cum.reserve(self.start.len() + 1);
-        let mut acc = 0;
-        self.cum.push(0);
-        for (s, e) in self.start.iter().zip(&self.end) {
-            acc += e - s;
-            self.cum.push(acc);
+    // Append `[s, e)`, which starts after the last end.
+    fn push(&mut self, s: Ns, e: Ns) {
+        let i = self.len.len();
+        let gap = if i.is_multiple_of(BLOCK) {
+            self.block_start.push(s);
+            self.block_cum.push(self.total);
+            0
+        } else {
+            s - self.last_end
+        };
+        match (u32::try_from(gap), u32::try_from(e - s)) {
+            (Ok(g), Ok(l)) if g != WIDE && l != WIDE => {
+                self.gap.push(g);
+                self.len.push(l);
+            }
+            _ => {
+                self.gap.push(WIDE);
+                self.len.push(WIDE);
+                self.wide.push((i, gap, e - s));
+            }
+        }
+        self.last_end = e;
+        self.total += e - s;
+    }
+
+    // Gap and length of interval `i`.
+    fn raw(&self, i: usize) -> (Ns, Ns) {
+        if self.len[i] == WIDE {
+            let k = self.wide.partition_point(|w| w.0 < i);
+            (self.wide[k].1, self.wide[k].2)
+        } else {
+            (Ns::from(self.gap[i]), Ns::from(self.len[i]))
         }
     }
 
     /// Number of disjoint intervals.
     pub fn len(&self) -> usize {
-        self.start.len()
+        self.len.len()
     }
 
     /// True when nothing is busy.
     pub fn is_empty(&self) -> bool {
-        self.start.is_empty()
+        self.len.is_empty()
     }
 
     /// Interval `i` as `(start, end)`.
     pub fn get(&self, i: usize) -> (Ns, Ns) {
-        (self.start[i], self.end[i])
+        self.iter_from(i / BLOCK).nth(i % BLOCK).expect("interval index in range")
+    }
+
+    // The intervals from the first of block `k` on.
+    fn iter_from(&self, k: usize) -> Iter<'_> {
+        Iter { u: self, i: k * BLOCK, end: 0 }
+    }
+
+    // The intervals of block `k`.
+    fn block(&self, k: usize) -> std::iter::Take<Iter<'_>> {
+        self.iter_from(k).take(BLOCK)
     }
 
     /// Iterate the intervals.
-    pub fn iter(&self) -> impl Iterator<Item = (Ns, Ns)> + '_ {
-        self.start.iter().copied().zip(self.end.iter().copied())
+    pub fn iter(&self) -> impl Iterator<Item = (Ns, Ns)> + Clone + '_ {
+        self.iter_from(0)
     }
 
     /// Start of the first and end of the last interval.
     pub fn extent(&self) -> Option<(Ns, Ns)> {
-        Some((*self.start.first()?, *self.end.last()?))
+        Some((*self.block_start.first()?, self.last_end))
     }
 
     /// Total busy time.
     pub fn total(&self) -> Ns {
-        self.cum.last().copied().unwrap_or(0)
+        self.total
     }
 
     /// Busy time in `(-inf, t)`, in O(log n).
     pub fn busy_before(&self, t: Ns) -> Ns {
-        let i = self.start.partition_point(|&s| s < t);
-        if i == 0 {
+        self.busy_before_block(t, self.block_start.partition_point(|&s| s < t))
+    }
+
+    // Busy time before `t`, given the number `k` of blocks starting before it.
+    fn busy_before_block(&self, t: Ns, k: usize) -> Ns {
+        if k == 0 {
             return 0;
         }
-        self.cum[i - 1] + (t.min(self.end[i - 1]) - self.start[i - 1])
+        let mut acc = self.block_cum[k - 1];
+        for (s, e) in self.block(k - 1).take_while(|&(s, _)| s < t) {
+            acc += t.min(e) - s;
+        }
+        acc
     }
 
     /// Busy time within `[a, b)`, in O(log n).
@@ -95,84 +201,156 @@ impl Union {
 
     /// True when `t` lies inside an interval.
     pub fn contains(&self, t: Ns) -> bool {
-        let i = self.start.partition_point(|&s| s <= t);
-        i > 0 && t < self.end[i - 1]
+        let k = self.block_start.partition_point(|&s| s <= t);
+        k > 0 && self.block(k - 1).take_while(|&(s, _)| s <= t).any(|(_, e)| t < e)
     }
 
     /// Index range of intervals that intersect `[a, b)`.
-    pub fn range_in(&self, a: Ns, b: Ns) -> std::ops::Range<usize> {
-        let lo = self.end.partition_point(|&e| e <= a);
-        let hi = self.start.partition_point(|&s| s < b);
+    pub fn range_in(&self, a: Ns, b: Ns) -> Range<usize> {
+        // First interval ending after `a`: in the block of the last start at or before
+        // `a`, else the first of the next block.
+        let k = self.block_start.partition_point(|&s| s <= a);
+        let lo = match k {
+            0 => 0,
+            _ => (k - 1) * BLOCK + self.block(k - 1).take_while(|&(_, e)| e <= a).count(),
+        };
+        let k = self.block_start.partition_point(|&s| s < b);
+        let hi = match k {
+            0 => 0,
+            _ => (k - 1) * BLOCK + self.block(k - 1).take_while(|&(s, _)| s < b).count(),
+        };
         lo..hi.max(lo)
     }
 
     /// Gaps between consecutive intervals lasting at least `min` (no leading or trailing gap).
     pub fn gaps(&self, min: Ns) -> impl Iterator<Item = (Ns, Ns)> + '_ {
-        self.end.iter().zip(self.start.iter().skip(1)).map(|(&e, &s)| (e, s)).filter(move |(e, s)| s - e >= min.max(1))
+        let mut prev: Option<Ns> = None;
+        self.iter().filter_map(move |(s, e)| prev.replace(e).map(|p| (p, s))).filter(move |(e, s)| s - e >= min.max(1))
     }
 
     /// Busy time shared with `other` (length of the intersection).
     pub fn overlap_with(&self, other: &Union) -> Ns {
         let (small, big) = if self.len() <= other.len() { (self, other) } else { (other, self) };
-        small.iter().map(|(s, e)| big.busy_in(s, e)).sum()
+        // The searches move forward: gallop from the previous one.
+        let mut k = 0;
+        let mut before = |t: Ns| {
+            k = partition_near(&big.block_start, k, |&s| s < t);
+            big.busy_before_block(t, k)
+        };
+        small.iter().map(|(s, e)| -before(s) + before(e)).sum()
     }
 
     /// The intersection of two unions.
     #[must_use]
     pub fn intersect(&self, other: &Union) -> Union {
-        let (mut i, mut j) = (0, 0);
-        let mut out = Vec::new();
-        while i < self.len() && j < other.len() {
-            let s = self.start[i].max(other.start[j]);
-            let e = self.end[i].min(other.end[j]);
-            if s < e {
-                out.push((s, e));
+        let mut out = Builder::default();
+        let (mut a, mut b) = (self.iter().peekable(), other.iter().peekable());
+        while let (Some(&(sa, ea)), Some(&(sb, eb))) = (a.peek(), b.peek()) {
+            out.add(sa.max(sb), ea.min(eb));
+            if ea < eb {
+                a.next();
+            } else {
+                b.next();
             }
-            if self.end[i] < other.end[j] { i += 1 } else { j += 1 }
         }
-        Union::from_sorted(out)
+        out.finish()
     }
 
     /// The union of two unions, in one linear merge.
     #[must_use]
     pub fn merge(&self, other: &Union) -> Union {
-        let (mut i, mut j) = (0, 0);
-        let mut out = Vec::with_capacity(self.len() + other.len());
-        while i < self.len() || j < other.len() {
-            if j == other.len() || (i < self.len() && self.start[i] <= other.start[j]) {
-                out.push(self.get(i));
-                i += 1;
-            } else {
-                out.push(other.get(j));
-                j += 1;
-            }
+        let mut out = Builder::with_capacity(self.len() + other.len());
+        for (s, e) in itertools::merge(self.iter(), other.iter()) {
+            out.add(s, e);
         }
-        Union::from_sorted(out)
+        out.finish()
     }
 
     /// The parts of `self` not covered by `other`.
     #[must_use]
     pub fn minus(&self, other: &Union) -> Union {
-        let mut out = Vec::new();
+        let mut out = Builder::default();
+        let mut rest = other.iter().peekable();
         for (s, e) in self.iter() {
+            while rest.next_if(|&(_, oe)| oe <= s).is_some() {}
+            // The last interval of `other` seen here may reach into the next one of `self`.
             let mut cur = s;
-            for k in other.range_in(s, e) {
-                let (os, oe) = other.get(k);
+            for (os, oe) in rest.clone().take_while(|&(os, _)| os < e) {
                 if os > cur {
-                    out.push((cur, os.min(e)));
+                    out.add(cur, os);
                 }
                 cur = cur.max(oe);
             }
-            if cur < e {
-                out.push((cur, e));
-            }
+            out.add(cur, e);
         }
-        Union::from_sorted(out)
+        out.finish()
     }
 
     /// Heap bytes used.
     pub fn heap_bytes(&self) -> usize {
-        (self.start.capacity() + self.end.capacity() + self.cum.capacity()) * 8
+        (self.block_start.capacity() + self.block_cum.capacity()) * 8
+            + (self.gap.capacity() + self.len.capacity()) * 4
+            + self.wide.capacity() * std::mem::size_of::<(usize, Ns, Ns)>()
+    }
+}
+
+/// `v.partition_point(pred)`, searched outward from `hint` by doubling steps: O(log d)
+/// for an answer `d` rows away.
+pub fn partition_near<T>(v: &[T], hint: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let h = hint.min(v.len());
+    if h < v.len() && pred(&v[h]) {
+        // The answer is after h.
+        let (mut lo, mut step) = (h + 1, 1);
+        loop {
+            let hi = (lo + step).min(v.len());
+            if hi == v.len() || !pred(&v[hi]) {
+                return lo + v[lo..hi].partition_point(&pred);
+            }
+            lo = hi + 1;
+            step *= 2;
+        }
+    }
+    // The answer is at or before h.
+    let (mut hi, mut step) = (h, 1);
+    loop {
+        if hi == 0 {
+            return 0;
+        }
+        let lo = hi.saturating_sub(step);
+        if pred(&v[lo]) {
+            return lo + 1 + v[lo + 1..hi].partition_point(&pred);
+        }
+        hi = lo;
+        step *= 2;
+    }
+}
+
+/// Iterator over the intervals of a [`Union`] from some index on.
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    u: &'a Union,
+    i: usize,
+    // End of interval i - 1.
+    end: Ns,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (Ns, Ns);
+
+    fn next(&mut self) -> Option<(Ns, Ns)> {
+        if self.i >= self.u.len() {
+            return None;
+        }
+        let (gap, len) = self.u.raw(self.i);
+        let s = if self.i.is_multiple_of(BLOCK) { self.u.block_start[self.i / BLOCK] } else { self.end + gap };
+        self.i += 1;
+        self.end = s + len;
+        Some((s, self.end))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.u.len().saturating_sub(self.i);
+        (n, Some(n))
     }
 }
 
@@ -187,6 +365,40 @@ mod tests {
 
     fn pairs() -> impl Strategy<Value = Vec<(Ns, Ns)>> {
         prop::collection::vec((-50i64..200, 0i64..40).prop_map(|(s, d)| (s, s + d)), 0..30)
+    }
+
+    // The union as plain sorted, disjoint (start, end) pairs.
+    fn reference(p: &[(Ns, Ns)]) -> Vec<(Ns, Ns)> {
+        let mut v: Vec<(Ns, Ns)> = p.iter().copied().filter(|(s, e)| e > s).collect();
+        v.sort_unstable();
+        let mut out: Vec<(Ns, Ns)> = Vec::new();
+        for (s, e) in v {
+            match out.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => out.push((s, e)),
+            }
+        }
+        out
+    }
+
+    fn ref_busy_before(r: &[(Ns, Ns)], t: Ns) -> Ns {
+        r.iter().map(|&(s, e)| (e.min(t) - s).max(0)).sum()
+    }
+
+    // Many intervals, some gaps and lengths beyond u32 (stored aside).
+    fn wide_pairs() -> impl Strategy<Value = Vec<(Ns, Ns)>> {
+        let step = prop_oneof![8 => 0i64..1_000, 1 => 4_000_000_000i64..9_000_000_000];
+        let len =
+            prop_oneof![8 => 0i64..600, 1 => 4_294_967_290i64..4_294_967_300, 1 => 5_000_000_000i64..6_000_000_000];
+        prop::collection::vec((step, len), 0..200).prop_map(|v| {
+            let mut t = -3_000_000_000;
+            v.into_iter()
+                .map(|(st, l)| {
+                    t += st;
+                    (t, t + l)
+                })
+                .collect()
+        })
     }
 
     proptest! {
@@ -222,6 +434,47 @@ mod tests {
                 let idle_all: Ns = u.gaps(1).map(|(s, e)| e - s).sum();
                 prop_assert_eq!(idle_all + u.total(), hi - lo);
             }
+        }
+
+        #[test]
+        fn a_large_union_matches_a_plain_list(p in wide_pairs(), q in wide_pairs(), probes in prop::collection::vec(any::<prop::sample::Index>(), 1..20)) {
+            let u = Union::from_pairs(p.iter().copied());
+            let r = reference(&p);
+            prop_assert_eq!(u.len(), r.len());
+            prop_assert_eq!(u.iter().collect::<Vec<_>>(), r.clone());
+            prop_assert_eq!(u.total(), ref_busy_before(&r, Ns::MAX));
+            prop_assert_eq!(u.extent(), r.first().map(|f| (f.0, r[r.len() - 1].1)));
+            let gaps: Vec<_> = r.windows(2).map(|w| (w[0].1, w[1].0)).filter(|g| g.1 - g.0 >= 700).collect();
+            prop_assert_eq!(u.gaps(700).collect::<Vec<_>>(), gaps);
+            // Probe at every boundary, one before and one after.
+            let points: Vec<Ns> = r.iter().flat_map(|&(s, e)| [s - 1, s, s + 1, e - 1, e, e + 1]).collect();
+            for ix in &probes {
+                if points.is_empty() { break; }
+                let a = points[ix.index(points.len())];
+                let b = points[(ix.index(points.len()) * 7 + 3) % points.len()];
+                prop_assert_eq!(u.busy_before(a), ref_busy_before(&r, a));
+                prop_assert_eq!(u.busy_in(a, b), (ref_busy_before(&r, b) - ref_busy_before(&r, a)).max(0));
+                prop_assert_eq!(u.contains(a), r.iter().any(|&(s, e)| s <= a && a < e));
+                let lo = r.iter().position(|&(_, e)| e > a).unwrap_or(r.len());
+                let hi = r.iter().position(|&(s, _)| s >= b).unwrap_or(r.len());
+                prop_assert_eq!(u.range_in(a, b), lo..hi.max(lo));
+                let i = ix.index(r.len());
+                prop_assert_eq!(u.get(i), r[i]);
+            }
+            let v = Union::from_pairs(q.iter().copied());
+            let inter = reference(&u.intersect(&v).iter().collect::<Vec<_>>());
+            let brute: Ns = r.iter().map(|&(s, e)| v.busy_in(s, e)).sum();
+            prop_assert_eq!(ref_busy_before(&inter, Ns::MAX), brute);
+            prop_assert_eq!(u.overlap_with(&v), brute);
+            prop_assert_eq!(u.minus(&v).total(), u.total() - brute);
+            prop_assert_eq!(u.merge(&v), Union::from_pairs(p.iter().chain(q.iter()).copied()));
+        }
+
+        #[test]
+        fn partition_near_matches_partition_point(mut v in prop::collection::vec(0u32..50, 0..80), hint in 0usize..100, x in 0u32..55) {
+            v.sort_unstable();
+            prop_assert_eq!(partition_near(&v, hint, |&c| c < x), v.partition_point(|&c| c < x));
+            prop_assert_eq!(partition_near(&v, hint, |&c| c <= x), v.partition_point(|&c| c <= x));
         }
 
         #[test]

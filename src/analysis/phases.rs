@@ -22,10 +22,10 @@
 
 use std::collections::HashMap;
 
-use super::index::Index;
+use super::index::{Hints, Index};
 use super::names::phase_name;
 use super::{DeviceActivity, DurStats, Gap, Launched, Options, Phase, Union};
-use crate::model::{LaneKind, MemClass, Ns, StrId, Trace};
+use crate::model::{Events, LaneKind, MemClass, Ns, StrId, Trace};
 use crate::units::gbps;
 
 /// One NVTX range.
@@ -45,8 +45,10 @@ pub struct Instance {
 
 /// Every NVTX range of the trace, grouped by phase name (sorted by name).
 pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
-    let mut names: HashMap<StrId, String> = HashMap::new();
-    let mut groups: HashMap<String, Vec<Instance>> = HashMap::new();
+    // Name id -> group, and grouped name -> group: each distinct name is grouped once.
+    let mut of_id: HashMap<StrId, usize> = HashMap::new();
+    let mut of_name: HashMap<String, usize> = HashMap::new();
+    let mut groups: Vec<(String, Vec<Instance>)> = Vec::new();
     for l in &trace.lanes {
         let (tid, depth) = match l.kind {
             LaneKind::Nvtx { tid, depth } => (tid, depth),
@@ -55,14 +57,18 @@ pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
         };
         for i in 0..l.ev.len() {
             let id = l.ev.name[i];
-            let name = names.entry(id).or_insert_with(|| phase_name(trace.strings.get(id), exact).into_owned());
-            let inst = Instance { pid: l.pid, tid, start: l.ev.start[i], end: l.ev.end[i], depth };
-            groups.entry(name.clone()).or_default().push(inst);
+            let g = *of_id.entry(id).or_insert_with(|| {
+                let name = phase_name(trace.strings.get(id), exact).into_owned();
+                *of_name.entry(name.clone()).or_insert_with(|| {
+                    groups.push((name, Vec::new()));
+                    groups.len() - 1
+                })
+            });
+            groups[g].1.push(Instance { pid: l.pid, tid, start: l.ev.start[i], end: l.ev.end[i], depth });
         }
     }
-    let mut v: Vec<(String, Vec<Instance>)> = groups.into_iter().collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
+    groups.sort_by(|a, b| a.0.cmp(&b.0));
+    groups
 }
 
 /// Per-device unions the phase statistics need, built once.
@@ -77,29 +83,13 @@ pub struct PhaseCtx<'a> {
     min_gap: Ns,
 }
 
-// A GPU operation with its launching call, sorted by (pid, tid, call start).
-#[derive(Debug, Clone, Copy)]
-struct LaunchedOp {
-    pid: u32,
-    tid: u32,
-    call_start: Ns,
-    call_end: Ns,
-    start: Ns,
-    end: Ns,
-}
-
 impl<'a> PhaseCtx<'a> {
     /// Precompute the per-device unions.
     pub fn new(trace: &'a Trace, index: &'a Index, devices: &'a [DeviceActivity], gaps: &[Gap], min_gap: Ns) -> Self {
         let class_union = |device: u32, class: MemClass| {
-            Union::from_pairs(
-                trace
-                    .lanes
-                    .iter()
-                    .filter(
-                        |l| matches!(l.kind, LaneKind::Memory { device: d, class: c, .. } if d == device && c == class),
-                    )
-                    .flat_map(|l| l.ev.start.iter().copied().zip(l.ev.end.iter().copied())),
+            super::lanes_union(
+                trace,
+                |k| matches!(k, LaneKind::Memory { device: d, class: c, .. } if d == device && c == class),
             )
         };
         Self {
@@ -127,8 +117,8 @@ impl<'a> PhaseCtx<'a> {
         slots.iter().any(|&k| self.gaps[k].busy_in(start, end) >= self.min_gap.max(1))
     }
 
-    // Statistics of one phase; `launched` comes from `launched_ops`.
-    fn phase(&self, name: String, inst: &[Instance], launched: &[LaunchedOp]) -> Phase {
+    // Statistics of one phase; `launched` comes from `project`.
+    fn phase(&self, name: String, inst: &[Instance], launched: Launched) -> Phase {
         let mut durs: Vec<Ns> = inst.iter().map(|i| i.end - i.start).collect();
         let slowest = inst
             .iter()
@@ -163,7 +153,7 @@ impl<'a> PhaseCtx<'a> {
             d2h_bytes: g.d2h_bytes.round() as u64,
             h2d_gbps: gbps(g.h2d_bytes.round() as u64, g.h2d_ns),
             d2h_gbps: gbps(g.d2h_bytes.round() as u64, g.d2h_ns),
-            launched: project(inst, launched),
+            launched,
             slowest,
             starved_share: if inst.is_empty() { 0.0 } else { starved as f64 / inst.len() as f64 },
         }
@@ -184,10 +174,28 @@ impl<'a> PhaseCtx<'a> {
             if device != d.device || !matches!(class, MemClass::H2D | MemClass::D2H) {
                 continue;
             }
-            let bytes: f64 = (0..l.ev.len()).map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end[i], w)).sum();
+            // Copies outside the windows add 0.0: skipping them leaves the sum as it is.
+            let bytes: f64 =
+                copies_in(&l.ev, l.disjoint, w).map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end[i], w)).sum();
             if class == MemClass::H2D { g.h2d_bytes += bytes } else { g.d2h_bytes += bytes }
         }
     }
+}
+
+// Rows of a memory lane that may lie in the windows, in row order. Rows of a disjoint
+// lane have sorted ends: those of each window are one range found by binary search.
+fn copies_in<'a>(ev: &'a Events, disjoint: bool, w: &'a Union) -> Box<dyn Iterator<Item = usize> + 'a> {
+    if !disjoint {
+        return Box::new(0..ev.len());
+    }
+    let mut next = 0;
+    Box::new(w.iter().flat_map(move |(a, b)| {
+        // Ending at `a` or later: a copy of length 0 at `a` lies in the window.
+        let lo = ev.end.partition_point(|&e| e < a).max(next);
+        let hi = ev.start.partition_point(|&s| s < b).max(lo);
+        next = hi;
+        lo..hi
+    }))
 }
 
 #[derive(Debug, Default)]
@@ -214,59 +222,126 @@ fn prorated(bytes: u64, start: Ns, end: Ns, w: &Union) -> f64 {
     }
 }
 
-// nsys's projection: ops whose launching call starts and ends inside an instance, on its thread.
-fn project(inst: &[Instance], ops: &[LaunchedOp]) -> Launched {
-    let mut out = Launched::default();
-    for i in inst {
-        let key = |o: &LaunchedOp| (o.pid, o.tid, o.call_start);
-        let lo = ops.partition_point(|o| key(o) < (i.pid, i.tid, i.start));
-        let hi = ops.partition_point(|o| key(o) < (i.pid, i.tid, i.end));
-        let mut span: Option<(Ns, Ns)> = None;
-        for o in ops[lo..hi].iter().filter(|o| o.call_end <= i.end) {
-            out.count += 1;
-            out.gpu_ns += o.end - o.start;
-            span = Some(span.map_or((o.start, o.end), |(s, e)| (s.min(o.start), e.max(o.end))));
-        }
-        out.span_ns += span.map_or(0, |(s, e)| e - s);
+// An instance open during the projection sweep.
+struct Open {
+    group: usize,
+    end: Ns,
+    // First start and last end of the operations launched inside it so far.
+    span: Option<(Ns, Ns)>,
+}
+
+/// nsys's projection for every group of instances: GPU operations whose launching call
+/// starts and ends inside an instance, on its thread.
+///
+/// One pass per thread over its API calls inside instances, in time order, with the
+/// instances open at each call; a call's operations are found by correlation id on the
+/// process's GPU lanes. Nothing is stored per call or per operation.
+pub fn project(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<Launched> {
+    let mut out = vec![Launched::default(); groups.len()];
+    // (group, instance) refs sorted by thread, then start.
+    let mut refs: Vec<(u32, u32)> =
+        groups.iter().enumerate().flat_map(|(g, (_, v))| (0..v.len()).map(move |i| (g as u32, i as u32))).collect();
+    let at = |&(g, i): &(u32, u32)| &groups[g as usize].1[i as usize];
+    refs.sort_unstable_by_key(|r| (at(r).pid, at(r).tid, at(r).start));
+    let mut starts = Hints::new(trace);
+    let mut corrs = Hints::new(trace);
+    for thread in refs.chunk_by(|a, b| (at(a).pid, at(a).tid) == (at(b).pid, at(b).tid)) {
+        let (pid, tid) = (at(&thread[0]).pid, at(&thread[0]).tid);
+        let Some(api) = index.api_lane(pid, tid) else { continue };
+        let gpu: Vec<usize> = index.gpu_lanes(pid).collect();
+        let inst: Vec<(usize, &Instance)> = thread.iter().map(|r| (r.0 as usize, at(r))).collect();
+        let sweep = Sweep { trace, index, api, gpu: &gpu };
+        sweep.run(&inst, &mut out, &mut starts, &mut corrs);
     }
     out
 }
 
-// Every GPU operation with its launching call, sorted for range queries by thread.
-fn launched_ops(trace: &Trace, index: &Index) -> Vec<LaunchedOp> {
-    let mut v = Vec::with_capacity(trace.lanes.iter().filter(|l| l.kind.is_gpu()).map(|l| l.ev.len()).sum());
-    for l in trace.lanes.iter().filter(|l| l.kind.is_gpu()) {
-        for i in 0..l.ev.len() {
-            if let Some(c) = index.api_call(trace, l.pid, l.ev.corr(i)) {
-                v.push(LaunchedOp {
-                    pid: l.pid,
-                    tid: c.tid,
-                    call_start: c.start,
-                    call_end: c.end,
-                    start: l.ev.start[i],
-                    end: l.ev.end[i],
-                });
+// The projection sweep over one thread's API lane.
+struct Sweep<'s> {
+    trace: &'s Trace,
+    index: &'s Index,
+    api: usize,
+    gpu: &'s [usize],
+}
+
+impl Sweep<'_> {
+    // `inst`: (group, instance) sorted by start.
+    fn run(&self, inst: &[(usize, &Instance)], out: &mut [Launched], starts: &mut Hints, corrs: &mut Hints) {
+        let ev = &self.trace.lanes[self.api].ev;
+        let mut open: Vec<Open> = Vec::new();
+        let (mut next, mut i) = (0, 0);
+        loop {
+            if open.is_empty() {
+                // Skip to the first call of the next instance.
+                let Some(&(_, n)) = inst.get(next) else { break };
+                i = i.max(starts.find(self.api, &ev.start, |&s| s < n.start));
+            }
+            let Some(&cs) = ev.start.get(i) else { break };
+            while let Some(&(group, n)) = inst.get(next).filter(|(_, n)| n.start <= cs) {
+                open.push(Open { group, end: n.end, span: None });
+                next += 1;
+            }
+            open.retain(|o| {
+                let keep = o.end > cs;
+                if !keep {
+                    close(o, out);
+                }
+                keep
+            });
+            let (ce, corr) = (ev.end[i], ev.corr(i));
+            if corr != 0 && open.iter().any(|o| ce <= o.end) {
+                self.add_ops(corr, ce, &mut open, out, corrs);
+            }
+            i += 1;
+        }
+        for o in &open {
+            close(o, out);
+        }
+    }
+
+    // Credit the operations of call `corr` (ending at `ce`) to the open instances it ends in.
+    fn add_ops(&self, corr: u32, ce: Ns, open: &mut [Open], out: &mut [Launched], corrs: &mut Hints) {
+        for &g in self.gpu {
+            let ops = &self.trace.lanes[g].ev;
+            for j in self.index.rows(self.trace, g, corr, corrs) {
+                let (s, e) = (ops.start[j], ops.end[j]);
+                for o in open.iter_mut().filter(|o| ce <= o.end) {
+                    out[o.group].count += 1;
+                    out[o.group].gpu_ns += e - s;
+                    o.span = Some(o.span.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
+                }
             }
         }
     }
-    v.sort_unstable_by_key(|o| (o.pid, o.tid, o.call_start, o.start));
-    v
+}
+
+fn close(o: &Open, out: &mut [Launched]) {
+    out[o.group].span_ns += o.span.map_or(0, |(s, e)| e - s);
 }
 
 /// Phases of the trace, sorted by total wall time (largest first), then name.
 pub fn phases(trace: &Trace, ctx: &PhaseCtx<'_>, options: &Options) -> Vec<Phase> {
     let groups = instances(trace, options.exact_names);
-    // The projection is the costliest part: skip it when there is nothing to project on.
-    let launched = if groups.is_empty() { Vec::new() } else { launched_ops(trace, ctx.index) };
-    let mut out: Vec<Phase> = groups.into_iter().map(|(name, inst)| ctx.phase(name, &inst, &launched)).collect();
+    let launched = project(trace, ctx.index, &groups);
+    stats(ctx, groups, &launched)
+}
+
+/// Phases from [`instances`] and their [`project`]ion, sorted by total wall time
+/// (largest first), then name.
+pub fn stats(ctx: &PhaseCtx<'_>, groups: Vec<(String, Vec<Instance>)>, launched: &[Launched]) -> Vec<Phase> {
+    let mut out: Vec<Phase> =
+        groups.into_iter().zip(launched).map(|((name, inst), &l)| ctx.phase(name, &inst, l)).collect();
     out.sort_by(|a, b| b.wall.sum_ns.cmp(&a.wall.sum_ns).then_with(|| a.name.cmp(&b.name)));
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::analysis::{Options, analyze};
-    use crate::model::{ApiKind, Events, Lane, LaneKind, MemClass, MemFlags, Strings, Trace};
+    use super::{Instance, copies_in, instances, project, prorated};
+    use crate::analysis::index::{Hints, Index};
+    use crate::analysis::{Launched, Options, Union, analyze};
+    use crate::model::{ApiKind, Events, Lane, LaneKind, MemClass, MemFlags, Ns, Strings, Trace};
+    use proptest::prelude::*;
 
     fn lane(t: &mut Trace, kind: LaneKind, rows: &[(i64, i64, &str, u32)]) {
         let mut ev = Events::default();
@@ -304,5 +379,100 @@ mod tests {
         assert!(p.starved_share.abs() < f64::EPSILON);
         let exact = analyze(&t, &Options { min_gap_ns: 1, exact_names: true });
         assert_eq!(exact.phases.len(), 2);
+    }
+
+    // The projection as first written: every operation with its launching call, sorted
+    // by (pid, tid, call start), and a range per instance.
+    fn reference(t: &Trace, index: &Index, inst: &[Instance]) -> Launched {
+        let mut hints = Hints::new(t);
+        let mut ops = Vec::new();
+        for l in t.lanes.iter().filter(|l| l.kind.is_gpu()) {
+            for i in 0..l.ev.len() {
+                if let Some(c) = index.api_call(t, l.pid, l.ev.corr(i), &mut hints) {
+                    ops.push((l.pid, c.tid, c.start, c.end, l.ev.start[i], l.ev.end[i]));
+                }
+            }
+        }
+        ops.sort_unstable();
+        let mut out = Launched::default();
+        for i in inst {
+            let lo = ops.partition_point(|o| (o.0, o.1, o.2) < (i.pid, i.tid, i.start));
+            let hi = ops.partition_point(|o| (o.0, o.1, o.2) < (i.pid, i.tid, i.end));
+            let mut span: Option<(Ns, Ns)> = None;
+            for o in ops[lo..hi].iter().filter(|o| o.3 <= i.end) {
+                out.count += 1;
+                out.gpu_ns += o.5 - o.4;
+                span = Some(span.map_or((o.4, o.5), |(s, e)| (s.min(o.4), e.max(o.5))));
+            }
+            out.span_ns += span.map_or(0, |(s, e)| e - s);
+        }
+        out
+    }
+
+    fn rows(v: &[(i64, i64)], name: &'static str, corr: impl Fn(usize) -> u32) -> Vec<(i64, i64, &'static str, u32)> {
+        v.iter().enumerate().map(|(i, &(s, d))| (s, s + d, name, corr(i))).collect()
+    }
+
+    fn spans(n: usize, len: i64) -> impl Strategy<Value = Vec<(i64, i64)>> {
+        prop::collection::vec((0i64..1_000, 0i64..len), 0..n)
+    }
+
+    proptest! {
+        #[test]
+        fn the_projection_matches_the_per_operation_join(
+            calls in spans(120, 20),
+            shuffle in any::<bool>(),
+            ops in prop::collection::vec((0i64..1_000, 0i64..30, 0u32..140, any::<bool>()), 0..150),
+            ranges in spans(30, 300),
+            async_ranges in spans(10, 400),
+        ) {
+            let mut t = Trace { strings: Strings::new(), ..Trace::default() };
+            // Correlation ids in time order, or shuffled (the lane then gets a sorted copy).
+            let corr = |i: usize| if shuffle { ((i * 37) % 120 + 1) as u32 } else { i as u32 + 1 };
+            let (a, b): (Vec<_>, Vec<_>) = calls.iter().enumerate().partition(|(i, _)| i % 3 == 0);
+            let pick = |v: Vec<(usize, &(i64, i64))>| -> Vec<_> {
+                v.into_iter().map(|(i, &(s, d))| (s, s + d, "cudaLaunchKernel", corr(i))).collect()
+            };
+            lane(&mut t, LaneKind::CudaApi { tid: 7 }, &pick(a));
+            lane(&mut t, LaneKind::CudaApi { tid: 8 }, &pick(b));
+            for stream in [1, 2] {
+                let mine: Vec<_> = ops.iter().filter(|o| o.3 == (stream == 1)).map(|o| (o.0, o.0 + o.1, "k", o.2)).collect();
+                lane(&mut t, LaneKind::Kernels { device: 0, stream }, &mine);
+            }
+            let (outer, inner): (Vec<_>, Vec<_>) = ranges.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+            let strip = |v: Vec<(usize, &(i64, i64))>| -> Vec<(i64, i64)> { v.into_iter().map(|(_, &r)| r).collect() };
+            lane(&mut t, LaneKind::Nvtx { tid: 7, depth: 0 }, &rows(&strip(outer), "step 1", |_| 0));
+            lane(&mut t, LaneKind::Nvtx { tid: 7, depth: 1 }, &rows(&strip(inner), "forward", |_| 0));
+            lane(&mut t, LaneKind::NvtxStartEnd { tid: 8, row: 0 }, &rows(&async_ranges, "load 2", |_| 0));
+            let index = Index::build(&t);
+            let groups = instances(&t, false);
+            let got = project(&t, &index, &groups);
+            for ((_, inst), got) in groups.iter().zip(got) {
+                prop_assert_eq!(got, reference(&t, &index, inst));
+            }
+        }
+
+        #[test]
+        fn copies_in_keeps_every_copy_inside_the_windows(
+            copies in prop::collection::vec((0i64..20, 0i64..30), 0..40),
+            windows in spans(10, 80),
+        ) {
+            // A disjoint lane: each copy starts after the previous one ends.
+            let mut ev = Events::default();
+            let mut t = 0;
+            for (gap, len) in copies {
+                t += gap;
+                ev.push(t, t + len, 0, Some(0), Some(1000), Some(0));
+                t += len;
+            }
+            let w = Union::from_pairs(windows.iter().map(|&(s, d)| (s, s + d)));
+            let got: Vec<usize> = copies_in(&ev, true, &w).collect();
+            prop_assert!(got.windows(2).all(|p| p[0] < p[1]));
+            for i in 0..ev.len() {
+                if prorated(1000, ev.start[i], ev.end[i], &w) != 0.0 {
+                    prop_assert!(got.contains(&i), "copy {} missing", i);
+                }
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::index::Index;
+use super::index::{Hints, Index};
 use super::{DeviceActivity, Overlap, Totals, Transfer};
 use crate::model::{ApiKind, LaneKind, MemClass, MemFlags, MemKind, Ns, Trace};
 use crate::units::gbps;
@@ -58,6 +58,7 @@ impl CallSet {
 pub fn transfers(trace: &Trace, index: &Index) -> (Vec<Transfer>, CopyFacts) {
     let mut rows: BTreeMap<(MemClass, MemKind), Transfer> = BTreeMap::new();
     let mut facts = CopyFacts::default();
+    let mut hints = Hints::new(trace);
     for l in &trace.lanes {
         let LaneKind::Memory { class, .. } = l.kind else { continue };
         for i in 0..l.ev.len() {
@@ -71,7 +72,7 @@ pub fn transfers(trace: &Trace, index: &Index) -> (Vec<Transfer>, CopyFacts) {
             if let Some(g) = gbps(bytes, dur) {
                 row.max_gbps = row.max_gbps.max(g);
             }
-            let Some(call) = index.api_call(trace, l.pid, l.ev.corr(i)) else { continue };
+            let Some(call) = index.api_call(trace, l.pid, l.ev.corr(i), &mut hints) else { continue };
             let name = trace.strings.get(trace.lanes[call.at.lane as usize].ev.name[call.at.idx as usize]);
             let api = call.end - call.start;
             if call.kind == ApiKind::MemcpyAsync && f.is_pageable() {
