@@ -441,10 +441,12 @@ fn explain(ctx: &mut Ctx<'_>, device: u32, pid: u32, call: Option<ApiCall>, star
         );
         return gap;
     }
-    let launched_inside = call.is_some_and(|c| (start..end).contains(&c.start));
-    let s = score(ctx, pid, tid, start, end, launched_inside);
+    let inside = call.filter(|c| (start..end).contains(&c.start));
+    let s = score(ctx, pid, tid, start, end, inside.is_some());
     gap.cause = s.cause;
-    gap.evidence = evidence(ctx, pid, tid, start, end, &s);
+    let launcher =
+        inside.map(|c| ctx.trace.strings.get(ctx.trace.lanes[c.at.lane as usize].ev.name[c.at.idx as usize]));
+    gap.evidence = evidence(ctx, pid, tid, (start, end), &s, launcher);
     gap
 }
 
@@ -490,14 +492,21 @@ fn score(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, launched_ins
 }
 
 // The evidence line of a scored gap.
-fn evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, s: &Score) -> String {
+fn evidence(
+    ctx: &mut Ctx<'_>,
+    pid: u32,
+    tid: u32,
+    (start, end): (Ns, Ns),
+    s: &Score,
+    launcher: Option<&str>,
+) -> String {
     let who = || thread_label(ctx.trace, pid, tid);
     let dur = end - start;
     match s.cause {
         Cause::SyncWait => longest_call(ctx, pid, tid, &[Act::Sync], start, end),
         Cause::PageableCopy => longest_call(ctx, pid, tid, &[Act::Pageable], start, end),
         Cause::HostWait => longest_call(ctx, pid, tid, &[Act::OsWait], start, end),
-        Cause::LaunchBound => launch_evidence(ctx, pid, tid, start, end, s.none),
+        Cause::LaunchBound => launch_evidence(ctx, pid, tid, (start, end), s.none, launcher),
         Cause::HostBusy if s.busy_none < s.busy_calls => {
             longest_call(ctx, pid, tid, &[Act::ApiOther, Act::OsBusy, Act::Launch], start, end)
         }
@@ -545,24 +554,25 @@ fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, 
     }
 }
 
-fn launch_evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, outside: Ns) -> String {
+fn launch_evidence(
+    ctx: &mut Ctx<'_>,
+    pid: u32,
+    tid: u32,
+    (start, end): (Ns, Ns),
+    outside: Ns,
+    launcher: Option<&str>,
+) -> String {
     let trace = ctx.trace;
     let mut n = 0;
-    let mut name = None;
     if let (Some(li), _) = ctx.thread_lanes(pid, tid) {
         let ev = &trace.lanes[li].ev;
-        for i in candidates(ctx, li, start, end) {
-            if ev.end[i] > start && ev.start[i] >= start && ctx.api_act(li, i) == Act::Launch {
-                n += 1;
-                name.get_or_insert(ev.name[i]);
-            }
-        }
+        n = candidates(ctx, li, start, end).filter(|&i| ev.start[i] >= start && ev.start[i] < end).count();
     }
-    let what = name.map_or("launch", |s| trace.strings.get(s));
+    let then = launcher.map_or_else(String::new, |l| format!(", then {l} launched the next op"));
     format!(
-        "{n} launch call{} ({what}) and {} outside CUDA/OS calls in a {} gap on {}",
-        if n == 1 { "" } else { "s" },
+        "{} of CPU work between {n} CUDA call{}{then}, in a {} gap on {}",
         fmt_ns(outside),
+        if n == 1 { "" } else { "s" },
         fmt_ns(end - start),
         thread_label(trace, pid, tid)
     )
@@ -706,7 +716,7 @@ mod tests {
         let end = MS + 300_000;
         let g = Builder::new().gap_until(end).lane(API, &[launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
         assert_eq!(g.cause, Cause::LaunchBound);
-        assert!(g.evidence.starts_with("1 launch call (cudaLaunchKernel)"), "{}", g.evidence);
+        assert!(g.evidence.contains("between 1 CUDA call, then cudaLaunchKernel launched"), "{}", g.evidence);
         // The same gap with the launch issued before it began: the work was queued.
         let queued = Builder::new()
             .gap_until(end)
