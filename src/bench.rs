@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::analysis::{self, Options};
 use crate::model::{Ns, Trace};
+use crate::tui::compact::CompactWriter;
 use crate::tui::{Action, App};
 
 /// Everything `bench` measures. Every key names its unit.
@@ -156,7 +157,8 @@ impl Write for Counter {
     }
 }
 
-type Term = Terminal<CrosstermBackend<Counter>>;
+// What a real terminal gets: the same colour compaction as the viewer.
+type Term = Terminal<CrosstermBackend<CompactWriter<Counter>>>;
 
 // Draw one frame; return (milliseconds, bytes written to the terminal).
 fn frame(term: &mut Term, bytes: &Counter, app: &App) -> Result<(f64, usize)> {
@@ -172,7 +174,7 @@ fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
     let area = Rect::new(0, 0, size.0, size.1);
     let bytes = Counter::default();
     let mut term = Terminal::with_options(
-        CrosstermBackend::new(bytes.clone()),
+        CrosstermBackend::new(CompactWriter::new(bytes.clone())),
         TerminalOptions { viewport: Viewport::Fixed(area) },
     )
     .context("creating the bench terminal")?;

@@ -15,6 +15,7 @@ mod layout;
 mod render;
 mod rows;
 mod search;
+pub mod compact;
 mod terminal;
 pub mod text;
 pub mod theme;

@@ -8,6 +8,8 @@ use std::thread::JoinHandle;
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+
+use super::compact::CompactWriter;
 use ratatui::crossterm::terminal::{
     Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
@@ -16,7 +18,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
 /// The terminal the viewer draws on (buffered: one write per frame).
-pub type Term = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
+pub type Term = Terminal<CrosstermBackend<CompactWriter<BufWriter<Stdout>>>>;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 // Held while drawing, so a signal never restores the screen in the middle of a frame.
@@ -42,7 +44,7 @@ pub fn init() -> io::Result<Term> {
     // Clear directly: `Terminal::clear` would query the cursor position, a round trip
     // over SSH (and a 2 s wait on terminals that do not answer).
     execute!(io::stdout(), EnterAlternateScreen, cursor::Hide, Clear(ClearType::All))?;
-    Terminal::new(CrosstermBackend::new(BufWriter::with_capacity(1 << 16, io::stdout())))
+    Terminal::new(CrosstermBackend::new(CompactWriter::new(BufWriter::with_capacity(1 << 16, io::stdout()))))
 }
 
 /// Leave raw mode and the alternate screen (idempotent, errors ignored: the
