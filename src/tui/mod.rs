@@ -8,6 +8,7 @@
 
 mod actions;
 mod app;
+pub mod compact;
 mod details;
 mod index;
 mod input;
@@ -15,7 +16,6 @@ mod layout;
 mod render;
 mod rows;
 mod search;
-pub mod compact;
 mod terminal;
 pub mod text;
 pub mod theme;
