@@ -10,16 +10,8 @@ use rusqlite::Connection;
 
 use crate::reader::check_file;
 
-const TABLES: &[&str] = &[
-    "CUPTI_ACTIVITY_KIND_KERNEL",
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-    "NVTX_EVENTS",
-    "OSRT_API",
-];
+// The tables whose rows are timeline events: the reader's own list.
+const TABLES: &[&str] = crate::reader::EVENT_TABLES;
 
 /// Write `out` as `input` with every event table replicated `factor` times.
 pub fn scale(input: &Path, out: &Path, factor: u32) -> Result<()> {

@@ -17,6 +17,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::model::{Lane, LaneKind, Meta, Trace};
 pub use open::check_file;
+pub use schema::EVENT_TABLES;
 use schema::Schema;
 use tables::{Names, Partial};
 
@@ -98,9 +99,9 @@ fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
     let (api, rest) = std::thread::scope(|s| {
         let api = s.spawn(|| -> Result<Partial> {
             let c = source.connect()?;
-            tables::read_runtime(&c, &schema, progress)
+            tables::read_runtime(tables::Src { conn: &c, schema: &schema, progress })
         });
-        let rest = tables::read_all_but_runtime(&conn, &schema, progress);
+        let rest = tables::read_all_but_runtime(tables::Src { conn: &conn, schema: &schema, progress });
         (api.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked"))), rest)
     });
     let mut parts = rest?;

@@ -4,11 +4,8 @@
 use std::collections::HashMap;
 
 use anyhow::Result;
-use rusqlite::Connection;
 
-use super::Progress;
-use super::schema::Schema;
-use super::tables::{LaneMap, Partial, int as int_of, open_end, scan as scan_rows, text as text_of};
+use super::tables::{LaneMap, Sink, Src, int as int_of, open_end, scan as scan_rows, text as text_of};
 use crate::model::{LaneKind, decode_global_tid};
 
 const T: &str = "NVTX_EVENTS";
@@ -30,14 +27,8 @@ enum Kind {
 }
 
 /// Read `NVTX_EVENTS` into NVTX lanes.
-pub fn read_nvtx(
-    conn: &Connection,
-    schema: &Schema,
-    progress: &Progress,
-    out: &mut Partial,
-    lanes: &mut LaneMap,
-    cache: &mut HashMap<String, u32>,
-) -> Result<()> {
+pub fn read_nvtx(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+    let schema = src.schema;
     if !schema.has(T) {
         return Ok(());
     }
@@ -53,7 +44,7 @@ pub fn read_nvtx(
     let mut stats = Vec::new();
     let mut texts: Vec<String> = Vec::new();
     let mut text_index: HashMap<String, u32> = HashMap::new();
-    scan_rows(conn, T, &sql, progress, &mut stats, |r| {
+    scan_rows(src.conn, T, &sql, src.progress, &mut stats, |r| {
         let ty = int_of(r.get_ref(2)?).unwrap_or(0);
         let (pid, tid) = int_of(r.get_ref(3)?).map_or((0, 0), decode_global_tid);
         let domain = int_of(r.get_ref(6)?).unwrap_or(0);
@@ -86,19 +77,19 @@ pub fn read_nvtx(
         rows.push((kind, Row { start, end, pid, tid, name, domain: domain as u32 }));
         Ok(())
     })?;
-    out.stats.append(&mut stats);
+    sink.out.stats.append(&mut stats);
     let mut domain_refs: HashMap<(u32, u32), u32> = HashMap::new();
     for ((pid, d), name) in &domains {
-        domain_refs.insert((*pid, *d as u32), out.local(cache, name));
+        domain_refs.insert((*pid, *d as u32), sink.local(name));
     }
     let mut text_refs: Vec<Option<u32>> = vec![None; texts.len()];
     for (_, row) in &mut rows {
         if row.name & (1 << 30) != 0 {
             let i = (row.name & !(1 << 30)) as usize;
-            row.name = *text_refs[i].get_or_insert_with(|| out.local(cache, &texts[i]));
+            row.name = *text_refs[i].get_or_insert_with(|| sink.local(&texts[i]));
         }
     }
-    place(rows, &domain_refs, lanes);
+    place(rows, &domain_refs, &mut sink.lanes);
     Ok(())
 }
 

@@ -269,35 +269,61 @@ fn gpu_row(r: &rusqlite::Row<'_>) -> Result<Option<GpuRow>> {
     Ok(Some((s, e, dev, stream, corr, pid)))
 }
 
-/// Everything except CUDA API calls, on the calling thread.
-pub fn read_all_but_runtime(conn: &Connection, schema: &Schema, progress: &Progress) -> Result<Vec<Partial>> {
-    let mut out = Partial::default();
-    let mut lanes = LaneMap::default();
-    let mut cache = HashMap::new();
-    read_kernels(conn, schema, progress, &mut out, &mut lanes)?;
-    read_memcpy(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
-    read_memset(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
-    read_graphs(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
-    read_sync(conn, schema, progress, &mut out, &mut cache)?;
-    read_osrt(conn, schema, progress, &mut out, &mut lanes)?;
-    super::nvtx::read_nvtx(conn, schema, progress, &mut out, &mut lanes, &mut cache)?;
-    out.lanes = lanes.lanes;
-    Ok(vec![out])
+/// Where loaders read from.
+#[derive(Clone, Copy)]
+pub struct Src<'a> {
+    /// The export.
+    pub conn: &'a Connection,
+    /// Its tables and columns.
+    pub schema: &'a Schema,
+    /// Rows read so far.
+    pub progress: &'a Progress,
 }
 
-fn read_kernels(
-    conn: &Connection,
-    schema: &Schema,
-    progress: &Progress,
-    out: &mut Partial,
-    lanes: &mut LaneMap,
-) -> Result<()> {
+/// What the loaders of one thread fill.
+#[derive(Default)]
+pub struct Sink {
+    /// Lanes, names and stats so far.
+    pub out: Partial,
+    /// Lanes being filled.
+    pub lanes: LaneMap,
+    cache: HashMap<String, u32>,
+}
+
+impl Sink {
+    /// Reference to a loader-made name.
+    pub fn local(&mut self, s: &str) -> u32 {
+        self.out.local(&mut self.cache, s)
+    }
+
+    fn finish(mut self) -> Partial {
+        self.out.lanes = self.lanes.lanes;
+        self.out
+    }
+}
+
+/// Everything except CUDA API calls, on the calling thread.
+pub fn read_all_but_runtime(src: Src<'_>) -> Result<Vec<Partial>> {
+    let mut sink = Sink::default();
+    read_kernels(src, &mut sink)?;
+    read_memcpy(src, &mut sink)?;
+    read_memset(src, &mut sink)?;
+    read_graphs(src, &mut sink)?;
+    read_sync(src, &mut sink)?;
+    read_osrt(src, &mut sink)?;
+    super::nvtx::read_nvtx(src, &mut sink)?;
+    Ok(vec![sink.finish()])
+}
+
+// The kernel table can hold millions of rows: stream them into lanes, keep nothing else.
+fn read_kernels(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     const T: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
-    if !schema.has(T) {
+    if !src.schema.has(T) {
         return Ok(());
     }
-    let sql = gpu_cols(schema, T, &["shortName", "demangledName"]);
-    scan(conn, T, &sql, progress, &mut out.stats, |r| {
+    let sql = gpu_cols(src.schema, T, &["shortName", "demangledName"]);
+    let lanes = &mut sink.lanes;
+    scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
         let Some((s, e, device, stream, corr, pid)) = gpu_row(r)? else { return Ok(()) };
         let short = int(r.get_ref(6)?);
         let long = int(r.get_ref(7)?);
@@ -306,6 +332,31 @@ fn read_kernels(
         lanes.get((LaneKind::Kernels { device, stream }, pid)).push(s, e, name, Some(corr), Some(demangled), None);
         Ok(())
     })
+}
+
+// Rows of a (small) GPU activity table: the common columns, then `extra` decoded by `f`.
+fn gpu_rows<X>(
+    src: Src<'_>,
+    sink: &mut Sink,
+    table: &str,
+    extra: &[&str],
+    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<X>,
+) -> Result<Vec<(GpuRow, X)>> {
+    let mut rows = Vec::new();
+    if src.schema.has(table) {
+        let sql = gpu_cols(src.schema, table, extra);
+        scan(src.conn, table, &sql, src.progress, &mut sink.out.stats, |r| {
+            if let Some(g) = gpu_row(r)? {
+                rows.push((g, f(r)?));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(rows)
+}
+
+fn col(r: &rusqlite::Row<'_>, i: usize, default: i64) -> Result<i64> {
+    Ok(int(r.get_ref(i)?).unwrap_or(default))
 }
 
 fn memcpy_label(copy_kind: u8, src: u8, dst: u8) -> String {
@@ -333,107 +384,41 @@ fn memcpy_label(copy_kind: u8, src: u8, dst: u8) -> String {
     format!("Memcpy {dir} ({} -> {})", cap(src), cap(dst))
 }
 
-fn read_memcpy(
-    conn: &Connection,
-    schema: &Schema,
-    progress: &Progress,
-    out: &mut Partial,
-    lanes: &mut LaneMap,
-    cache: &mut HashMap<String, u32>,
-) -> Result<()> {
-    const T: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
-    if !schema.has(T) {
-        return Ok(());
-    }
-    let sql = gpu_cols(schema, T, &["bytes", "copyKind", "srcKind", "dstKind"]);
+fn read_memcpy(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+    let extra = ["bytes", "copyKind", "srcKind", "dstKind"];
+    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_MEMCPY", &extra, |r| {
+        let kinds = (col(r, 7, 0)? as u8, col(r, 8, 7)? as u8, col(r, 9, 7)? as u8);
+        Ok((col(r, 6, 0)?.max(0) as u64, MemFlags::pack(kinds.0, kinds.1, kinds.2)))
+    })?;
     let mut labels: HashMap<u32, u32> = HashMap::new();
-    let mut rows = Vec::new();
-    let mut stats = Vec::new();
-    scan(conn, T, &sql, progress, &mut stats, |r| {
-        let Some(g) = gpu_row(r)? else { return Ok(()) };
-        let bytes = int(r.get_ref(6)?).unwrap_or(0).max(0) as u64;
-        let kind = int(r.get_ref(7)?).unwrap_or(0) as u8;
-        let src = int(r.get_ref(8)?).unwrap_or(7) as u8;
-        let dst = int(r.get_ref(9)?).unwrap_or(7) as u8;
-        rows.push((g, bytes, MemFlags::pack(kind, src, dst)));
-        Ok(())
-    })?;
-    out.stats.append(&mut stats);
-    for ((s, e, device, stream, corr, pid), bytes, flags) in rows {
-        let name = *labels.entry(flags).or_insert_with(|| {
-            let f = MemFlags::unpack(flags);
-            out.local(cache, &memcpy_label(f.copy_kind, (flags >> 8) as u8, (flags >> 16) as u8))
-        });
+    for ((s, e, device, stream, corr, pid), (bytes, flags)) in rows {
+        let name = *labels
+            .entry(flags)
+            .or_insert_with(|| sink.local(&memcpy_label(flags as u8, (flags >> 8) as u8, (flags >> 16) as u8)));
         let class = MemClass::from_copy_kind(flags as u8);
-        lanes.get((LaneKind::Memory { device, stream, class }, pid)).push(
-            s,
-            e,
-            name,
-            Some(corr),
-            Some(bytes),
-            Some(flags),
-        );
+        let lane = sink.lanes.get((LaneKind::Memory { device, stream, class }, pid));
+        lane.push(s, e, name, Some(corr), Some(bytes), Some(flags));
     }
     Ok(())
 }
 
-fn read_memset(
-    conn: &Connection,
-    schema: &Schema,
-    progress: &Progress,
-    out: &mut Partial,
-    lanes: &mut LaneMap,
-    cache: &mut HashMap<String, u32>,
-) -> Result<()> {
-    const T: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
-    if !schema.has(T) {
-        return Ok(());
-    }
-    let sql = gpu_cols(schema, T, &["bytes", "memKind"]);
-    let mut rows = Vec::new();
-    let mut stats = Vec::new();
-    scan(conn, T, &sql, progress, &mut stats, |r| {
-        let Some(g) = gpu_row(r)? else { return Ok(()) };
-        let bytes = int(r.get_ref(6)?).unwrap_or(0).max(0) as u64;
-        let kind = int(r.get_ref(7)?).unwrap_or(7) as u8;
-        rows.push((g, bytes, kind));
-        Ok(())
+fn read_memset(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_MEMSET", &["bytes", "memKind"], |r| {
+        Ok((col(r, 6, 0)?.max(0) as u64, col(r, 7, 7)? as u8))
     })?;
-    out.stats.append(&mut stats);
-    for ((s, e, device, stream, corr, pid), bytes, kind) in rows {
-        let label = MemKind::from_raw(kind).label();
-        let name = out.local(cache, &format!("Memset ({label})"));
+    for ((s, e, device, stream, corr, pid), (bytes, kind)) in rows {
+        let name = sink.local(&format!("Memset ({})", MemKind::from_raw(kind).label()));
         let key = (LaneKind::Memory { device, stream, class: MemClass::Memset }, pid);
-        lanes.get(key).push(s, e, name, Some(corr), Some(bytes), Some(MemFlags::pack(0, kind, kind)));
+        sink.lanes.get(key).push(s, e, name, Some(corr), Some(bytes), Some(MemFlags::pack(0, kind, kind)));
     }
     Ok(())
 }
 
-fn read_graphs(
-    conn: &Connection,
-    schema: &Schema,
-    progress: &Progress,
-    out: &mut Partial,
-    lanes: &mut LaneMap,
-    cache: &mut HashMap<String, u32>,
-) -> Result<()> {
-    const T: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
-    if !schema.has(T) {
-        return Ok(());
-    }
-    let sql = gpu_cols(schema, T, &["graphId"]);
-    let mut rows = Vec::new();
-    let mut stats = Vec::new();
-    scan(conn, T, &sql, progress, &mut stats, |r| {
-        if let Some(g) = gpu_row(r)? {
-            rows.push((g, int(r.get_ref(6)?).unwrap_or(0)));
-        }
-        Ok(())
-    })?;
-    out.stats.append(&mut stats);
+fn read_graphs(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", &["graphId"], |r| col(r, 6, 0))?;
     for ((s, e, device, stream, corr, pid), graph) in rows {
-        let name = out.local(cache, &format!("CUDA graph {graph}"));
-        lanes.get((LaneKind::Graphs { device, stream }, pid)).push(s, e, name, Some(corr), None, None);
+        let name = sink.local(&format!("CUDA graph {graph}"));
+        sink.lanes.get((LaneKind::Graphs { device, stream }, pid)).push(s, e, name, Some(corr), None, None);
     }
     Ok(())
 }
@@ -448,96 +433,61 @@ fn sync_label(t: i64) -> &'static str {
     }
 }
 
-fn read_sync(
-    conn: &Connection,
-    schema: &Schema,
-    progress: &Progress,
-    out: &mut Partial,
-    cache: &mut HashMap<String, u32>,
-) -> Result<()> {
-    const T: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
-    if !schema.has(T) {
-        return Ok(());
-    }
-    let sql = gpu_cols(schema, T, &["syncType"]);
-    let mut rows = Vec::new();
-    let mut stats = Vec::new();
-    scan(conn, T, &sql, progress, &mut stats, |r| {
-        if let Some(g) = gpu_row(r)? {
-            rows.push((g, int(r.get_ref(6)?).unwrap_or(0)));
-        }
-        Ok(())
-    })?;
-    out.stats.append(&mut stats);
+fn read_sync(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", &["syncType"], |r| col(r, 6, 0))?;
     let mut by_pid: HashMap<u32, Events> = HashMap::new();
     for ((s, e, device, stream, corr, pid), ty) in rows {
-        let name = out.local(cache, sync_label(ty));
+        let name = sink.local(sync_label(ty));
         let aux = (u64::from(device) << 32) | u64::from(stream);
         by_pid.entry(pid).or_default().push(s, e, name, Some(corr), Some(aux), Some(ty as u32));
     }
     for (pid, mut ev) in by_pid {
         ev.sort_by_start();
-        out.syncs.push(SyncRecords { pid, ev });
+        sink.out.syncs.push(SyncRecords { pid, ev });
     }
     Ok(())
 }
 
 /// CUDA runtime and driver calls (one table), on its own connection.
-pub fn read_runtime(conn: &Connection, schema: &Schema, progress: &Progress) -> Result<Partial> {
+pub fn read_runtime(src: Src<'_>) -> Result<Partial> {
     const T: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
-    let mut out = Partial::default();
-    if !schema.has(T) {
-        return Ok(out);
+    let mut sink = Sink::default();
+    if !src.schema.has(T) {
+        return Ok(sink.finish());
     }
-    let mut lanes = LaneMap::default();
-    let sql = format!(
-        "SELECT start, \"end\", {}, {}, {}, {} FROM {T}",
-        schema.col_or_null(T, "eventClass"),
-        schema.col_or_null(T, "globalTid"),
-        schema.col_or_null(T, "correlationId"),
-        schema.col_or_null(T, "nameId"),
-    );
-    scan(conn, T, &sql, progress, &mut out.stats, |r| {
-        let class = int(r.get_ref(2)?).unwrap_or(0);
+    let cols = ["eventClass", "globalTid", "correlationId", "nameId"].map(|c| src.schema.col_or_null(T, c));
+    let sql = format!("SELECT start, \"end\", {} FROM {T}", cols.join(", "));
+    let lanes = &mut sink.lanes;
+    scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
+        let class = col(r, 2, 0)?;
         // Backtrace records repeat the call they annotate: counting them would double it.
         if (67..=69).contains(&class) {
             return Ok(());
         }
-        let s = int(r.get_ref(0)?).unwrap_or(0);
-        let e = int(r.get_ref(1)?).unwrap_or(s);
+        let s = col(r, 0, 0)?;
+        let e = col(r, 1, s)?;
         let (pid, tid) = int(r.get_ref(3)?).map_or((0, 0), decode_global_tid);
-        let corr = int(r.get_ref(4)?).unwrap_or(0) as u32;
-        let name = int(r.get_ref(5)?).unwrap_or(0) as u32;
+        let (corr, name) = (col(r, 4, 0)? as u32, col(r, 5, 0)? as u32);
         let flags = if class == 1 { ApiKind::DRIVER_BIT } else { 0 };
         lanes.get((LaneKind::CudaApi { tid }, pid)).push(s, e, name, Some(corr), None, Some(flags));
         Ok(())
     })?;
-    out.lanes = lanes.lanes;
-    Ok(out)
+    Ok(sink.finish())
 }
 
-fn read_osrt(
-    conn: &Connection,
-    schema: &Schema,
-    progress: &Progress,
-    out: &mut Partial,
-    lanes: &mut LaneMap,
-) -> Result<()> {
+fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     const T: &str = "OSRT_API";
-    if !schema.has(T) {
+    if !src.schema.has(T) {
         return Ok(());
     }
-    let sql = format!(
-        "SELECT start, \"end\", {}, {} FROM {T}",
-        schema.col_or_null(T, "globalTid"),
-        schema.col_or_null(T, "nameId")
-    );
-    scan(conn, T, &sql, progress, &mut out.stats, |r| {
-        let s = int(r.get_ref(0)?).unwrap_or(0);
-        let e = int(r.get_ref(1)?).unwrap_or(s);
+    let cols = ["globalTid", "nameId"].map(|c| src.schema.col_or_null(T, c));
+    let sql = format!("SELECT start, \"end\", {} FROM {T}", cols.join(", "));
+    let lanes = &mut sink.lanes;
+    scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
+        let s = col(r, 0, 0)?;
+        let e = col(r, 1, s)?;
         let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
-        let name = int(r.get_ref(3)?).unwrap_or(0) as u32;
-        lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, name, None, None, None);
+        lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, None);
         Ok(())
     })
 }
