@@ -26,25 +26,6 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
-    Info {
-        /// nsys SQLite export.
-        trace: PathBuf,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
-        format: InfoFormat,
-    },
-    /// Measure load time (against SQLite's own scan), memory per event and frame times.
-    Bench {
-        /// nsys SQLite export.
-        trace: PathBuf,
-        /// Terminal size for the frame script, WIDTHxHEIGHT.
-        #[arg(long, value_parser = parse_size, default_value = "200x60")]
-        size: (u16, u16),
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
-        format: InfoFormat,
-    },
     /// Build a K-times larger export from a real one (for scaling measurements).
     #[command(hide = true)]
     Scale {
@@ -66,16 +47,35 @@ enum Command {
         #[command(flatten)]
         analysis: AnalysisArgs,
     },
+    /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
+    Info {
+        /// nsys SQLite export.
+        trace: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
+        format: InfoFormat,
+    },
+    /// Measure load time (against SQLite's own scan), memory per event and frame times.
+    Bench {
+        /// nsys SQLite export.
+        trace: PathBuf,
+        /// Terminal size for the frame script, WIDTHxHEIGHT.
+        #[arg(long, value_parser = parse_size, default_value = "200x60")]
+        size: (u16, u16),
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
+        format: InfoFormat,
+    },
 }
 
 /// Options shared by every command that analyzes.
 #[derive(Debug, Args, Clone, Copy)]
 struct AnalysisArgs {
     /// Shortest GPU idle stretch counted as a gap (e.g. 50us, 2ms, 1.5s).
-    #[arg(long, value_parser = parse_duration, default_value = "100us", global = true)]
+    #[arg(long, value_parser = parse_duration, default_value = "100us")]
     min_gap: Ns,
     /// Keep NVTX range names exact (no `step 7` -> `step N` grouping).
-    #[arg(long, global = true)]
+    #[arg(long)]
     exact_names: bool,
 }
 
