@@ -109,6 +109,8 @@ impl App {
             Action::ZoomOut => self.zoom(2, 1),
             Action::PanLeft => self.pan(-(self.view.span / 8).max(self.ns_per_cell())),
             Action::PanRight => self.pan((self.view.span / 8).max(self.ns_per_cell())),
+            Action::PageLeft => self.pan(-self.view.span),
+            Action::PageRight => self.pan(self.view.span),
             Action::CursorLeft => self.move_cursor(-1),
             Action::CursorRight => self.move_cursor(1),
             Action::FitAll => self.fit_all(),

@@ -13,6 +13,10 @@ pub enum Action {
     PanLeft,
     /// Move the view (and the cursor) an eighth of the screen forward in time.
     PanRight,
+    /// Move the view (and the cursor) a whole screen back in time.
+    PageLeft,
+    /// Move the view (and the cursor) a whole screen forward in time.
+    PageRight,
     /// Move the cursor one cell back.
     CursorLeft,
     /// Move the cursor one cell forward.
@@ -160,6 +164,8 @@ pub const GLOBAL: &[Section] = &[
             b("s -", &[C('s'), C('-'), C('_')], Action::ZoomOut, "zoom out around the cursor"),
             b("a h ←", &[C('a'), C('h'), K(KeyCode::Left)], Action::PanLeft, "pan back (cursor moves with the view)"),
             b("d l →", &[C('d'), C('l'), K(KeyCode::Right)], Action::PanRight, "pan forward"),
+            b("PgUp", &[K(KeyCode::PageUp)], Action::PageLeft, "pan a whole screen back"),
+            b("PgDn", &[K(KeyCode::PageDown)], Action::PageRight, "pan a whole screen forward"),
             b("A H S-←", &[C('A'), C('H'), S(KeyCode::Left)], Action::CursorLeft, "move the cursor one cell back"),
             b("D L S-→", &[C('D'), C('L'), S(KeyCode::Right)], Action::CursorRight, "move the cursor one cell forward"),
             b("0 Home", &[C('0'), K(KeyCode::Home)], Action::FitAll, "fit the whole trace"),
@@ -173,8 +179,8 @@ pub const GLOBAL: &[Section] = &[
         bindings: &[
             b("j ↓", &[C('j'), K(KeyCode::Down)], Action::LaneDown, "focus the next lane"),
             b("k ↑", &[C('k'), K(KeyCode::Up)], Action::LaneUp, "focus the previous lane"),
-            b("PgDn PgUp", &[K(KeyCode::PageDown), Ctrl('d')], Action::LanePageDown, "scroll lanes a page down"),
-            b("", &[K(KeyCode::PageUp), Ctrl('u')], Action::LanePageUp, "scroll lanes a page up"),
+            b("C-d C-u", &[Ctrl('d')], Action::LanePageDown, "scroll lanes a page down / up"),
+            b("", &[Ctrl('u')], Action::LanePageUp, "scroll lanes a page up"),
             b("Space z", &[C(' '), C('z')], Action::ToggleGroup, "collapse / expand the focused group"),
             b("Z", &[C('Z')], Action::ToggleAllGroups, "collapse / expand all groups"),
             b("t", &[C('t')], Action::Pin, "pin the focused lane to the top / unpin"),
@@ -292,6 +298,11 @@ mod tests {
         assert_eq!(action(Mode::Timeline, &key(KeyCode::Char('A'), KeyModifiers::SHIFT)), Some(Action::CursorLeft));
         assert_eq!(action(Mode::Timeline, &key(KeyCode::Left, KeyModifiers::SHIFT)), Some(Action::CursorLeft));
         assert_eq!(action(Mode::Timeline, &key(KeyCode::Left, KeyModifiers::NONE)), Some(Action::PanLeft));
+        // PgDn/PgUp move time a screen at a time (Perfetto, Nsight); Ctrl-D/U page the lanes.
+        assert_eq!(action(Mode::Timeline, &key(KeyCode::PageDown, KeyModifiers::NONE)), Some(Action::PageRight));
+        assert_eq!(action(Mode::Timeline, &key(KeyCode::PageUp, KeyModifiers::NONE)), Some(Action::PageLeft));
+        assert_eq!(action(Mode::Timeline, &key(KeyCode::Char('d'), KeyModifiers::CONTROL)), Some(Action::LanePageDown));
+        assert_eq!(action(Mode::List, &key(KeyCode::PageDown, KeyModifiers::NONE)), Some(Action::ListPageDown));
         assert_eq!(action(Mode::Timeline, &key(KeyCode::BackTab, KeyModifiers::SHIFT)), Some(Action::PrevEvent));
         assert_eq!(action(Mode::List, &key(KeyCode::Char('3'), KeyModifiers::NONE)), Some(Action::SortColumn(3)));
         assert_eq!(action(Mode::Help, &key(KeyCode::Esc, KeyModifiers::NONE)), Some(Action::Help));
