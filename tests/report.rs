@@ -43,7 +43,8 @@ fn json_has_every_documented_key() {
     assert_eq!(keys(trace), set(&["path", "nsys_version", "schema_version", "duration_ns", "start_ns", "gpus"]));
     assert_eq!(keys(&trace["gpus"][0]), set(&["device", "name"]));
     assert_eq!(trace["gpus"][0]["name"], "NVIDIA H200");
-    assert_eq!(keys(&v["totals"]), set(&["kernels", "memcpy", "memset", "api_calls", "nvtx_ranges", "osrt_calls"]));
+    let totals = ["kernels", "graphs", "memcpy", "memset", "api_calls", "nvtx_ranges", "osrt_calls"];
+    assert_eq!(keys(&v["totals"]), set(&totals));
     assert_eq!(keys(&v["devices"][0]), set(&["device", "busy_ns", "kernel_ns", "copy_only_ns", "idle_ns"]));
     let transfer =
         ["direction", "memory", "count", "bytes", "busy_ns", "gbps", "max_gbps", "async_pageable", "sync_api"];

@@ -314,6 +314,8 @@ pub struct Finding {
 pub struct Totals {
     /// Kernels.
     pub kernels: u64,
+    /// Whole CUDA-graph executions (recorded when per-node kernels were not traced).
+    pub graphs: u64,
     /// Memcpy operations.
     pub memcpy: u64,
     /// Memset operations.

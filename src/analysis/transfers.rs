@@ -122,7 +122,8 @@ pub fn totals(trace: &Trace) -> Totals {
     for l in &trace.lanes {
         let n = l.ev.len() as u64;
         match l.kind {
-            LaneKind::Kernels { .. } | LaneKind::Graphs { .. } => t.kernels += n,
+            LaneKind::Kernels { .. } => t.kernels += n,
+            LaneKind::Graphs { .. } => t.graphs += n,
             LaneKind::Memory { class: MemClass::Memset, .. } => t.memset += n,
             LaneKind::Memory { .. } => t.memcpy += n,
             LaneKind::CudaApi { .. } => t.api_calls += n,

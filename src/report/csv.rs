@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `trace` | (empty) | `path`, `nsys_version`, `schema_version`, `duration_ns`, `start_ns` |
 //! | `gpu` | device id | `name` |
-//! | `totals` | (empty) | `kernels`, `memcpy`, `memset`, `api_calls`, `nvtx_ranges`, `osrt_calls` |
+//! | `totals` | (empty) | `kernels`, `graphs`, `memcpy`, `memset`, `api_calls`, `nvtx_ranges`, `osrt_calls` |
 //! | `device` | device id | `busy_ns`, `kernel_ns`, `copy_only_ns`, `idle_ns` |
 //! | `transfer` | `H2D/pageable`, ... | `count`, `bytes`, `busy_ns`, `gbps`, `max_gbps`, `async_pageable`, `sync_api` |
 //! | `overlap` | (empty) | `copy_ns`, `overlapped_ns` |
@@ -80,6 +80,7 @@ fn head(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
     let x = &r.totals;
     for (k, v) in [
         ("kernels", x.kernels),
+        ("graphs", x.graphs),
         ("memcpy", x.memcpy),
         ("memset", x.memset),
         ("api_calls", x.api_calls),

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}]}
-//! totals    {kernels, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
+//! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
 //! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns}]
 //! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
 //! overlap   {copy_ns, overlapped_ns}
@@ -84,8 +84,10 @@ pub struct GpuInfo<'a> {
 /// `totals`.
 #[derive(Debug, Serialize)]
 pub struct Totals {
-    /// Kernels (and graph executions).
+    /// Kernels.
     pub kernels: u64,
+    /// Whole CUDA-graph executions.
+    pub graphs: u64,
     /// Memcpy operations.
     pub memcpy: u64,
     /// Memset operations.
@@ -290,6 +292,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis) -> Report<'a> {
         },
         totals: Totals {
             kernels: t.kernels,
+            graphs: t.graphs,
             memcpy: t.memcpy,
             memset: t.memset,
             api_calls: t.api_calls,

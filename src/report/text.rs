@@ -107,8 +107,9 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
         ))?;
     }
     let t = a.totals;
+    let graphs = if t.graphs > 0 { format!(", {} CUDA graph executions", t.graphs) } else { String::new() };
     o.line(&format!(
-        "Events: {} kernels, {} memcpy, {} memset, {} CUDA API calls, {} NVTX ranges, {} OS runtime calls",
+        "Events: {} kernels{graphs}, {} memcpy, {} memset, {} CUDA API calls, {} NVTX ranges, {} OS runtime calls",
         t.kernels, t.memcpy, t.memset, t.api_calls, t.nvtx_ranges, t.osrt_calls
     ))
 }
