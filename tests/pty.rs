@@ -170,14 +170,24 @@ fn too_small_terminal_says_so_and_quits() {
 
 #[test]
 fn sigterm_restores_the_terminal() {
+    signal_restores_the_terminal("TERM", 15);
+}
+
+#[test]
+fn sighup_from_a_dropped_ssh_session_restores_the_terminal() {
+    signal_restores_the_terminal("HUP", 1);
+}
+
+fn signal_restores_the_terminal(signal: &str, number: u32) {
     let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], 100, 30);
     s.wait_for("GPU 0");
     let pid = s.child.process_id().expect("pid");
-    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill");
+    let status =
+        std::process::Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().expect("kill");
     assert!(status.success());
-    assert_eq!(s.exit_code(), 128 + 15);
+    assert_eq!(s.exit_code(), 128 + number);
     // Leaving the alternate screen brings the shell's (empty) screen back.
     std::thread::sleep(Duration::from_millis(200));
     let screen = s.contents();
-    assert!(!screen.contains("GPU 0"), "the viewer is still on screen:\n{screen}");
+    assert!(!screen.contains("GPU 0"), "SIG{signal}: the viewer is still on screen:\n{screen}");
 }
