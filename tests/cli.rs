@@ -6,6 +6,8 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use tempfile::TempDir;
 
+mod common;
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
@@ -197,4 +199,22 @@ fn piping_into_head_prints_no_error() {
 fn no_terminal_prints_the_report_of_the_demo() {
     // Without a terminal the viewer falls back to the report (CI, pipes).
     lanescope().assert().success().stdout(predicate::str::contains("demo"));
+}
+
+#[test]
+fn names_with_escape_codes_never_reach_the_terminal() {
+    let d = TempDir::new().unwrap();
+    let p = common::hostile_export(d.path());
+    for args in [&["report"][..], &["report", "--format", "md"], &["report", "--format", "csv"], &["info"], &[]] {
+        let out = lanescope().args(args).arg(&p).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("owned"), "{args:?}: the name is shown, defanged");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{9b}'),
+            "{args:?}: raw escape in {text:?}"
+        );
+    }
+    let out = lanescope().args(["report", "--format", "json"]).arg(&p).output().unwrap();
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "JSON escapes control characters");
 }

@@ -1,0 +1,42 @@
+//! Helpers shared by integration tests.
+
+use std::path::{Path, PathBuf};
+
+/// A name carrying terminal escapes: OSC title, clear screen, 8-bit CSI.
+pub const EVIL: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mx";
+
+/// Write a tiny export in `dir` whose kernel, NVTX, thread, process and GPU names are [`EVIL`].
+pub fn hostile_export(dir: &Path) -> PathBuf {
+    let p = dir.join("hostile.sqlite");
+    let evil = EVIL;
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+           correlationId INT, globalPid INT, shortName INT, demangledName INT);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT,
+           correlationId INT, nameId INT);
+         CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, globalTid INT, textId INT, domainId INT);
+         CREATE TABLE ThreadNames (nameId INT, priority INT, globalTid INT);
+         CREATE TABLE PROCESSES (globalPid INT, pid INT, name TEXT);
+         CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT);",
+    )
+    .unwrap();
+    let gtid: i64 = (7 << 24) | 7;
+    c.execute("INSERT INTO StringIds VALUES (1, ?1), (2, 'cudaLaunchKernel_v7000')", [evil]).unwrap();
+    c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 2000, 0, 7, 1, ?1, 1, 1)", [7i64 << 24]).unwrap();
+    c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (900000, 901000, 0, 7, 2, ?1, 1, 1)", [7i64 << 24])
+        .unwrap();
+    c.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (500, 900, 0, ?1, 1, 2), (899000, 899500, 0, ?1, 2, 2)",
+        [gtid],
+    )
+    .unwrap();
+    c.execute("INSERT INTO NVTX_EVENTS VALUES (0, 950000, 59, ?1, ?2, NULL, 0)", rusqlite::params![evil, gtid])
+        .unwrap();
+    c.execute("INSERT INTO ThreadNames VALUES (1, 0, ?1)", [gtid]).unwrap();
+    c.execute("INSERT INTO PROCESSES VALUES (?1, 7, ?2)", rusqlite::params![7i64 << 24, evil]).unwrap();
+    c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, ?1)", [evil]).unwrap();
+    drop(c);
+    p
+}
