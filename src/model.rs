@@ -620,6 +620,16 @@ impl Trace {
         self.processes.iter().find(|p| p.pid == pid).map_or("", |p| &p.name)
     }
 
+    /// A thread as evidence and details name it: `python3 (tid 814)`; an unnamed main
+    /// thread takes the process name; otherwise `tid 827`.
+    pub fn thread_label(&self, pid: u32, tid: u32) -> String {
+        match (self.thread_name(pid, tid), self.process_name(pid)) {
+            ("", p) if tid == pid && !p.is_empty() => format!("{p} (tid {tid})"),
+            ("", _) => format!("tid {tid}"),
+            (t, _) => format!("{t} (tid {tid})"),
+        }
+    }
+
     /// Display name of a GPU, e.g. `GPU 0 NVIDIA H200`.
     pub fn gpu_label(&self, device: u32) -> String {
         match self.gpus.iter().find(|g| g.device == device) {

@@ -2,14 +2,14 @@
 
 use crate::model::Ns;
 
-/// Format nanoseconds with an adaptive unit: `850 ns`, `12.3 us`, `4.56 ms`, `1.234 s`.
+/// Format nanoseconds with an adaptive unit: `850 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`.
 pub fn fmt_ns(ns: Ns) -> String {
     let a = ns.unsigned_abs() as f64;
     let sign = if ns < 0 { "-" } else { "" };
     if a < 1e3 {
         format!("{ns} ns")
     } else if a < 1e6 {
-        format!("{sign}{} us", sig3(a / 1e3))
+        format!("{sign}{} µs", sig3(a / 1e3))
     } else if a < 1e9 {
         format!("{sign}{} ms", sig3(a / 1e6))
     } else {
@@ -54,10 +54,10 @@ mod tests {
     #[test]
     fn adaptive_units() {
         assert_eq!(fmt_ns(850), "850 ns");
-        assert_eq!(fmt_ns(12_345), "12.3 us");
+        assert_eq!(fmt_ns(12_345), "12.3 µs");
         assert_eq!(fmt_ns(4_560_000), "4.56 ms");
         assert_eq!(fmt_ns(1_234_000_000), "1.234 s");
-        assert_eq!(fmt_ns(-12_345), "-12.3 us");
+        assert_eq!(fmt_ns(-12_345), "-12.3 µs");
         assert_eq!(fmt_bytes(4_194_304), "4.19 MB");
         assert_eq!(gbps(6_000_000_000, 1_000_000_000), Some(6.0));
         assert_eq!(gbps(1, 0), None);

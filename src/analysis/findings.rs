@@ -132,10 +132,7 @@ pub fn cause_fix(cause: Cause) -> &'static str {
 fn call_set_evidence(s: &CallSet, trace: &Trace) -> Vec<(String, String)> {
     let mut e = vec![ev("copies", &s.count), ev("bytes", &s.bytes), ev("gpu_ns", &s.gpu_ns), ev("api_ns", &s.api_ns)];
     if let Some((d, name, pid, tid)) = &s.longest {
-        e.push(ev(
-            "longest_call",
-            &format!("{name} {} on {}", fmt_ns(*d), super::gaps::thread_label(trace, *pid, *tid)),
-        ));
+        e.push(ev("longest_call", &format!("{name} {} on {}", fmt_ns(*d), trace.thread_label(*pid, *tid))));
     }
     e
 }
@@ -208,7 +205,7 @@ fn api_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
             ev("calls", &n),
             ev("total_ns", &total),
             ev("sync_wait_idle_ns", &idle),
-            ev("longest_call", &format!("{name} {} on {}", fmt_ns(d), super::gaps::thread_label(x.trace, pid, tid))),
+            ev("longest_call", &format!("{name} {} on {}", fmt_ns(d), x.trace.thread_label(pid, tid))),
         ],
         fix: cause_fix(Cause::SyncWait).to_string(),
     })

@@ -437,7 +437,7 @@ fn explain(ctx: &mut Ctx<'_>, device: u32, pid: u32, call: Option<ApiCall>, star
         gap.evidence = format!(
             "work was queued {} before the gap by {name} on {}: waiting on a stream or event dependency",
             fmt_ns(start - c.end),
-            thread_label(ctx.trace, pid, tid)
+            ctx.trace.thread_label(pid, tid)
         );
         return gap;
     }
@@ -500,7 +500,7 @@ fn evidence(
     s: &Score,
     launcher: Option<&str>,
 ) -> String {
-    let who = || thread_label(ctx.trace, pid, tid);
+    let who = || ctx.trace.thread_label(pid, tid);
     let dur = end - start;
     match s.cause {
         Cause::SyncWait => longest_call(ctx, pid, tid, &[Act::Sync], start, end),
@@ -514,14 +514,6 @@ fn evidence(
         Cause::Unknown => {
             format!("no OS runtime trace; {} of {} outside CUDA calls on {}", fmt_ns(s.unknown), fmt_ns(dur), who())
         }
-    }
-}
-
-/// `python3 (tid 814)`, or `tid 814` for an unnamed thread.
-pub fn thread_label(trace: &Trace, pid: u32, tid: u32) -> String {
-    match trace.thread_name(pid, tid) {
-        "" => format!("tid {tid}"),
-        n => format!("{n} (tid {tid})"),
     }
 }
 
@@ -547,7 +539,7 @@ fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, 
             }
         }
     }
-    let who = thread_label(trace, pid, tid);
+    let who = trace.thread_label(pid, tid);
     match best {
         Some((d, li, i)) => format!("{} {} on {who}", trace.strings.get(trace.lanes[li].ev.name[i]), fmt_ns(d)),
         None => format!("calls nested in longer ones on {who}"),
@@ -574,7 +566,7 @@ fn launch_evidence(
         fmt_ns(outside),
         if n == 1 { "" } else { "s" },
         fmt_ns(end - start),
-        thread_label(trace, pid, tid)
+        trace.thread_label(pid, tid)
     )
 }
 

@@ -24,19 +24,8 @@ fn where_label(trace: &Trace, lane: u32) -> String {
     let l = &trace.lanes[lane as usize];
     match (l.kind.device(), l.kind.tid()) {
         (Some(d), _) => format!("{} · {}", l.title(), trace.gpu_label(d)),
-        (_, Some(tid)) => format!("{} · {}", l.title(), thread_label(trace, l.pid, tid)),
+        (_, Some(tid)) => format!("{} · {}", l.title(), trace.thread_label(l.pid, tid)),
         _ => l.title(),
-    }
-}
-
-/// `python3 [814]`, or `thread 827 (pid 814)`.
-pub fn thread_label(trace: &Trace, pid: u32, tid: u32) -> String {
-    let t = trace.thread_name(pid, tid);
-    let p = trace.process_name(pid);
-    match (t.is_empty(), p.is_empty()) {
-        (false, _) => format!("{t} [{tid}]"),
-        (true, false) if tid == pid => format!("{p} [{tid}]"),
-        _ => format!("thread {tid} (pid {pid})"),
     }
 }
 
@@ -124,7 +113,7 @@ fn describe_links(trace: &Trace, kind: LaneKind, pid: u32, corr: u32, start: Ns,
             let j = api.idx as usize;
             let tid = al.kind.tid().unwrap_or(0);
             d.add("launched by", format!("{} ({})", clean(trace.strings.get(al.ev.name[j])), text::dur(al.ev.dur(j))));
-            d.add("thread", clean(&thread_label(trace, al.pid, tid)));
+            d.add("thread", clean(&trace.thread_label(al.pid, tid)));
             d.add("queued", format!("{} from call to start", text::dur(start - al.ev.start[j])));
             nvtx_at = Some((al.pid, tid, al.ev.start[j]));
         } else {

@@ -73,27 +73,11 @@ pub fn time(t: Ns, resolution: Ns) -> String {
     format!("{} s", secs(t, decimals_for(resolution)))
 }
 
-/// Format a byte count: `512 B`, `4.00 KiB`, `64.0 MiB`, `1.50 GiB`.
-pub fn bytes(b: u64) -> String {
-    const K: f64 = 1024.0;
-    let v = b as f64;
-    if b < 1024 {
-        format!("{b} B")
-    } else if v < K * K {
-        format!("{:.1} KiB", v / K)
-    } else if v < K * K * K {
-        format!("{:.1} MiB", v / (K * K))
-    } else {
-        format!("{:.2} GiB", v / (K * K * K))
-    }
-}
+pub use crate::units::fmt_bytes as bytes;
 
-/// Format a rate of `bytes` over `ns` in decimal GB/s.
+/// Format a rate of `bytes` over `ns` in decimal GB/s, `-` for no time.
 pub fn gbps(bytes: u64, ns: Ns) -> String {
-    if ns <= 0 {
-        return "-".to_string();
-    }
-    format!("{:.2} GB/s", bytes as f64 / ns as f64)
+    crate::units::gbps(bytes, ns).map_or_else(|| "-".to_string(), |g| format!("{g:.2} GB/s"))
 }
 
 /// Format a count with thousands separators: `27,059`.
@@ -145,7 +129,8 @@ mod tests {
     #[test]
     fn sizes_and_counts() {
         assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(64 << 20), "64.0 MiB");
+        // Decimal units, as the report and GB/s rates use.
+        assert_eq!(bytes(64 << 20), "67.1 MB");
         assert_eq!(count(27_059), "27,059");
         assert_eq!(count(999), "999");
         assert_eq!(gbps(1_000_000_000, 1_000_000_000), "1.00 GB/s");
