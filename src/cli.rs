@@ -144,15 +144,13 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Some(Command::Report { trace, format, analysis }) => {
-            let t = load(&trace)?;
-            let a = analysis::analyze(&t, &analysis.into());
             let f = match format {
                 ReportFormat::Text => report::Format::Text,
                 ReportFormat::Json => report::Format::Json,
                 ReportFormat::Csv => report::Format::Csv,
                 ReportFormat::Md => report::Format::Md,
             };
-            emit(|w| report::write(w, &t, &a, f))
+            print_report(&load(&trace)?, &analysis.into(), f)
         }
         Some(Command::Bench { trace, size, format }) => {
             let b = crate::bench::run(&trace, size)?;
@@ -166,6 +164,11 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
+fn print_report(trace: &Trace, options: &Options, format: report::Format) -> Result<()> {
+    let a = analysis::analyze(trace, options);
+    emit(|w| report::write(w, trace, &a, format))
+}
+
 fn view(trace: Option<&Path>, options: Options) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         // Not a terminal (piped, CI): print the report instead of drawing a screen.
@@ -173,17 +176,9 @@ fn view(trace: Option<&Path>, options: Options) -> Result<()> {
             Some(p) => load(p)?,
             None => reader::load_demo_with_progress(&reader::Progress::default())?,
         };
-        let a = analysis::analyze(&t, &options);
-        return emit(|w| report::write(w, &t, &a, report::Format::Text));
+        return print_report(&t, &options, report::Format::Text);
     }
-    if let Some(p) = trace {
-        // Say what is wrong with the file before the screen switches.
-        reader::check_file(p).with_context(|| p.display().to_string())?;
-    }
-    run_tui(trace, options)
-}
-
-fn run_tui(trace: Option<&Path>, options: Options) -> Result<()> {
+    // The viewer checks the file itself before the screen switches.
     let source = match trace {
         Some(p) => crate::tui::Source::Path(p.to_path_buf()),
         None => crate::tui::Source::Demo,

@@ -39,11 +39,6 @@ impl Strings {
         self.values.get(id as usize).map_or("", |s| s)
     }
 
-    /// Look a string up without adding it.
-    pub fn find(&self, s: &str) -> Option<StrId> {
-        self.lookup.get(s).copied()
-    }
-
     /// Number of distinct strings.
     pub fn len(&self) -> usize {
         self.values.len()
@@ -162,17 +157,6 @@ impl Events {
         self.corr.shrink_to_fit();
         self.aux.shrink_to_fit();
         self.flags.shrink_to_fit();
-    }
-
-    /// Index of the first event that ends after `t` in a lane whose ends are
-    /// non-decreasing; a lower bound otherwise.
-    pub fn first_ending_after(&self, t: Ns) -> usize {
-        self.end.partition_point(|&e| e <= t)
-    }
-
-    /// Index one past the last event that starts before `t`.
-    pub fn end_of_starting_before(&self, t: Ns) -> usize {
-        self.start.partition_point(|&s| s < t)
     }
 
     /// Heap bytes used by the columns.

@@ -83,11 +83,6 @@ impl DeviceActivity {
         self.busy.extent()
     }
 
-    /// Time with copies running and no kernel: the GPU is busy, but only moving data.
-    pub fn copy_only_in(&self, a: Ns, b: Ns) -> Ns {
-        self.busy.busy_in(a, b) - self.kernels.busy_in(a, b)
-    }
-
     /// Total time with copies running and no kernel.
     pub fn copy_only_ns(&self) -> Ns {
         self.busy.total() - self.kernels.total()

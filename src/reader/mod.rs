@@ -11,7 +11,6 @@ mod tables;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
@@ -193,11 +192,4 @@ fn order_lanes(trace: &mut Trace) {
         let (g, a, b, k, c, d) = rank(l.kind, l.pid);
         if g == 0 { (g, a, b, u32::from(k), c, d) } else { (g, a, b, c, u32::from(k), d) }
     });
-}
-
-/// Time spent by the caller-visible stages of [`load`], for `bench`.
-pub fn timed_load(path: &Path) -> Result<(Trace, f64)> {
-    let t = Instant::now();
-    let trace = load(path)?;
-    Ok((trace, t.elapsed().as_secs_f64() * 1e3))
 }

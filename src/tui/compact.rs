@@ -36,11 +36,6 @@ impl<W: Write> CompactWriter<W> {
         Self { inner, seq: Vec::new(), fg: None, bg: None, cursor: None }
     }
 
-    /// The wrapped writer.
-    pub fn get_ref(&self) -> &W {
-        &self.inner
-    }
-
     // Write plain text and advance the known cursor by its display width.
     fn text(&mut self, bytes: &[u8]) -> io::Result<()> {
         if bytes.is_empty() {
