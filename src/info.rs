@@ -32,18 +32,13 @@ struct Info<'a> {
     tables: &'a [crate::model::TableStat],
 }
 
-/// The group a lane is shown under: `GPU 0 NVIDIA H200` or `python3 (814) / pt_main (815)`.
+/// The group a lane is shown under: `GPU 0 NVIDIA H200` or `python3 (814) / pt_main (tid 815)`.
 pub fn lane_group(trace: &Trace, lane: &Lane) -> String {
     if let Some(d) = lane.kind.device() {
         return trace.gpu_label(d);
     }
     let tid = lane.kind.tid().unwrap_or(0);
-    let pname = trace.process_name(lane.pid);
-    let tname = match trace.thread_name(lane.pid, tid) {
-        "" => "thread",
-        n => n,
-    };
-    format!("{pname} ({}) / {tname} ({tid})", lane.pid)
+    format!("{} ({}) / {}", trace.process_name(lane.pid), lane.pid, trace.thread_label(lane.pid, tid))
 }
 
 fn lanes(trace: &Trace) -> Vec<LaneInfo> {

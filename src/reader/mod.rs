@@ -150,15 +150,15 @@ const OPEN_END: i64 = i64::MAX;
 
 fn extent(lanes: &[Lane]) -> (i64, i64) {
     let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);
-    let end = lanes
-        .iter()
-        .flat_map(|l| l.ev.end.iter().rev().filter(|&&e| e != OPEN_END).take(64).chain(l.ev.start.last()))
-        .max()
-        .copied()
-        .unwrap_or(start);
-    // Ends are not sorted in overlapping lanes: take the exact maximum there.
-    let exact = lanes.iter().filter(|l| !l.disjoint).flat_map(|l| l.ev.end.iter().filter(|&&e| e != OPEN_END)).max();
-    (start, exact.copied().unwrap_or(end).max(end))
+    // In a disjoint lane ends are sorted (an open range can only be the last event), so
+    // the latest closed end is found from the back; other lanes need a full scan.
+    let closed = |e: &&i64| **e != OPEN_END;
+    let latest = |l: &Lane| {
+        let end = if l.disjoint { l.ev.end.iter().rev().find(closed) } else { l.ev.end.iter().filter(closed).max() };
+        end.copied().max(l.ev.start.last().copied())
+    };
+    let end = lanes.iter().filter_map(latest).max().unwrap_or(start);
+    (start, end.max(start))
 }
 
 // NVTX ranges that were never closed run to the end of the trace, as nsys reports do.
