@@ -12,7 +12,7 @@ use ratatui::{Terminal, TerminalOptions, Viewport};
 use serde::Serialize;
 
 use crate::analysis::{self, Options};
-use crate::model::{Ns, Trace};
+use crate::model::Ns;
 use crate::tui::compact::CompactWriter;
 use crate::tui::{Action, App};
 
@@ -102,8 +102,9 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let frames = frames(&mut app, size)?;
     let peak_view = rss("VmHWM");
 
-    let sqlite_scan_ms = sqlite_scan(path, app.trace())?;
-    let sqlite3_cli_ms = sqlite3_cli(path, app.trace());
+    let queries = crate::reader::queries(path)?;
+    let sqlite_scan_ms = sqlite_scan(path, &queries)?;
+    let sqlite3_cli_ms = sqlite3_cli(path, &queries);
     Ok(Bench {
         trace: TraceFacts { path: path.display().to_string(), file_bytes, events },
         load: Load {
@@ -235,40 +236,13 @@ fn quantiles(v: &mut [f64]) -> (f64, f64, f64) {
     (at(0.5), at(0.95), v[v.len() - 1])
 }
 
-// The SELECTs the reader runs, column for column, for the tables this trace has.
-fn scan_sql(trace: &Trace) -> Vec<String> {
-    const COLS: &[(&str, &str)] = &[
-        ("StringIds", "id, value"),
-        (
-            "CUPTI_ACTIVITY_KIND_KERNEL",
-            "start, \"end\", deviceId, streamId, correlationId, globalPid, shortName, demangledName",
-        ),
-        (
-            "CUPTI_ACTIVITY_KIND_MEMCPY",
-            "start, \"end\", deviceId, streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind",
-        ),
-        ("CUPTI_ACTIVITY_KIND_MEMSET", "start, \"end\", deviceId, streamId, correlationId, globalPid, bytes, memKind"),
-        (
-            "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-            "start, \"end\", deviceId, streamId, correlationId, globalPid, syncType",
-        ),
-        ("CUPTI_ACTIVITY_KIND_RUNTIME", "start, \"end\", eventClass, globalTid, correlationId, nameId"),
-        ("NVTX_EVENTS", "start, \"end\", eventType, globalTid, text, textId, domainId"),
-        ("OSRT_API", "start, \"end\", globalTid, nameId"),
-    ];
-    COLS.iter()
-        .filter(|(t, _)| *t == "StringIds" || trace.meta.tables.iter().any(|s| s.name == *t))
-        .map(|(t, c)| format!("SELECT {c} FROM {t};"))
-        .collect()
-}
-
 // SQLite's own cost of producing the rows: every column of every row read, one thread.
-fn sqlite_scan(path: &Path, trace: &Trace) -> Result<f64> {
+fn sqlite_scan(path: &Path, queries: &[String]) -> Result<f64> {
     let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let t = Instant::now();
     let mut sink = 0i64;
-    for sql in scan_sql(trace) {
-        let mut stmt = conn.prepare(&sql)?;
+    for sql in queries {
+        let mut stmt = conn.prepare(sql)?;
         let n = stmt.column_count();
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
@@ -284,7 +258,7 @@ fn sqlite_scan(path: &Path, trace: &Trace) -> Result<f64> {
 }
 
 // The `sqlite3` shell printing the same columns to /dev/null; None when not installed.
-fn sqlite3_cli(path: &Path, trace: &Trace) -> Option<f64> {
+fn sqlite3_cli(path: &Path, queries: &[String]) -> Option<f64> {
     use std::process::{Command, Stdio};
     let mut child = Command::new("sqlite3")
         .arg("-readonly")
@@ -295,7 +269,8 @@ fn sqlite3_cli(path: &Path, trace: &Trace) -> Option<f64> {
         .spawn()
         .ok()?;
     let t = Instant::now();
-    child.stdin.take()?.write_all(scan_sql(trace).join("\n").as_bytes()).ok()?;
+    let script = queries.join(";\n") + ";\n";
+    child.stdin.take()?.write_all(script.as_bytes()).ok()?;
     child.wait().ok()?.success().then(|| ms(t))
 }
 

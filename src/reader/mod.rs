@@ -75,6 +75,15 @@ pub fn load_demo_with_progress(progress: &Progress) -> Result<Trace> {
     Ok(t)
 }
 
+/// The `SELECT`s the reader runs on the export at `path`, `StringIds` first: `bench`
+/// times SQLite producing exactly these rows.
+pub fn queries(path: &Path) -> Result<Vec<String>> {
+    open::check_file(path)?;
+    let schema = Schema::probe(&open::connect(path)?)?;
+    let tables = EVENT_TABLES.iter().filter_map(|t| tables::select(&schema, t));
+    Ok(schema.has("StringIds").then(|| tables::STRING_IDS.to_string()).into_iter().chain(tables).collect())
+}
+
 /// Load the export at `path`, updating `progress` as rows are read.
 pub fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
     let file_bytes = open::check_file(path)?;

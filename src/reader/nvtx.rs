@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::tables::{LaneMap, Sink, Src, int as int_of, open_end, scan as scan_rows, text as text_of};
+use super::tables::{LaneMap, Sink, Src, int as int_of, open_end, scan as scan_rows, select, text as text_of};
 use crate::model::{LaneKind, decode_global_tid};
 
 const T: &str = "NVTX_EVENTS";
@@ -28,17 +28,7 @@ enum Kind {
 
 /// Read `NVTX_EVENTS` into NVTX lanes.
 pub fn read_nvtx(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    let schema = src.schema;
-    if !schema.has(T) {
-        return Ok(());
-    }
-    let sql = format!(
-        "SELECT start, \"end\", eventType, {}, {}, {}, {} FROM {T}",
-        schema.col_or_null(T, "globalTid"),
-        schema.col_or_null(T, "text"),
-        schema.col_or_null(T, "textId"),
-        schema.col_or_null(T, "domainId"),
-    );
+    let Some(sql) = select(src.schema, T) else { return Ok(()) };
     let mut rows: Vec<(Kind, Row)> = Vec::new();
     let mut domains: HashMap<(u32, i64), String> = HashMap::new();
     let mut stats = Vec::new();

@@ -148,11 +148,14 @@ impl Names {
     }
 }
 
+/// The query for the name table.
+pub const STRING_IDS: &str = "SELECT id, value FROM StringIds";
+
 /// Read the whole `StringIds` table.
 pub fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
     let mut file: Vec<Option<Box<str>>> = Vec::new();
     if schema.has("StringIds") {
-        let mut stmt = conn.prepare("SELECT id, value FROM StringIds")?;
+        let mut stmt = conn.prepare(STRING_IDS)?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             let Ok(id) = usize::try_from(r.get::<_, i64>(0)?) else { continue };
@@ -243,15 +246,28 @@ pub fn scan(
     Ok(())
 }
 
-fn gpu_cols(schema: &Schema, table: &str, extra: &[&str]) -> String {
-    let mut cols = vec!["start".to_string(), "\"end\"".to_string()];
-    for c in ["deviceId", "streamId", "correlationId", "globalPid"].iter().chain(extra) {
-        cols.push(schema.col_or_null(table, c));
-    }
-    format!("SELECT {} FROM {table}", cols.join(", "))
+/// The `SELECT` the reader runs on event table `table` of this export (columns it
+/// lacks read as NULL), or None when the table is absent. `bench` times the same text.
+pub fn select(schema: &Schema, table: &str) -> Option<String> {
+    const GPU: [&str; 4] = ["deviceId", "streamId", "correlationId", "globalPid"];
+    let extra: &[&str] = match table {
+        "CUPTI_ACTIVITY_KIND_KERNEL" => &["shortName", "demangledName"],
+        "CUPTI_ACTIVITY_KIND_MEMCPY" => &["bytes", "copyKind", "srcKind", "dstKind"],
+        "CUPTI_ACTIVITY_KIND_MEMSET" => &["bytes", "memKind"],
+        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" => &["graphId"],
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" => &["syncType"],
+        "CUPTI_ACTIVITY_KIND_RUNTIME" => &["eventClass", "globalTid", "correlationId", "nameId"],
+        "NVTX_EVENTS" => &["eventType", "globalTid", "text", "textId", "domainId"],
+        "OSRT_API" => &["globalTid", "nameId"],
+        _ => return None,
+    };
+    let gpu: &[&str] =
+        if table.starts_with("CUPTI_ACTIVITY_KIND_") && table != "CUPTI_ACTIVITY_KIND_RUNTIME" { &GPU } else { &[] };
+    let cols: Vec<String> = gpu.iter().chain(extra).map(|c| schema.col_or_null(table, c)).collect();
+    schema.has(table).then(|| format!("SELECT start, \"end\", {} FROM {table}", cols.join(", ")))
 }
 
-// Columns 0..6 of `gpu_cols`: start, end, device, stream, corr, pid. None for records
+// Columns 0..6 of a GPU table's `select`: start, end, device, stream, corr, pid. None for records
 // without timestamps (CUPTI writes 0/0 when it could not collect them).
 /// start, end, device, stream, correlation id, pid of one GPU record.
 type GpuRow = (i64, i64, u32, u32, u32, u32);
@@ -318,10 +334,7 @@ pub fn read_all_but_runtime(src: Src<'_>) -> Result<Vec<Partial>> {
 // The kernel table can hold millions of rows: stream them into lanes, keep nothing else.
 fn read_kernels(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     const T: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
-    if !src.schema.has(T) {
-        return Ok(());
-    }
-    let sql = gpu_cols(src.schema, T, &["shortName", "demangledName"]);
+    let Some(sql) = select(src.schema, T) else { return Ok(()) };
     let lanes = &mut sink.lanes;
     scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
         let Some((s, e, device, stream, corr, pid)) = gpu_row(r)? else { return Ok(()) };
@@ -334,17 +347,16 @@ fn read_kernels(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     })
 }
 
-// Rows of a (small) GPU activity table: the common columns, then `extra` decoded by `f`.
+// Rows of a (small) GPU activity table: the common columns, then the table's own
+// columns decoded by `f`.
 fn gpu_rows<X>(
     src: Src<'_>,
     sink: &mut Sink,
     table: &str,
-    extra: &[&str],
     mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<X>,
 ) -> Result<Vec<(GpuRow, X)>> {
     let mut rows = Vec::new();
-    if src.schema.has(table) {
-        let sql = gpu_cols(src.schema, table, extra);
+    if let Some(sql) = select(src.schema, table) {
         scan(src.conn, table, &sql, src.progress, &mut sink.out.stats, |r| {
             if let Some(g) = gpu_row(r)? {
                 rows.push((g, f(r)?));
@@ -385,8 +397,7 @@ fn memcpy_label(copy_kind: u8, src: u8, dst: u8) -> String {
 }
 
 fn read_memcpy(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    let extra = ["bytes", "copyKind", "srcKind", "dstKind"];
-    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_MEMCPY", &extra, |r| {
+    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_MEMCPY", |r| {
         let kinds = (col(r, 7, 0)? as u8, col(r, 8, 7)? as u8, col(r, 9, 7)? as u8);
         Ok((col(r, 6, 0)?.max(0) as u64, MemFlags::pack(kinds.0, kinds.1, kinds.2)))
     })?;
@@ -403,9 +414,8 @@ fn read_memcpy(src: Src<'_>, sink: &mut Sink) -> Result<()> {
 }
 
 fn read_memset(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_MEMSET", &["bytes", "memKind"], |r| {
-        Ok((col(r, 6, 0)?.max(0) as u64, col(r, 7, 7)? as u8))
-    })?;
+    let rows =
+        gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_MEMSET", |r| Ok((col(r, 6, 0)?.max(0) as u64, col(r, 7, 7)? as u8)))?;
     for ((s, e, device, stream, corr, pid), (bytes, kind)) in rows {
         let name = sink.local(&format!("Memset ({})", MemKind::from_raw(kind).label()));
         let key = (LaneKind::Memory { device, stream, class: MemClass::Memset }, pid);
@@ -415,7 +425,7 @@ fn read_memset(src: Src<'_>, sink: &mut Sink) -> Result<()> {
 }
 
 fn read_graphs(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", &["graphId"], |r| col(r, 6, 0))?;
+    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", |r| col(r, 6, 0))?;
     for ((s, e, device, stream, corr, pid), graph) in rows {
         let name = sink.local(&format!("CUDA graph {graph}"));
         sink.lanes.get((LaneKind::Graphs { device, stream }, pid)).push(s, e, name, Some(corr), None, None);
@@ -434,7 +444,7 @@ fn sync_label(t: i64) -> &'static str {
 }
 
 fn read_sync(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", &["syncType"], |r| col(r, 6, 0))?;
+    let rows = gpu_rows(src, sink, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", |r| col(r, 6, 0))?;
     let mut by_pid: HashMap<u32, Events> = HashMap::new();
     for ((s, e, device, stream, corr, pid), ty) in rows {
         let name = sink.local(sync_label(ty));
@@ -452,11 +462,7 @@ fn read_sync(src: Src<'_>, sink: &mut Sink) -> Result<()> {
 pub fn read_runtime(src: Src<'_>) -> Result<Partial> {
     const T: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
     let mut sink = Sink::default();
-    if !src.schema.has(T) {
-        return Ok(sink.finish());
-    }
-    let cols = ["eventClass", "globalTid", "correlationId", "nameId"].map(|c| src.schema.col_or_null(T, c));
-    let sql = format!("SELECT start, \"end\", {} FROM {T}", cols.join(", "));
+    let Some(sql) = select(src.schema, T) else { return Ok(sink.finish()) };
     let lanes = &mut sink.lanes;
     scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
         let class = col(r, 2, 0)?;
@@ -477,11 +483,7 @@ pub fn read_runtime(src: Src<'_>) -> Result<Partial> {
 
 fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     const T: &str = "OSRT_API";
-    if !src.schema.has(T) {
-        return Ok(());
-    }
-    let cols = ["globalTid", "nameId"].map(|c| src.schema.col_or_null(T, c));
-    let sql = format!("SELECT start, \"end\", {} FROM {T}", cols.join(", "));
+    let Some(sql) = select(src.schema, T) else { return Ok(()) };
     let lanes = &mut sink.lanes;
     scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
         let s = col(r, 0, 0)?;
