@@ -415,6 +415,11 @@ pub enum LaneKind {
         /// Thread id.
         tid: u32,
     },
+    /// Profiler overhead (`PROFILER_OVERHEAD`: buffer flushes, injection) on one thread.
+    Overhead {
+        /// Thread id.
+        tid: u32,
+    },
 }
 
 impl LaneKind {
@@ -440,7 +445,8 @@ impl LaneKind {
             | LaneKind::NvtxStartEnd { tid, .. }
             | LaneKind::NvtxMarks { tid }
             | LaneKind::CudaApi { tid }
-            | LaneKind::Osrt { tid } => Some(tid),
+            | LaneKind::Osrt { tid }
+            | LaneKind::Overhead { tid } => Some(tid),
             _ => None,
         }
     }
@@ -478,6 +484,7 @@ impl Lane {
             LaneKind::NvtxMarks { .. } => "NVTX marks".to_string(),
             LaneKind::CudaApi { .. } => "CUDA API".to_string(),
             LaneKind::Osrt { .. } => "OS runtime".to_string(),
+            LaneKind::Overhead { .. } => "profiler".to_string(),
         }
     }
 }

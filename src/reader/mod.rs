@@ -157,7 +157,10 @@ fn assemble(
 
 const OPEN_END: i64 = i64::MAX;
 
+// Profiler overhead stays out of the extent: nsys initializes before the application
+// starts and flushes after it ends.
 fn extent(lanes: &[Lane]) -> (i64, i64) {
+    let lanes: Vec<&Lane> = lanes.iter().filter(|l| !matches!(l.kind, LaneKind::Overhead { .. })).collect();
     let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);
     // In a disjoint lane ends are sorted (an open range can only be the last event), so
     // the latest closed end is found from the back; other lanes need a full scan.
@@ -166,7 +169,7 @@ fn extent(lanes: &[Lane]) -> (i64, i64) {
         let end = if l.disjoint { l.ev.end.iter().rev().find(closed) } else { l.ev.end.iter().filter(closed).max() };
         end.copied().max(l.ev.start.last().copied())
     };
-    let end = lanes.iter().filter_map(latest).max().unwrap_or(start);
+    let end = lanes.iter().copied().filter_map(latest).max().unwrap_or(start);
     (start, end.max(start))
 }
 
@@ -194,6 +197,7 @@ fn order_lanes(trace: &mut Trace) {
             LaneKind::NvtxMarks { tid } => (1, pid, u32::from(tid != pid), 2, tid, 0),
             LaneKind::CudaApi { tid } => (1, pid, u32::from(tid != pid), 3, tid, 0),
             LaneKind::Osrt { tid } => (1, pid, u32::from(tid != pid), 4, tid, 0),
+            LaneKind::Overhead { tid } => (1, pid, u32::from(tid != pid), 5, tid, 0),
         }
     }
     // Keep a thread's lanes together: sort by (pid, main-first, tid) before the kind.

@@ -21,6 +21,7 @@ pub const EVENT_TABLES: &[&str] = &[
     "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
     "NVTX_EVENTS",
     "OSRT_API",
+    "PROFILER_OVERHEAD",
 ];
 
 impl Schema {

@@ -258,7 +258,7 @@ pub fn select(schema: &Schema, table: &str) -> Option<String> {
         "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" => &["syncType"],
         "CUPTI_ACTIVITY_KIND_RUNTIME" => &["eventClass", "globalTid", "correlationId", "nameId"],
         "NVTX_EVENTS" => &["eventType", "globalTid", "text", "textId", "domainId"],
-        "OSRT_API" => &["globalTid", "nameId"],
+        "OSRT_API" | "PROFILER_OVERHEAD" => &["globalTid", "nameId"],
         _ => return None,
     };
     let gpu: &[&str] =
@@ -327,6 +327,7 @@ pub fn read_all_but_runtime(src: Src<'_>) -> Result<Vec<Partial>> {
     read_graphs(src, &mut sink)?;
     read_sync(src, &mut sink)?;
     read_osrt(src, &mut sink)?;
+    read_overhead(src, &mut sink)?;
     super::nvtx::read_nvtx(src, &mut sink)?;
     Ok(vec![sink.finish()])
 }
@@ -490,6 +491,20 @@ fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
         let e = col(r, 1, s)?;
         let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
         lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, None);
+        Ok(())
+    })
+}
+
+// Profiler overhead rows, one lane per thread (names are StringIds like OS runtime calls).
+fn read_overhead(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+    const T: &str = "PROFILER_OVERHEAD";
+    let Some(sql) = select(src.schema, T) else { return Ok(()) };
+    let lanes = &mut sink.lanes;
+    scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
+        let s = col(r, 0, 0)?;
+        let e = col(r, 1, s)?;
+        let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
+        lanes.get((LaneKind::Overhead { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, None);
         Ok(())
     })
 }

@@ -68,7 +68,9 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
         }
     }
     for ((pid, rank, tid), lanes) in &mut threads {
-        let active = lanes.iter().any(|&l| !matches!(trace.lanes[l as usize].kind, LaneKind::Osrt { .. }));
+        let active = lanes
+            .iter()
+            .any(|&l| !matches!(trace.lanes[l as usize].kind, LaneKind::Osrt { .. } | LaneKind::Overhead { .. }));
         *rank = if *tid == *pid {
             0
         } else if active {

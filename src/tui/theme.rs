@@ -39,6 +39,8 @@ pub enum Class {
     Api,
     /// An OS runtime call.
     Osrt,
+    /// Profiler overhead (nsys's own stalls).
+    Overhead,
 }
 
 /// Classify event `i` of `lane`.
@@ -61,6 +63,7 @@ pub fn classify(lane: &Lane, i: usize) -> Class {
             ApiKind::Other => Class::Api,
         },
         LaneKind::Osrt { .. } => Class::Osrt,
+        LaneKind::Overhead { .. } => Class::Overhead,
     }
 }
 
@@ -178,6 +181,7 @@ impl Theme {
             Class::CopyCall => self.fg(111, Color::LightBlue),
             Class::Api => self.fg(250, Color::White),
             Class::Osrt => self.fg(244, Color::DarkGray),
+            Class::Overhead => self.fg(96, Color::Magenta),
         }
     }
 
