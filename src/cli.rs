@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::analysis::{self, Options};
@@ -46,6 +46,9 @@ enum Command {
         format: ReportFormat,
         #[command(flatten)]
         analysis: AnalysisArgs,
+        /// List every gap (JSON `gaps.all`, every row in text, Markdown and CSV).
+        #[arg(long)]
+        all_gaps: bool,
     },
     /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
     Info {
@@ -69,7 +72,7 @@ enum Command {
 }
 
 /// Options shared by every command that analyzes.
-#[derive(Debug, Args, Clone, Copy)]
+#[derive(Debug, Args, Clone)]
 struct AnalysisArgs {
     /// Shortest GPU idle stretch counted as a gap (e.g. 50us, 2ms, 1.5s).
     #[arg(long, value_parser = parse_duration, default_value = "100us")]
@@ -77,11 +80,15 @@ struct AnalysisArgs {
     /// Keep NVTX range names exact (no `step 7` -> `step N` grouping).
     #[arg(long)]
     exact_names: bool,
+    /// NVTX range that is one training or inference step (e.g. "step N"); chosen from
+    /// the trace when not given.
+    #[arg(long, value_name = "NAME")]
+    step_phase: Option<String>,
 }
 
 impl From<AnalysisArgs> for Options {
     fn from(a: AnalysisArgs) -> Self {
-        Options { min_gap_ns: a.min_gap, exact_names: a.exact_names }
+        Options { min_gap_ns: a.min_gap, exact_names: a.exact_names, step_phase: a.step_phase }
     }
 }
 
@@ -143,14 +150,14 @@ pub fn run(cli: Cli) -> Result<()> {
                 InfoFormat::Json => info::write_json(w, &t),
             })
         }
-        Some(Command::Report { trace, format, analysis }) => {
+        Some(Command::Report { trace, format, analysis, all_gaps }) => {
             let f = match format {
                 ReportFormat::Text => report::Format::Text,
                 ReportFormat::Json => report::Format::Json,
                 ReportFormat::Csv => report::Format::Csv,
                 ReportFormat::Md => report::Format::Md,
             };
-            print_report(&load(&trace)?, &analysis.into(), f)
+            print_report(&load(&trace)?, &analysis.into(), f, all_gaps)
         }
         Some(Command::Bench { trace, size, format }) => {
             let b = crate::bench::run(&trace, size)?;
@@ -164,9 +171,12 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn print_report(trace: &Trace, options: &Options, format: report::Format) -> Result<()> {
+fn print_report(trace: &Trace, options: &Options, format: report::Format, all_gaps: bool) -> Result<()> {
     let a = analysis::analyze(trace, options);
-    emit(|w| report::write(w, trace, &a, format))
+    if let (Some(want), None) = (&options.step_phase, &a.step_phase) {
+        bail!("{}: no NVTX range named `{want}` (see the phases in `lanescope report`)", trace.meta.path);
+    }
+    emit(|w| report::write_with(w, trace, &a, format, all_gaps))
 }
 
 fn view(trace: Option<&Path>, options: Options) -> Result<()> {
@@ -176,7 +186,7 @@ fn view(trace: Option<&Path>, options: Options) -> Result<()> {
             Some(p) => load(p)?,
             None => reader::load_demo_with_progress(&reader::Progress::default())?,
         };
-        return print_report(&t, &options, report::Format::Text);
+        return print_report(&t, &options, report::Format::Text, false);
     }
     // The viewer checks the file itself before the screen switches.
     let source = match trace {

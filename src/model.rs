@@ -296,7 +296,11 @@ impl MemFlags {
     }
 
     /// The host-side memory kind of a copy (pageable/pinned/managed), else the device side.
+    /// Unified-memory copies (copy kinds 11-13) are `managed` whatever the sides say.
     pub fn host_kind(self) -> MemKind {
+        if (11..=13).contains(&self.copy_kind) {
+            return MemKind::Managed;
+        }
         match MemClass::from_copy_kind(self.copy_kind) {
             MemClass::D2H => self.dst,
             _ => self.src,

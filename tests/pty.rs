@@ -102,7 +102,17 @@ impl Drop for Session {
     }
 }
 
-const CAUSES: [&str; 6] = ["sync-wait", "pageable-copy", "host-wait", "host-busy", "launch-bound", "unknown"];
+const CAUSES: [&str; 9] = [
+    "sync-wait",
+    "sync-drain",
+    "pageable-copy",
+    "host-wait",
+    "host-busy",
+    "launch-bound",
+    "queued",
+    "profiler",
+    "unknown",
+];
 
 fn journey(cols: u16, rows: u16) {
     let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], cols, rows);

@@ -40,7 +40,7 @@ fn graph_executions_are_lanes_and_busy_time() {
     let lane_rows: usize =
         t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Graphs { .. })).map(|l| l.ev.len()).sum();
     assert_eq!(lane_rows, graphs.len());
-    let a = analysis::analyze(&t, &Options { min_gap_ns: 1_000, exact_names: false });
+    let a = analysis::analyze(&t, &Options { min_gap_ns: 1_000, ..Options::default() });
     let kernels: i64 = c.query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0)).unwrap();
     assert_eq!((a.totals.kernels, a.totals.graphs), (kernels as u64, graphs.len() as u64));
     for &(s, e, dev) in &graphs {
@@ -72,7 +72,7 @@ fn two_gpus_get_their_own_lanes_busy_time_and_gaps() {
     assert_eq!(p2p_lanes, p2p.len());
 
     let min_gap = 100_000;
-    let a = analysis::analyze(&t, &Options { min_gap_ns: min_gap, exact_names: false });
+    let a = analysis::analyze(&t, &Options { min_gap_ns: min_gap, ..Options::default() });
     for d in devices {
         let ops = rows(
             &c,

@@ -40,7 +40,19 @@ fn json_has_every_documented_key() {
     let top = ["trace", "totals", "devices", "transfers", "overlap", "phases", "gaps", "findings"];
     assert_eq!(keys(&v), set(&top));
     let trace = &v["trace"];
-    assert_eq!(keys(trace), set(&["path", "nsys_version", "schema_version", "duration_ns", "start_ns", "gpus"]));
+    let trace_keys = [
+        "path",
+        "nsys_version",
+        "schema_version",
+        "duration_ns",
+        "start_ns",
+        "gpus",
+        "step_phase",
+        "steady_start_ns",
+        "steady_end_ns",
+    ];
+    assert_eq!(keys(trace), set(&trace_keys));
+    assert_eq!(trace["step_phase"], "step N");
     assert_eq!(keys(&trace["gpus"][0]), set(&["device", "name"]));
     assert_eq!(trace["gpus"][0]["name"], "NVIDIA H200");
     let totals = ["kernels", "graphs", "memcpy", "memset", "api_calls", "nvtx_ranges", "osrt_calls"];
@@ -76,16 +88,39 @@ fn json_has_every_documented_key() {
         assert_eq!(keys(&p["launched"]), set(&["count", "gpu_ns", "span_ns"]));
     }
     let gaps = &v["gaps"];
-    assert_eq!(keys(gaps), set(&["min_gap_ns", "count", "total_ns", "by_cause", "top"]));
-    let causes = ["sync-wait", "pageable-copy", "host-wait", "host-busy", "launch-bound", "unknown"];
+    assert_eq!(keys(gaps), set(&["min_gap_ns", "count", "total_ns", "by_cause", "steady", "top"]));
+    let causes = [
+        "sync-wait",
+        "sync-drain",
+        "pageable-copy",
+        "host-wait",
+        "host-busy",
+        "launch-bound",
+        "queued",
+        "profiler",
+        "unknown",
+    ];
     assert_eq!(keys(&gaps["by_cause"]), set(&causes));
+    assert_eq!(keys(&gaps["steady"]), set(&["count", "total_ns", "by_cause"]));
     for c in causes {
         assert_eq!(keys(&gaps["by_cause"][c]), set(&["count", "total_ns"]));
+        assert_eq!(keys(&gaps["steady"]["by_cause"][c]), set(&["count", "total_ns"]));
     }
     let top = gaps["top"].as_array().unwrap();
     assert_eq!(top.len(), 20.min(a.gaps.len()));
+    let gap_keys = ["device", "start_ns", "end_ns", "dur_ns", "cause", "evidence", "phase", "window"];
     for g in top {
-        assert_eq!(keys(g), set(&["device", "start_ns", "end_ns", "dur_ns", "cause", "evidence", "phase"]));
+        assert_eq!(keys(g), set(&gap_keys));
+    }
+    // --all-gaps: every gap, in start order, with the same keys.
+    let mut out = Vec::new();
+    lanescope::report::write_with(&mut out, &t, &a, Format::Json, true).unwrap();
+    let all: Value = serde_json::from_slice(&out).unwrap();
+    let all = all["gaps"]["all"].as_array().unwrap();
+    assert_eq!(all.len(), a.gaps.len());
+    assert!(all.windows(2).all(|w| w[0]["start_ns"].as_i64() <= w[1]["start_ns"].as_i64()));
+    for g in all {
+        assert_eq!(keys(g), set(&gap_keys));
     }
     let f = &v["findings"][0];
     assert_eq!(keys(f), set(&["rule", "severity", "message", "evidence", "fix"]));

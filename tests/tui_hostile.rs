@@ -21,7 +21,7 @@ fn hostile_names_are_drawn_defanged() {
     let d = TempDir::new().unwrap();
     let p = common::hostile_export(d.path());
     let trace = lanescope::reader::load(&p).unwrap();
-    let a = analysis::analyze(&trace, &Options { min_gap_ns: 1_000, exact_names: false });
+    let a = analysis::analyze(&trace, &Options { min_gap_ns: 1_000, ..Options::default() });
     let mut app = App::new(trace, a, (120, 40));
     let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
     let mut shown_name = false;

@@ -1,33 +1,35 @@
 //! Findings: nsys analyze's rules with lanescope's thresholds, and our own.
 //!
-//! Shares below are of the *GPU span*: the sum over GPUs of first-operation-start to
-//! last-operation-end. No rule fires on a trace without GPU operations.
+//! Idle shares are of the *steady span*: the sum over GPUs of the part of the steady
+//! window (docs/causes.md) between the GPU's first and last operation. Gaps of cause
+//! `profiler` (nsys's own overhead) count in no finding. Host-call shares are of the
+//! *GPU span* (first to last operation, summed over GPUs), or of the trace's duration
+//! when it has no GPU records.
 //!
 //! | rule | fires when | severity |
 //! |---|---|---|
+//! | `gpu_records_missing` | CUDA launch calls were traced but no kernel or graph records | warning |
 //! | `cuda_memcpy_async` | a copy with a pageable side was issued by an async memcpy API | critical if those calls took >= 10% of the span, warning >= 1%, else info |
-//! | `cuda_memcpy_sync` | a synchronous memcpy API issued a copy (H2D <= 64 KB left out, as nsys does) | same as above |
-//! | `cuda_api_sync` | `cudaDeviceSynchronize*` / `cudaStreamSynchronize*` were called (as nsys) | by the GPU idle time they caused (sync-wait gaps): critical >= 25% of the span, warning >= 5%, else info (a sync while the GPU is busy costs little) |
-//! | `gpu_gaps` | a gap >= min-gap (ours: 100 us by default; nsys: 500 ms) | critical if gaps are >= 50% of the span, warning >= 20%, else info |
+//! | `cuda_memcpy_sync` | a synchronous memcpy API issued a copy (H2D <= 64 KB left out, as nsys does; without GPU records, every synchronous memcpy call) | same as above |
+//! | `cuda_api_sync` | `cudaDeviceSynchronize*` / `cudaStreamSynchronize*` were called (as nsys) | by the steady idle of sync-drain and sync-wait gaps: critical >= 25% of the steady span, warning >= 5%, else info; info when at most one gap is due to a sync (a single sync before reading results is no per-step sync) |
+//! | `gpu_gaps` | a steady gap >= min-gap (ours: 100 us by default; nsys: 500 ms) | critical if steady gaps are >= 50% of the steady span, warning >= 20%, else info; startup idle is told apart |
 //! | `gpu_time_util` | a GPU's span, cut into 30 chunks, has chunks under 50% busy; consecutive low chunks merge into one region | warning if half the chunks or more are low, else info |
-//! | `starvation` | an instance of the step phase holds >= min-gap of gaps | critical if >= 50% of the steps starved, warning >= 20%, else info |
-//! | `pageable_bandwidth` | the trace moved >= 1 MB of pageable H2D | warning when pinned H2D (>= 1 MB) in the same trace is >= 2x faster, else info |
+//! | `starvation` | a steady instance of the step phase (all but the first) holds >= min-gap of gaps | critical if >= 50% of those steps starved, warning >= 20%, else info; no step phase, no finding |
+//! | `pageable_bandwidth` | one per direction (H2D, D2H) that moved >= 1 MB pageable | warning when pinned copies of the same size class run >= 2x faster, or pageable copies of that direction took >= 10% of the GPU span (critical >= 30%), else info |
 //!
 //! `gpu_time_util` uses the busy union (at most 100% per chunk), where nsys sums
 //! operation time across streams (so its chunks can exceed 100%).
-//!
-//! The *step phase* is the outermost NVTX phase (grouped names, depth 0) with at least
-//! 3 instances, preferring names with `step`, `iter` or `batch`, then the most
-//! instances, then the largest wall time.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use super::gaps::Explainer;
 use super::index::Index;
-use super::phases::{Instance, PhaseCtx, instances};
-use super::transfers::{CallSet, CopyFacts};
-use super::{Cause, DeviceActivity, Finding, Gap, Options, Severity, Transfer};
-use crate::model::{MemClass, MemKind, Ns, Trace};
+use super::phases::PhaseCtx;
+use super::steps::Steps;
+use super::transfers::{CallSet, CopyFacts, size_class_label};
+use super::{Cause, DeviceActivity, Finding, Gap, Options, Severity, Transfer, Window};
+use crate::model::{ApiKind, LaneKind, MemClass, MemKind, Ns, Trace};
 use crate::units::{fmt_bytes, fmt_ns, gbps};
 
 /// Chunks of `gpu_time_util`.
@@ -53,6 +55,8 @@ pub struct Inputs<'a> {
     pub copies: &'a CopyFacts,
     /// Phase helpers (starved instances).
     pub phases: &'a PhaseCtx<'a>,
+    /// The step phase and the windows.
+    pub steps: &'a Steps,
     /// Options.
     pub options: &'a Options,
 }
@@ -61,23 +65,67 @@ pub struct Inputs<'a> {
 /// one that found the gaps.
 pub fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Finding> {
     let span: Ns = x.devices.iter().filter_map(DeviceActivity::extent).map(|(a, b)| b - a).sum();
-    if span <= 0 {
-        return Vec::new();
+    let host_span = if span > 0 { span } else { x.trace.duration() };
+    let mut out: Vec<Option<Finding>> = vec![gpu_records_missing(x)];
+    if host_span > 0 {
+        out.extend([memcpy_async(x, host_span), memcpy_sync(x, host_span), api_sync(x)]);
     }
-    let mut out: Vec<Finding> = [
-        memcpy_async(x, span),
-        memcpy_sync(x, span),
-        api_sync(x, span),
-        gpu_gaps(x, span),
-        time_util(x),
-        starvation(x, explainer),
-        pageable_bandwidth(x),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    if span > 0 {
+        out.extend([
+            gpu_gaps(x),
+            time_util(x),
+            starvation(x, explainer),
+            pageable_bandwidth(x, MemClass::H2D, span),
+            pageable_bandwidth(x, MemClass::D2H, span),
+        ]);
+    }
+    let mut out: Vec<Finding> = out.into_iter().flatten().collect();
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
+}
+
+// The steady window's length on each GPU between its first and last operation, summed.
+fn steady_span(x: &Inputs<'_>) -> Ns {
+    let w = x.steps.windows;
+    x.devices.iter().filter_map(DeviceActivity::extent).map(|(a, b)| w.steady_part(a, b)).sum()
+}
+
+// Gaps that findings count: all but profiler overhead.
+fn counted<'g>(x: &'g Inputs<'_>) -> impl Iterator<Item = &'g Gap> + Clone {
+    x.gaps.iter().filter(|g| g.cause != Cause::Profiler)
+}
+
+fn gpu_records_missing(x: &Inputs<'_>) -> Option<Finding> {
+    let has_kernels =
+        x.trace.lanes.iter().any(|l| matches!(l.kind, LaneKind::Kernels { .. } | LaneKind::Graphs { .. }));
+    if has_kernels {
+        return None;
+    }
+    let mut by_name: HashMap<&str, u64> = HashMap::new();
+    for l in x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::CudaApi { .. })) {
+        for i in (0..l.ev.len()).filter(|&i| ApiKind::from_flags(l.ev.flags(i)) == ApiKind::Launch) {
+            *by_name.entry(x.trace.strings.get(l.ev.name[i])).or_default() += 1;
+        }
+    }
+    let n: u64 = by_name.values().sum();
+    if n == 0 {
+        return None;
+    }
+    let mut names: Vec<(&str, u64)> = by_name.into_iter().collect();
+    names.sort_by_key(|&(name, c)| (std::cmp::Reverse(c), name));
+    let list = names.iter().take(3).map(|(name, c)| format!("{name} x{c}")).collect::<Vec<_>>().join(", ");
+    Some(Finding {
+        rule: "gpu_records_missing",
+        severity: Severity::Warning,
+        message: format!(
+            "{n} kernel launches were traced ({list}) but the export holds no kernel records: \
+             GPU activity was not recorded, so GPU busy and idle time cannot be measured"
+        ),
+        evidence: vec![ev("launch_calls", &n), ev("top_launch_calls", &list)],
+        fix: "Capture with CUDA tracing on (nsys profile --trace=cuda,...) using an nsys version that supports \
+              this GPU driver; check `nsys status -e` and the capture's diagnostics for CUPTI errors."
+            .to_string(),
+    })
 }
 
 fn by_share(share: f64, critical: f64, warning: f64) -> Severity {
@@ -122,6 +170,20 @@ pub fn cause_fix(cause: Cause) -> &'static str {
             "Kernels are shorter than their launch overhead: capture the step in a CUDA graph \
              (torch.cuda.graphs / torch.compile mode=\"reduce-overhead\"), fuse small kernels, or raise the batch size."
         }
+        Cause::SyncDrain => {
+            "A host sync emptied the GPU's queue and the host then did CPU work before launching more: drop \
+             per-step .item()/.cpu()/torch.cuda.synchronize() or move them after the next step's launches, copy \
+             results with non_blocking=True into pinned memory, and log every N steps."
+        }
+        Cause::Queued => {
+            "The work was already queued: look at what it waited for (lazy module loading: warm up or set \
+             CUDA_MODULE_LOADING=EAGER; a stream wait or host function: reorder or remove it; another GPU: balance \
+             the work)."
+        }
+        Cause::Profiler => {
+            "Profiler overhead, not the application: nsys flushed its buffers. Capture fewer events (narrower \
+             --trace, --capture-range) or raise buffer sizes; this time is not counted in findings."
+        }
         Cause::Unknown => {
             "Trace the CPU side to explain the idle time: nsys profile --trace=cuda,nvtx,osrt --sample=cpu, and \
              check cross-stream dependencies (cudaStreamWaitEvent)."
@@ -153,8 +215,22 @@ fn memcpy_async(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     })
 }
 
+// Synchronous memcpy calls from the API alone (an export without GPU copy records).
+fn sync_copy_calls(trace: &Trace) -> CallSet {
+    let mut s = CallSet::default();
+    for l in &trace.lanes {
+        let LaneKind::CudaApi { tid } = l.kind else { continue };
+        for i in (0..l.ev.len()).filter(|&i| ApiKind::from_flags(l.ev.flags(i)) == ApiKind::MemcpySync) {
+            s.add(0, 0, l.ev.dur(i), trace.strings.get(l.ev.name[i]), l.pid, tid);
+        }
+    }
+    s
+}
+
 fn memcpy_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
-    let s = &x.copies.sync;
+    let no_copies = !x.trace.lanes.iter().any(|l| matches!(l.kind, LaneKind::Memory { .. }));
+    let from_api = no_copies.then(|| sync_copy_calls(x.trace));
+    let s = from_api.as_ref().unwrap_or(&x.copies.sync);
     (s.count > 0).then(|| Finding {
         rule: "cuda_memcpy_sync",
         severity: by_share(s.api_ns as f64 / span as f64, 0.10, 0.01),
@@ -171,7 +247,7 @@ fn memcpy_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     })
 }
 
-fn api_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
+fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
     let mut n = 0u64;
     let mut total: Ns = 0;
     let mut longest: Option<(Ns, &str, u32, u32)> = None;
@@ -193,21 +269,31 @@ fn api_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
         }
     }
     let (d, name, pid, tid) = longest?;
-    let idle: Ns = x.gaps.iter().filter(|g| g.cause == Cause::SyncWait).map(Gap::dur).sum();
+    let w = x.steps.windows;
+    let sync_gaps = counted(x).filter(|g| matches!(g.cause, Cause::SyncDrain | Cause::SyncWait));
+    let gaps = sync_gaps.clone().count();
+    let idle: Ns = sync_gaps.map(|g| w.steady_part(g.start, g.end)).sum();
+    let steady = steady_span(x);
+    // One sync before reading results is necessary, not per-step synchronization.
+    let severity =
+        if gaps <= 1 || steady <= 0 { Severity::Info } else { by_share(idle as f64 / steady as f64, 0.25, 0.05) };
     Some(Finding {
         rule: "cuda_api_sync",
-        severity: by_share(idle as f64 / span as f64, 0.25, 0.05),
+        severity,
         message: format!(
-            "{n} cudaDeviceSynchronize/cudaStreamSynchronize calls blocked the host for {}",
-            fmt_ns(total)
+            "{n} cudaDeviceSynchronize/cudaStreamSynchronize calls blocked the host for {}; \
+             {gaps} gaps began at a host sync, {} of steady-state GPU idle",
+            fmt_ns(total),
+            fmt_ns(idle)
         ),
         evidence: vec![
             ev("calls", &n),
             ev("total_ns", &total),
-            ev("sync_wait_idle_ns", &idle),
+            ev("sync_gaps", &gaps),
+            ev("sync_idle_ns", &idle),
             ev("longest_call", &format!("{name} {} on {}", fmt_ns(d), x.trace.thread_label(pid, tid))),
         ],
-        fix: cause_fix(Cause::SyncWait).to_string(),
+        fix: cause_fix(if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }).to_string(),
     })
 }
 
@@ -215,49 +301,69 @@ fn sync_name(name: &str) -> bool {
     name.starts_with("cudaDeviceSynchronize") || name.starts_with("cudaStreamSynchronize")
 }
 
-// Cause with the most gap time, with that time.
-fn dominant_cause<'g>(gaps: impl Iterator<Item = &'g Gap>) -> Option<(Cause, Ns)> {
-    let mut t = [0 as Ns; 6];
+// Cause with the most gap time, with that time; `time` gives the time of a gap.
+fn dominant_cause<'g>(gaps: impl Iterator<Item = &'g Gap>, time: impl Fn(&Gap) -> Ns) -> Option<(Cause, Ns)> {
+    let mut t = [0 as Ns; Cause::ALL.len()];
     for g in gaps {
-        t[g.cause as usize] += g.dur();
+        t[g.cause as usize] += time(g);
     }
     Cause::ALL.into_iter().map(|c| (c, t[c as usize])).filter(|&(_, v)| v > 0).rev().max_by_key(|&(_, v)| v)
 }
 
-fn gpu_gaps(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
-    let longest = x.gaps.iter().max_by_key(|g| g.dur())?;
-    let idle: Ns = x.gaps.iter().map(Gap::dur).sum();
-    let share = idle as f64 / span as f64;
-    let (cause, cause_ns) = dominant_cause(x.gaps.iter())?;
-    let place = longest.phase.as_deref().map_or("outside any NVTX range".to_string(), |p| format!("in `{p}`"));
-    // One long gap (start-up, a checkpoint) can dominate: say so.
-    let alone = if 2 * longest.dur() >= idle && x.gaps.len() > 1 {
-        format!(
-            "; the longest alone is {} ({}, {place})",
-            fmt_ns(longest.dur()),
-            pct(longest.dur() as f64 / idle as f64)
-        )
+fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
+    let w = x.steps.windows;
+    let steady = steady_span(x);
+    let in_steady = |g: &Gap| w.steady_part(g.start, g.end);
+    let steady_gaps: Vec<&Gap> = counted(x).filter(|g| in_steady(g) > 0).collect();
+    let startup: Ns = counted(x).filter(|g| g.window == Window::Startup).map(Gap::dur).sum();
+    let profiler: Ns = x.gaps.iter().filter(|g| g.cause == Cause::Profiler).map(Gap::dur).sum();
+    let longest = steady_gaps.iter().copied().max_by_key(|g| in_steady(g));
+    let idle: Ns = steady_gaps.iter().map(|g| in_steady(g)).sum();
+    let startup_note = if startup > 0 {
+        format!("; start-up (before the second step) adds {} idle", fmt_ns(startup))
     } else {
         String::new()
     };
+    let Some(longest) = longest else {
+        // Only start-up or profiler gaps: say so, as information.
+        let g = counted(x).max_by_key(|g| g.dur())?;
+        return Some(Finding {
+            rule: "gpu_gaps",
+            severity: Severity::Info,
+            message: format!(
+                "No steady-state gaps >= {}; {} of idle lies outside the steady state (the longest: {} in {})",
+                fmt_ns(x.options.min_gap_ns),
+                fmt_ns(counted(x).map(Gap::dur).sum()),
+                fmt_ns(g.dur()),
+                g.window.label()
+            ),
+            evidence: vec![ev("steady_gaps", &0), ev("startup_idle_ns", &startup), ev("profiler_idle_ns", &profiler)],
+            fix: cause_fix(g.cause).to_string(),
+        });
+    };
+    let share = if steady > 0 { idle as f64 / steady as f64 } else { 0.0 };
+    let (cause, cause_ns) = dominant_cause(steady_gaps.iter().copied(), in_steady)?;
+    let place = longest.phase.as_deref().map_or("outside any NVTX range".to_string(), |p| format!("in `{p}`"));
+    let n = steady_gaps.len();
     Some(Finding {
         rule: "gpu_gaps",
         severity: by_share(share, 0.5, 0.2),
         message: format!(
-            "{} gap{} >= {} left the GPU idle for {} ({} of the GPU span); {} of it is {}{alone}",
-            x.gaps.len(),
-            if x.gaps.len() == 1 { "" } else { "s" },
+            "{n} gap{} >= {} left the GPU idle for {} in the steady state ({} of it); {} of it is {}{startup_note}",
+            if n == 1 { "" } else { "s" },
             fmt_ns(x.options.min_gap_ns),
             fmt_ns(idle),
             pct(share),
-            pct(cause_ns as f64 / idle as f64),
+            pct(cause_ns as f64 / idle.max(1) as f64),
             cause.label()
         ),
         evidence: vec![
-            ev("gaps", &x.gaps.len()),
+            ev("gaps", &n),
             ev("min_gap_ns", &x.options.min_gap_ns),
             ev("idle_ns", &idle),
-            ev("span_ns", &span),
+            ev("steady_span_ns", &steady),
+            ev("startup_idle_ns", &startup),
+            ev("profiler_idle_ns", &profiler),
             ev("dominant_cause", &cause.label()),
             ev(
                 "longest_gap",
@@ -321,7 +427,7 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
     }
     let (device, a, b, util) = worst?;
     let in_low = x.gaps.iter().filter(|g| g.device == device && g.start < b && g.end > a);
-    let cause = dominant_cause(in_low).map_or(Cause::Unknown, |c| c.0);
+    let cause = dominant_cause(in_low.filter(|g| g.cause != Cause::Profiler), Gap::dur).map_or(Cause::Unknown, |c| c.0);
     Some(Finding {
         rule: "gpu_time_util",
         severity: if 2 * low >= chunks { Severity::Warning } else { Severity::Info },
@@ -344,31 +450,17 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
     })
 }
 
-/// The step phase (see the module doc) and its outermost instances.
-pub fn step_phase(trace: &Trace) -> Option<(String, Vec<Instance>)> {
-    let stepish = |n: &str| {
-        let n = n.to_ascii_lowercase();
-        ["step", "iter", "batch"].iter().any(|k| n.contains(k))
-    };
-    instances(trace, false)
-        .into_iter()
-        .map(|(name, inst)| (name, inst.into_iter().filter(|i| i.depth == 0).collect::<Vec<_>>()))
-        .filter(|(_, inst)| inst.len() >= 3)
-        .max_by_key(|(name, inst)| {
-            let wall: Ns = inst.iter().map(|i| i.end - i.start).sum();
-            (stepish(name), inst.len(), wall, std::cmp::Reverse(name.clone()))
-        })
-}
-
 fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> {
-    let (name, steps) = step_phase(x.trace)?;
+    let name = x.steps.name.as_deref()?;
+    // The first step is warm-up (lazy loading, the first batch): judge the rest.
+    let steps = if x.steps.instances.len() > 1 { &x.steps.instances[1..] } else { &x.steps.instances[..] };
     // Gaps of each device in start order: those overlapping a step are one range.
     let by_device: Vec<Vec<&Gap>> =
         x.devices.iter().map(|d| x.gaps.iter().filter(|g| g.device == d.device).collect()).collect();
-    let mut idle = [0 as Ns; 6];
+    let mut idle = [0 as Ns; Cause::ALL.len()];
     let mut by_phase: HashMap<(Cause, Option<String>), Ns> = HashMap::new();
     let mut starved = 0usize;
-    for s in &steps {
+    for s in steps {
         let slots: Vec<usize> =
             x.index.devices_of(s.pid).filter_map(|d| x.devices.iter().position(|a| a.device == d)).collect();
         if !x.phases.starved(&slots, s.start, s.end) {
@@ -378,7 +470,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
         for &k in &slots {
             let gaps = &by_device[k];
             let lo = gaps.partition_point(|g| g.end <= s.start);
-            for g in gaps[lo..].iter().take_while(|g| g.start < s.end) {
+            for g in gaps[lo..].iter().take_while(|g| g.start < s.end).filter(|g| g.cause != Cause::Profiler) {
                 let (a, b) = (g.start.max(s.start), g.end.min(s.end));
                 let (cause, phase) = explainer.part(g, a, b);
                 idle[cause as usize] += b - a;
@@ -422,40 +514,70 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
     })
 }
 
-fn h2d(x: &Inputs<'_>, memory: MemKind) -> Option<(u64, Ns)> {
-    let rows = x.transfers.iter().filter(|t| t.direction == MemClass::H2D && t.memory == memory);
-    let (b, ns) = rows.fold((0u64, 0 as Ns), |(b, ns), t| (b + t.bytes, ns + t.busy_ns));
-    (b >= BANDWIDTH_MIN_BYTES && ns > 0).then_some((b, ns))
+// Bytes moved and copy time.
+type BytesTime = (u64, Ns);
+
+// Pageable and pinned (bytes, ns) of one direction in its busiest pageable size class
+// that also has pinned copies, as (class, pageable, pinned).
+fn same_size_pinned(x: &Inputs<'_>, dir: MemClass) -> Option<(u8, BytesTime, BytesTime)> {
+    let of = |m: MemKind, c: u8| {
+        x.copies.by_size.get(&(dir, m, c)).copied().filter(|&(b, ns)| b >= BANDWIDTH_MIN_BYTES && ns > 0)
+    };
+    (0..5u8).filter_map(|c| Some((c, of(MemKind::Pageable, c)?, of(MemKind::Pinned, c)?))).max_by_key(|&(_, p, _)| p.0)
 }
 
-fn pageable_bandwidth(x: &Inputs<'_>) -> Option<Finding> {
-    let (pb, pns) = h2d(x, MemKind::Pageable)?;
+fn pageable_bandwidth(x: &Inputs<'_>, dir: MemClass, span: Ns) -> Option<Finding> {
+    let rows = x.transfers.iter().filter(|t| t.direction == dir && t.memory == MemKind::Pageable);
+    let (pb, pns) = rows.fold((0u64, 0 as Ns), |(b, ns), t| (b + t.bytes, ns + t.busy_ns));
+    if pb < BANDWIDTH_MIN_BYTES || pns <= 0 {
+        return None;
+    }
     let pg = gbps(pb, pns).unwrap_or(0.0);
-    let mut evidence =
-        vec![ev("pageable_bytes", &pb), ev("pageable_ns", &pns), ev("pageable_gbps", &format!("{pg:.2}"))];
-    let (severity, message) = match h2d(x, MemKind::Pinned) {
-        Some((b, ns)) => {
-            let pin = gbps(b, ns).unwrap_or(0.0);
-            evidence.extend([ev("pinned_bytes", &b), ev("pinned_ns", &ns), ev("pinned_gbps", &format!("{pin:.2}"))]);
-            let sev = if pin >= 2.0 * pg { Severity::Warning } else { Severity::Info };
-            (sev, format!("Pageable H2D at {pg:.1} GB/s against {pin:.1} GB/s for pinned copies in the same trace"))
+    let share = pns as f64 / span as f64;
+    let d = dir.label();
+    let mut evidence = vec![
+        ev("direction", &d),
+        ev("pageable_bytes", &pb),
+        ev("pageable_ns", &pns),
+        ev("pageable_gbps", &format!("{pg:.2}")),
+        ev("pageable_share_of_span", &pct(share)),
+    ];
+    let mut severity = by_share(share, 0.30, 0.10);
+    let mut message = format!(
+        "Pageable {d} copies moved {} at {pg:.1} GB/s and kept the copy engine busy for {} ({} of the GPU span)",
+        fmt_bytes(pb),
+        fmt_ns(pns),
+        pct(share)
+    );
+    match same_size_pinned(x, dir) {
+        Some((class, (b, ns), (pin_b, pin_ns))) => {
+            let (page, pin) = (gbps(b, ns).unwrap_or(0.0), gbps(pin_b, pin_ns).unwrap_or(0.0));
+            evidence.extend([
+                ev("size_class", &size_class_label(class)),
+                ev("pageable_gbps_in_class", &format!("{page:.2}")),
+                ev("pinned_gbps_in_class", &format!("{pin:.2}")),
+            ]);
+            let _ = write!(
+                message,
+                "; copies of {} ran at {page:.1} GB/s from pageable memory against {pin:.1} GB/s pinned",
+                size_class_label(class)
+            );
+            if pin >= 2.0 * page {
+                severity = severity.max(Severity::Warning);
+            }
         }
-        None => (
-            Severity::Info,
-            format!(
-                "Pageable H2D at {pg:.1} GB/s ({} in {}); no pinned H2D copies to compare with",
-                fmt_bytes(pb),
-                fmt_ns(pns)
-            ),
-        ),
+        None => {
+            let _ = write!(message, "; no pinned {d} copies of a like size to compare with");
+        }
+    }
+    let fix = if dir == MemClass::D2H {
+        "Copy results into pinned host memory: preallocate a pinned buffer (torch.empty(..., pin_memory=True)) and \
+         .copy_(out, non_blocking=True), or cudaHostAlloc; read it after an event, not a device sync."
+            .to_string()
+    } else {
+        cause_fix(Cause::PageableCopy).to_string()
     };
-    Some(Finding {
-        rule: "pageable_bandwidth",
-        severity,
-        message,
-        evidence,
-        fix: cause_fix(Cause::PageableCopy).to_string(),
-    })
+    Some(Finding { rule: "pageable_bandwidth", severity, message, evidence, fix })
 }
 
 #[cfg(test)]

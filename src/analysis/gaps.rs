@@ -2,62 +2,58 @@
 //!
 //! A gap is an idle stretch of at least `min_gap` between two busy intervals of one GPU
 //! (all streams, kernels, copies and memsets merged; nothing before the first or after
-//! the last operation). Its cause comes from one CPU thread, the *deciding thread*:
+//! the last operation). Its cause comes from one CPU thread, the *deciding thread*: the
+//! one whose CUDA API call (matched by process and correlation id) launched the GPU
+//! operation that ends the gap; without a match, the process's main launcher (the thread
+//! with the most launch, copy and memset calls). The gap's `pid` is that operation's
+//! process. docs/causes.md is the rule in full; in order, the first that applies wins:
 //!
-//! 1. The GPU operation that ends the gap (starts at its end) is looked up; its CUDA API
-//!    call, matched by (process, correlation id), gives the deciding thread: the GPU was
-//!    waiting for that thread to launch it. The gap's `pid` is that operation's process.
-//!    Without a match, the deciding thread is the process's main launcher: the thread
-//!    with the most launch, copy and memset calls.
-//! 2. If that launching call had already returned when the gap began, the work was queued
-//!    and the GPU waited on something else (a stream or event dependency): `unknown`,
-//!    with the call as evidence.
-//! 3. Otherwise the time of the gap on the deciding thread is split, each instant
-//!    counted once, with this precedence:
-//!    - *pageable-copy*: inside a memcpy API call (sync or async) whose copy has a
-//!      pageable side;
-//!    - *sync-wait*: inside a synchronize call (`ApiKind::Sync`) or another synchronous
-//!      memcpy call;
-//!    - *launch*: inside a launch, memset or (non-pageable) async copy call;
-//!    - *other API*: inside any other CUDA call (module loading, allocation, ...);
-//!    - *OS wait*: inside a blocking OS runtime call (`poll`, `select`, `epoll_wait`,
-//!      `futex`, `pthread_cond_*wait`, `pthread_join`, pthread mutex/rwlock locks,
-//!      `sem_*wait`, `*sleep`, `read`/`recv`/`accept`, `waitpid`/`wait4`...): waiting for
-//!      another thread or process;
-//!    - *OS work*: inside any other OS runtime call (munmap, ioctl, open...);
-//!    - *no call*: none of the above.
-//! 4. Scores: sync-wait = sync-wait time; pageable-copy = pageable time; host-wait = OS
-//!    wait time; launch-bound = launch time in a *short* gap (at most
-//!    [`LAUNCH_BOUND_MAX_NS`]); host-busy = other API + OS work + no call + launch time
-//!    in a longer gap (a long launch call is driver work such as lazy module loading).
-//!    When the process has no OS runtime trace at all, *no call* time goes to `unknown`
-//!    instead (an untraced thread may as well be blocked). The largest score wins; ties
-//!    go to the earlier cause in [`Cause::ALL`].
-//! 5. A short gap whose winner is host-busy or unknown becomes `launch-bound` when the
-//!    deciding thread issued the call that launched the op ending it inside the gap and
-//!    spent at most half of the gap in non-launch CUDA calls and OS calls: the host
-//!    issues launches slower than the GPU runs them.
+//! 1. `profiler`: profiler overhead covers at least half of the gap: `PROFILER_OVERHEAD`
+//!    rows of the process while the deciding thread is inside a CUDA call, and rows on
+//!    the deciding thread itself.
+//! 2. `queued`: the launching call returned before the gap began. Evidence: module
+//!    loading in flight, a stream wait or host function issued since the busy stretch
+//!    before the gap began, another GPU of the process busy, or nothing.
+//! 3. `launch-bound`: the launching call began inside the gap, the deciding thread never
+//!    spent more than [`LAUNCH_STRETCH_MAX_NS`] in a row outside CUDA calls from the gap
+//!    start to it, and launch-type calls are at least half of its time in CUDA calls.
+//! 4. The gap's time on the deciding thread is split, each instant counted once, with
+//!    this precedence: *pageable* (a memcpy call with a pageable side), *sync* (a
+//!    synchronize call or a synchronous memcpy), *launch* (launch, memset, async copy),
+//!    *other API*, *OS wait* (a blocking OS runtime call, [`is_blocking_os_call`]), *OS
+//!    work*, *no call*. Scores: pageable-copy = pageable; sync-wait = sync; host-wait =
+//!    OS wait; host-busy = launch + other API + OS work + no call, where the process
+//!    has an OS runtime trace (without one, no-call time scores `unknown`). The largest
+//!    wins; ties go to the earlier cause in [`Cause::ALL`].
+//! 5. `sync-drain`: rule 4 said host-busy or unknown, and a host-blocking call of the
+//!    deciding thread (synchronize, synchronous or pageable memcpy) running at the gap
+//!    start returned within [`DRAIN_SLACK_NS`] of it: the host drained the queue, then
+//!    worked instead of queueing.
 //!
-//! `evidence` names the longest call of the winning category overlapping the gap (with
-//! its full duration, thread name and tid), or the uncovered time for *no call*.
 //! `phase` is the innermost NVTX range (grouped name unless exact names are asked for)
-//! that covers the gap start on the deciding thread, else on the process's main thread.
+//! covering at least half of the gap on the deciding thread, else on another thread of
+//! the process. `window` is set afterwards by [`super::steps`].
 //!
-//! Step 3 looks only at the calls that overlap the gap, found by searching the thread's
-//! lanes from where the previous gap's search ended, and sweeps them once in time
-//! order: the cost is that of the calls inside gaps, with no per-thread copy of the calls.
+//! Every search looks only at the calls that overlap the gap, found by galloping from
+//! where the previous gap's search ended; the cost is that of the calls inside gaps,
+//! with no per-thread copy of the calls.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::index::{ApiCall, Hints, Index};
 use super::names::phase_name;
-use super::{Cause, DeviceActivity, Gap, Options};
+use super::{Cause, DeviceActivity, Gap, Options, Union, Window};
 use crate::model::{ApiKind, LaneKind, MemFlags, Ns, StrId, Trace};
 use crate::units::fmt_ns;
 
-/// Longest gap that can be called launch-bound: 1 ms.
-pub const LAUNCH_BOUND_MAX_NS: Ns = 1_000_000;
+/// Longest stretch outside CUDA calls that still counts as issuing calls back to back
+/// (launch overhead is tens of µs): 50 µs.
+pub const LAUNCH_STRETCH_MAX_NS: Ns = 50_000;
+
+/// How long after the gap start a host-blocking call may return and still be the one
+/// that drained the GPU: 100 µs.
+pub const DRAIN_SLACK_NS: Ns = 100_000;
 
 // How far back from the gap start to look for calls that began before it (calls of one
 // thread rarely nest deeper than runtime -> driver).
@@ -78,6 +74,31 @@ enum Act {
 }
 
 const ACTS: [Act; 6] = [Act::Pageable, Act::Sync, Act::Launch, Act::ApiOther, Act::OsWait, Act::OsBusy];
+
+/// CUDA calls that explain queued work, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NameClass {
+    Plain,
+    // cuModuleLoad*, cuLibraryLoad*: lazy loading of GPU code.
+    ModuleLoad,
+    // A stream waits on an event or a host function.
+    StreamWait,
+}
+
+impl NameClass {
+    const ALL: [NameClass; 3] = [NameClass::Plain, NameClass::ModuleLoad, NameClass::StreamWait];
+
+    fn of(name: &str) -> Self {
+        const WAITS: [&str; 4] = ["StreamWaitEvent", "LaunchHostFunc", "StreamAddCallback", "StreamWaitValue"];
+        if name.contains("ModuleLoad") || name.contains("LibraryLoad") {
+            NameClass::ModuleLoad
+        } else if WAITS.iter().any(|w| name.contains(w)) {
+            NameClass::StreamWait
+        } else {
+            NameClass::Plain
+        }
+    }
+}
 
 /// True for OS runtime calls that block waiting for another thread, a process or I/O.
 pub fn is_blocking_os_call(name: &str) -> bool {
@@ -125,6 +146,12 @@ struct Ctx<'a> {
     // Per name id: 0 not seen yet, 1 not blocking, 2 blocking (OS call names).
     blocking: Vec<u8>,
     launcher: HashMap<u32, Option<u32>>,
+    // Profiler overhead lanes by pid, sorted by pid.
+    overhead: Vec<(u32, Vec<usize>)>,
+    // CUDA API lanes by pid, sorted by pid.
+    api_by_pid: Vec<(u32, Vec<usize>)>,
+    // Per name id: 0 not seen yet, else 1 + NameClass.
+    api_class: Vec<u8>,
     // Search positions in start columns and in corr columns.
     starts: Hints,
     corrs: Hints,
@@ -145,7 +172,16 @@ impl<'a> Ctx<'a> {
         let mut gpu_lanes: Vec<(u32, Vec<usize>)> = Vec::new();
         let mut max_end = vec![Vec::new(); trace.lanes.len()];
         let mut os_traced = Vec::new();
+        let mut overhead: Vec<(u32, Vec<usize>)> = Vec::new();
+        let mut api_by_pid: Vec<(u32, Vec<usize>)> = Vec::new();
         for (i, l) in trace.lanes.iter().enumerate() {
+            if matches!(l.kind, LaneKind::Overhead { .. } | LaneKind::CudaApi { .. }) {
+                let list = if matches!(l.kind, LaneKind::Overhead { .. }) { &mut overhead } else { &mut api_by_pid };
+                match list.iter_mut().find(|(p, _)| *p == l.pid) {
+                    Some((_, v)) => v.push(i),
+                    None => list.push((l.pid, vec![i])),
+                }
+            }
             if let Some(d) = l.kind.device() {
                 match gpu_lanes.iter_mut().find(|(x, _)| *x == d) {
                     Some((_, v)) => v.push(i),
@@ -163,12 +199,16 @@ impl<'a> Ctx<'a> {
                 LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } => e.nvtx.push(i),
                 _ => {}
             }
-            if matches!(l.kind, LaneKind::CudaApi { .. } | LaneKind::Osrt { .. }) && !l.disjoint {
+            if matches!(l.kind, LaneKind::CudaApi { .. } | LaneKind::Osrt { .. } | LaneKind::Overhead { .. })
+                && !l.disjoint
+            {
                 max_end[i] = running_max_end(&l.ev.end);
             }
         }
         os_traced.sort_unstable();
         os_traced.dedup();
+        overhead.sort_unstable();
+        api_by_pid.sort_unstable();
         let mut lanes: Vec<_> = lanes.into_iter().collect();
         lanes.sort_unstable_by_key(|&(k, _)| k);
         Self {
@@ -181,6 +221,9 @@ impl<'a> Ctx<'a> {
             max_end,
             blocking: vec![0; trace.strings.len()],
             launcher: HashMap::new(),
+            overhead,
+            api_by_pid,
+            api_class: vec![0; trace.strings.len()],
             starts: Hints::new(trace),
             corrs: Hints::new(trace),
             calls: Vec::new(),
@@ -213,6 +256,66 @@ impl<'a> Ctx<'a> {
             self.blocking[name] = 1 + u8::from(is_blocking_os_call(self.trace.strings.get(name as StrId)));
         }
         if self.blocking[name] == 2 { Act::OsWait } else { Act::OsBusy }
+    }
+
+    // Profiler overhead lanes of process `pid`.
+    fn overhead_lanes(&self, pid: u32) -> &[usize] {
+        self.overhead.iter().find(|(p, _)| *p == pid).map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    fn name_class(&mut self, name: StrId) -> NameClass {
+        let k = name as usize;
+        if self.api_class.len() <= k {
+            self.api_class.resize(k + 1, 0);
+        }
+        if self.api_class[k] == 0 {
+            self.api_class[k] = 1 + NameClass::of(self.trace.strings.get(name)) as u8;
+        }
+        NameClass::ALL[(self.api_class[k] - 1) as usize]
+    }
+
+    // The longest CUDA call of class `class` of process `pid` overlapping `[a, b)`, as
+    // (name, duration, thread label).
+    fn process_call_matching(&mut self, pid: u32, a: Ns, b: Ns, class: NameClass) -> Option<(String, Ns, String)> {
+        let lanes = self.api_by_pid.iter().find(|(p, _)| *p == pid).map(|(_, v)| v.clone()).unwrap_or_default();
+        let mut best: Option<(Ns, usize, usize)> = None;
+        for li in lanes {
+            for i in self.overlapping(li, a, b) {
+                let ev = &self.trace.lanes[li].ev;
+                let d = ev.dur(i);
+                if ev.end[i] > a && best.is_none_or(|x| d > x.0) && self.name_class(ev.name[i]) == class {
+                    best = Some((d, li, i));
+                }
+            }
+        }
+        best.map(|(d, li, i)| self.describe(li, i, d))
+    }
+
+    // The last stream-wait or host-function call of process `pid` starting in `[a, b)`.
+    fn process_call_starting(&mut self, pid: u32, a: Ns, b: Ns) -> Option<(String, Ns, String)> {
+        let lanes = self.api_by_pid.iter().find(|(p, _)| *p == pid).map(|(_, v)| v.clone()).unwrap_or_default();
+        let mut best: Option<(Ns, usize, usize)> = None;
+        for li in lanes {
+            let lo = self.starting_before(li, a);
+            let hi = self.starting_before(li, b);
+            for i in (lo..hi).rev() {
+                let ev = &self.trace.lanes[li].ev;
+                if best.is_some_and(|x| ev.start[i] <= x.0) {
+                    break;
+                }
+                if self.name_class(ev.name[i]) == NameClass::StreamWait {
+                    best = Some((ev.start[i], li, i));
+                    break;
+                }
+            }
+        }
+        best.map(|(_, li, i)| self.describe(li, i, self.trace.lanes[li].ev.dur(i)))
+    }
+
+    fn describe(&self, li: usize, i: usize, d: Ns) -> (String, Ns, String) {
+        let l = &self.trace.lanes[li];
+        let owner = l.kind.tid().map_or_else(String::new, |t| self.trace.thread_label(l.pid, t));
+        (self.trace.strings.get(l.ev.name[i]).to_string(), d, owner)
     }
 
     fn thread(&self, pid: u32, tid: u32) -> Option<&ThreadLanes> {
@@ -363,7 +466,7 @@ fn sweep(calls: &[(Ns, Ns, Act)], a: Ns, b: Ns) -> [Ns; 6] {
 
 /// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes.
 pub fn find(trace: &Trace, devices: &[DeviceActivity], index: &Index, options: &Options) -> Vec<Gap> {
-    Explainer::new(trace, index, options).find(devices)
+    Explainer::new(trace, index, devices, options).find()
 }
 
 /// Finds and explains gaps; keeps what it learned about lanes, so that parts of gaps
@@ -371,24 +474,29 @@ pub fn find(trace: &Trace, devices: &[DeviceActivity], index: &Index, options: &
 /// that starts before a step may have a different cause inside it).
 pub struct Explainer<'a> {
     ctx: Ctx<'a>,
+    devices: &'a [DeviceActivity],
 }
 
 impl<'a> Explainer<'a> {
-    /// An explainer over `trace`.
-    pub fn new(trace: &'a Trace, index: &'a Index, options: &'a Options) -> Self {
-        Self { ctx: Ctx::new(trace, index, options) }
+    /// An explainer over `trace` and its device unions.
+    pub fn new(trace: &'a Trace, index: &'a Index, devices: &'a [DeviceActivity], options: &'a Options) -> Self {
+        Self { ctx: Ctx::new(trace, index, options), devices }
     }
 
-    /// Gaps of every device, sorted by start, with causes.
-    pub fn find(&mut self, devices: &[DeviceActivity]) -> Vec<Gap> {
+    /// Gaps of every device, sorted by start, with causes. Windows are all steady
+    /// until [`super::steps`] sets them.
+    pub fn find(&mut self) -> Vec<Gap> {
         let trace = self.ctx.trace;
         let mut gaps = Vec::new();
-        for d in devices {
+        for d in self.devices {
             let fallback_pid = busiest_pid(trace, device_lanes(&self.ctx.gpu_lanes, d.device));
+            let mut stretch_start = d.extent().map_or(0, |e| e.0);
             for (start, end) in d.busy.gaps(self.ctx.options.min_gap_ns) {
                 let (op, call) = self.ctx.launch_of_op_at(d.device, end);
                 let pid = op.map_or(fallback_pid, |(p, _)| p);
-                gaps.push(explain(&mut self.ctx, d.device, pid, call, start, end));
+                let w = Win { device: d.device, pid, call, start, end, stretch_start };
+                gaps.push(self.explain(&w));
+                stretch_start = end;
             }
         }
         gaps.sort_by_key(|g| (g.start, g.device));
@@ -402,16 +510,141 @@ impl<'a> Explainer<'a> {
             return (gap.cause, gap.phase.clone());
         }
         let (_, call) = self.ctx.launch_of_op_at(gap.device, gap.end);
-        let ctx = &mut self.ctx;
-        let (pid, tid) = (gap.pid, call.map(|c| c.tid).or_else(|| ctx.main_launcher(gap.pid)));
-        let Some(tid) = tid else { return (Cause::Unknown, phase_at(ctx, pid, pid, start)) };
-        let phase = phase_at(ctx, pid, tid, start);
-        if call.is_some_and(|c| c.end <= start) {
-            return (Cause::Unknown, phase);
-        }
-        let launched_inside = call.is_some_and(|c| (start..end).contains(&c.start));
-        (score(ctx, pid, tid, start, end, launched_inside).cause, phase)
+        let w = Win { device: gap.device, pid: gap.pid, call, start, end, stretch_start: gap.start };
+        let tid = self.deciding_thread(&w);
+        let phase = phase_of(&mut self.ctx, w.pid, tid.unwrap_or(w.pid), start, end);
+        let cause = tid.map_or(Cause::Unknown, |tid| self.decide(&w, tid).cause);
+        (cause, phase)
     }
+
+    fn deciding_thread(&mut self, w: &Win) -> Option<u32> {
+        w.call.map(|c| c.tid).or_else(|| self.ctx.main_launcher(w.pid))
+    }
+
+    fn explain(&mut self, w: &Win) -> Gap {
+        let tid = self.deciding_thread(w);
+        let mut gap = Gap {
+            device: w.device,
+            pid: w.pid,
+            tid,
+            start: w.start,
+            end: w.end,
+            cause: Cause::Unknown,
+            evidence: format!("no CUDA API calls traced for process {}", w.pid),
+            phase: phase_of(&mut self.ctx, w.pid, tid.unwrap_or(w.pid), w.start, w.end),
+            window: Window::Steady,
+        };
+        if let Some(tid) = tid {
+            let v = self.decide(w, tid);
+            gap.cause = v.cause;
+            gap.evidence = self.evidence(w, tid, &v);
+        }
+        gap
+    }
+
+    // Rules 1-5 of docs/causes.md for the deciding thread `tid`.
+    fn decide(&mut self, w: &Win, tid: u32) -> Verdict {
+        let ctx = &mut self.ctx;
+        let dur = w.end - w.start;
+        let profiler = profiler_time(ctx, w.pid, tid, w.start, w.end);
+        if 2 * profiler.0 >= dur && profiler.0 > 0 {
+            return Verdict { cause: Cause::Profiler, detail: Detail::Profiler(profiler.0, profiler.1) };
+        }
+        if let Some(c) = w.call.filter(|c| c.end <= w.start) {
+            return Verdict { cause: Cause::Queued, detail: Detail::Queued(c) };
+        }
+        let inside = w.call.filter(|c| (w.start..w.end).contains(&c.start));
+        if let Some(c) = inside
+            && let Some(stretch) = launch_bound(ctx, w.pid, tid, w.start, c.start)
+        {
+            return Verdict { cause: Cause::LaunchBound, detail: Detail::Launch(stretch, c) };
+        }
+        let s = score(ctx, w.pid, tid, w.start, w.end);
+        if matches!(s.cause, Cause::HostBusy | Cause::Unknown)
+            && let Some(sync) = draining_call(ctx, w.pid, tid, w.start)
+        {
+            return Verdict { cause: Cause::SyncDrain, detail: Detail::Drain(sync, s) };
+        }
+        Verdict { cause: s.cause, detail: Detail::Score(s) }
+    }
+
+    fn evidence(&mut self, w: &Win, tid: u32, v: &Verdict) -> String {
+        let ctx = &mut self.ctx;
+        let who = ctx.trace.thread_label(w.pid, tid);
+        let dur = w.end - w.start;
+        match &v.detail {
+            Detail::Profiler(t, row) => {
+                let (name, owner) = row.map_or(("profiler overhead".to_string(), String::new()), |(li, i)| {
+                    let l = &ctx.trace.lanes[li];
+                    let owner = l.kind.tid().map_or(String::new(), |t| ctx.trace.thread_label(l.pid, t));
+                    (format!("{} {}", ctx.trace.strings.get(l.ev.name[i]), fmt_ns(l.ev.dur(i))), owner)
+                });
+                format!(
+                    "{name} on {owner}: profiler overhead covers {} of {} while {who} waited",
+                    fmt_ns(*t),
+                    fmt_ns(dur)
+                )
+            }
+            Detail::Queued(c) => queued_evidence(ctx, self.devices, w, c, &who),
+            Detail::Launch(stretch, c) => {
+                let n = calls_between(ctx, w.pid, tid, w.start, c.start);
+                format!(
+                    "{n} CUDA calls back to back (longest stretch outside them {}), then {} launched the next op, in a {} gap on {who}",
+                    fmt_ns(*stretch),
+                    call_name(ctx.trace, c.at),
+                    fmt_ns(dur)
+                )
+            }
+            Detail::Drain(sync, s) => {
+                let phase =
+                    phase_of(ctx, w.pid, tid, sync.end - 1, sync.end).map_or(String::new(), |p| format!(" in `{p}`"));
+                let after = if s.busy_none >= s.busy_calls {
+                    format!("{} outside CUDA and OS calls on {who}", fmt_ns(s.busy_none.max(s.unknown)))
+                } else {
+                    let acts = [Act::ApiOther, Act::OsBusy, Act::Launch];
+                    format!(
+                        "{} in calls, the longest {}",
+                        fmt_ns(s.busy_calls),
+                        longest_call(ctx, w.pid, tid, &acts, w.start, w.end)
+                    )
+                };
+                format!(
+                    "{} returned {} into the gap{phase}; then {after}, before the next launch",
+                    call_name(ctx.trace, sync.at),
+                    fmt_ns(sync.end - w.start)
+                )
+            }
+            Detail::Score(s) => score_evidence(ctx, w.pid, tid, (w.start, w.end), s),
+        }
+    }
+}
+
+// One gap, or one part of a gap, to explain.
+struct Win {
+    device: u32,
+    pid: u32,
+    // The call that launched the operation ending the gap.
+    call: Option<ApiCall>,
+    start: Ns,
+    end: Ns,
+    // Start of the busy stretch before the gap.
+    stretch_start: Ns,
+}
+
+struct Verdict {
+    cause: Cause,
+    detail: Detail,
+}
+
+// What the evidence line quotes.
+enum Detail {
+    // Overhead time, and the longest overhead row (lane, row).
+    Profiler(Ns, Option<(usize, usize)>),
+    Queued(ApiCall),
+    // Longest stretch outside CUDA calls, and the launching call.
+    Launch(Ns, ApiCall),
+    Drain(ApiCall, Score),
+    Score(Score),
 }
 
 // The process with the most operations on these GPU lanes.
@@ -423,97 +656,163 @@ fn busiest_pid(trace: &Trace, gpu_lanes: &[usize]) -> u32 {
     by_pid.into_iter().max_by_key(|&(p, n)| (n, std::cmp::Reverse(p))).map_or(0, |(p, _)| p)
 }
 
-fn explain(ctx: &mut Ctx<'_>, device: u32, pid: u32, call: Option<ApiCall>, start: Ns, end: Ns) -> Gap {
-    let mut gap = Gap { device, pid, start, end, cause: Cause::Unknown, evidence: String::new(), phase: None };
-    let tid = call.map(|c| c.tid).or_else(|| ctx.main_launcher(pid));
-    let Some(tid) = tid else {
-        gap.evidence = format!("no CUDA API calls traced for process {pid}");
-        gap.phase = phase_at(ctx, pid, pid, start);
-        return gap;
-    };
-    gap.phase = phase_at(ctx, pid, tid, start);
-    if let Some(c) = call.filter(|c| c.end <= start) {
-        let name = ctx.trace.strings.get(ctx.trace.lanes[c.at.lane as usize].ev.name[c.at.idx as usize]);
-        gap.evidence = format!(
-            "work was queued {} before the gap by {name} on {}: waiting on a stream or event dependency",
-            fmt_ns(start - c.end),
-            ctx.trace.thread_label(pid, tid)
-        );
-        return gap;
-    }
-    let inside = call.filter(|c| (start..end).contains(&c.start));
-    let s = score(ctx, pid, tid, start, end, inside.is_some());
-    gap.cause = s.cause;
-    let launcher =
-        inside.map(|c| ctx.trace.strings.get(ctx.trace.lanes[c.at.lane as usize].ev.name[c.at.idx as usize]));
-    gap.evidence = evidence(ctx, pid, tid, (start, end), &s, launcher);
-    gap
+fn call_name(trace: &Trace, at: crate::model::EventRef) -> &str {
+    trace.strings.get(trace.lanes[at.lane as usize].ev.name[at.idx as usize])
 }
 
-// The winning cause of a gap and the times its evidence quotes.
+// Rows of lane `li` overlapping `[a, b)`, clipped to it, with their row index.
+fn clipped(ctx: &mut Ctx<'_>, li: usize, a: Ns, b: Ns) -> Vec<(Ns, Ns, usize)> {
+    let ev = &ctx.trace.lanes[li].ev;
+    let r = ctx.overlapping(li, a, b);
+    r.filter(|&i| ev.end[i] > a && ev.start[i] < b).map(|i| (ev.start[i].max(a), ev.end[i].min(b), i)).collect()
+}
+
+// Rule 1: profiler overhead time in `[a, b)` that stalls thread `tid`: overhead rows of
+// the process while the thread is inside a CUDA call, and overhead rows on the thread
+// itself. Also the longest overhead row that counts.
+fn profiler_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> (Ns, Option<(usize, usize)>) {
+    let lanes: Vec<usize> = ctx.overhead_lanes(pid).to_vec();
+    if lanes.is_empty() {
+        return (0, None);
+    }
+    let (mut any, mut own) = (Vec::new(), Vec::new());
+    let mut longest: Option<(Ns, usize, usize)> = None;
+    for li in lanes {
+        let on_thread = ctx.trace.lanes[li].kind.tid() == Some(tid);
+        for (s, e, i) in clipped(ctx, li, a, b) {
+            if on_thread {
+                own.push((s, e));
+            } else {
+                any.push((s, e));
+            }
+            let d = ctx.trace.lanes[li].ev.dur(i);
+            if longest.is_none_or(|l| d > l.0) {
+                longest = Some((d, li, i));
+            }
+        }
+    }
+    if any.is_empty() && own.is_empty() {
+        return (0, None);
+    }
+    let (api, _) = ctx.thread_lanes(pid, tid);
+    let calls =
+        api.map_or_else(Union::default, |li| Union::from_pairs(clipped(ctx, li, a, b).into_iter().map(|c| (c.0, c.1))));
+    let stalled = Union::from_pairs(any).intersect(&calls).merge(&Union::from_pairs(own));
+    (stalled.total(), longest.map(|l| (l.1, l.2)))
+}
+
+// Rule 3: Some(longest stretch outside CUDA calls) when thread `tid` issued calls back
+// to back over `[a, launch)`, mostly launch-type ones.
+fn launch_bound(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, launch: Ns) -> Option<Ns> {
+    let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return None };
+    let calls = Union::from_pairs(clipped(ctx, api, a, launch).into_iter().map(|c| (c.0, c.1)));
+    let mut longest = 0;
+    let mut prev = a;
+    for (s, e) in calls.iter().chain(std::iter::once((launch, launch))) {
+        longest = longest.max(s - prev);
+        prev = prev.max(e);
+    }
+    if longest > LAUNCH_STRETCH_MAX_NS {
+        return None;
+    }
+    let t = ctx.act_times(Some(api), None, a, launch);
+    let in_calls: Ns = [Act::Pageable, Act::Sync, Act::Launch, Act::ApiOther].iter().map(|&x| t[x as usize]).sum();
+    (2 * t[Act::Launch as usize] >= in_calls).then_some(longest)
+}
+
+// Calls of thread `tid` starting in `[a, b)`.
+fn calls_between(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> usize {
+    let (Some(li), _) = ctx.thread_lanes(pid, tid) else { return 0 };
+    let lo = ctx.starting_before(li, a);
+    let hi = ctx.starting_before(li, b);
+    hi - lo
+}
+
+// Rule 5: the host-blocking call of thread `tid` that was running at `start` and
+// returned within DRAIN_SLACK_NS of it.
+fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<ApiCall> {
+    let (Some(li), _) = ctx.thread_lanes(pid, tid) else { return None };
+    let mut best: Option<ApiCall> = None;
+    for i in ctx.overlapping(li, start, start + 1) {
+        let ev = &ctx.trace.lanes[li].ev;
+        let (s, e) = (ev.start[i], ev.end[i]);
+        if s < start && e >= start && e <= start + DRAIN_SLACK_NS && matches!(ctx.act(li, i), Act::Sync | Act::Pageable)
+        {
+            let kind = ApiKind::from_flags(ctx.trace.lanes[li].ev.flags(i));
+            let c =
+                ApiCall { at: crate::model::EventRef { lane: li as u32, idx: i as u32 }, tid, start: s, end: e, kind };
+            if best.is_none_or(|b| e > b.end) {
+                best = Some(c);
+            }
+        }
+    }
+    best
+}
+
+// Rule 2's evidence: what delayed work that was already queued.
+fn queued_evidence(ctx: &mut Ctx<'_>, devices: &[DeviceActivity], w: &Win, c: &ApiCall, who: &str) -> String {
+    let head =
+        format!("{} on {who} queued the work {} before the gap", call_name(ctx.trace, c.at), fmt_ns(w.start - c.end));
+    if let Some((name, d, owner)) = ctx.process_call_matching(w.pid, w.start, w.end, NameClass::ModuleLoad) {
+        return format!("{head}; {name} {} on {owner} was loading code (lazy loading)", fmt_ns(d));
+    }
+    if let Some((name, _, owner)) = ctx.process_call_starting(w.pid, w.stretch_start, c.start) {
+        return format!("{head}; {name} on {owner} made the stream wait");
+    }
+    let dur = w.end - w.start;
+    let other = ctx.index.devices_of(w.pid).filter(|&d| d != w.device).find_map(|d| {
+        let busy = devices.iter().find(|x| x.device == d)?.busy.busy_in(w.start, w.end);
+        (2 * busy >= dur).then_some((d, busy))
+    });
+    if let Some((d, busy)) = other {
+        return format!("{head}; GPU {d} was busy for {} of it (a cross-device dependency)", fmt_ns(busy));
+    }
+    format!("{head}; nothing in the trace says what delayed the GPU")
+}
+
+// The winning cause of rule 4 and the times its evidence quotes.
 struct Score {
     cause: Cause,
-    // Time outside any call.
-    none: Ns,
-    // `none` counted as host-busy (the process has an OS runtime trace) or unknown.
+    // `no call` time counted as host-busy (the process has an OS runtime trace) or unknown.
     busy_none: Ns,
     unknown: Ns,
     // Time in calls counted as host-busy.
     busy_calls: Ns,
 }
 
-// Steps 3-5 of the module rule, for the deciding thread over [start, end).
-fn score(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns, launched_inside: bool) -> Score {
+// Rule 4 of docs/causes.md, for the deciding thread over [start, end).
+fn score(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns) -> Score {
     let (api, os) = ctx.thread_lanes(pid, tid);
     let times = ctx.act_times(api, os, start, end);
     let t = |act: Act| times[act as usize];
-    let dur = end - start;
-    let short = dur <= LAUNCH_BOUND_MAX_NS;
-    let none = dur - ACTS.iter().map(|&x| t(x)).sum::<Ns>();
+    let none = (end - start) - ACTS.iter().map(|&x| t(x)).sum::<Ns>();
     let (busy_none, unknown) = if ctx.os_traced.binary_search(&pid).is_ok() { (none, 0) } else { (0, none) };
-    // A long launch call is driver work (lazy module loading...), not launch overhead.
-    let (launch, slow_launch) = if short { (t(Act::Launch), 0) } else { (0, t(Act::Launch)) };
-    let busy_calls = t(Act::ApiOther) + t(Act::OsBusy) + slow_launch;
+    let busy_calls = t(Act::Launch) + t(Act::ApiOther) + t(Act::OsBusy);
     let scores = [
         (Cause::SyncWait, t(Act::Sync)),
         (Cause::PageableCopy, t(Act::Pageable)),
         (Cause::HostWait, t(Act::OsWait)),
         (Cause::HostBusy, busy_calls + busy_none),
-        (Cause::LaunchBound, launch),
         (Cause::Unknown, unknown),
     ];
     // max_by_key keeps the last maximum: iterate in reverse so ties go to the earlier cause.
-    let (mut cause, _) = scores.iter().rev().copied().max_by_key(|&(_, s)| s).unwrap_or((Cause::Unknown, 0));
-    let calls = t(Act::ApiOther) + t(Act::OsBusy) + t(Act::OsWait);
-    if matches!(cause, Cause::HostBusy | Cause::Unknown) && short && launched_inside && 2 * calls <= dur {
-        cause = Cause::LaunchBound;
-    }
-    Score { cause, none, busy_none, unknown, busy_calls }
+    let (cause, _) = scores.iter().rev().copied().max_by_key(|&(_, s)| s).unwrap_or((Cause::Unknown, 0));
+    Score { cause, busy_none, unknown, busy_calls }
 }
 
-// The evidence line of a scored gap.
-fn evidence(
-    ctx: &mut Ctx<'_>,
-    pid: u32,
-    tid: u32,
-    (start, end): (Ns, Ns),
-    s: &Score,
-    launcher: Option<&str>,
-) -> String {
+// The evidence line of a gap decided by rule 4.
+fn score_evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, (start, end): (Ns, Ns), s: &Score) -> String {
     let who = || ctx.trace.thread_label(pid, tid);
     let dur = end - start;
     match s.cause {
         Cause::SyncWait => longest_call(ctx, pid, tid, &[Act::Sync], start, end),
         Cause::PageableCopy => longest_call(ctx, pid, tid, &[Act::Pageable], start, end),
         Cause::HostWait => longest_call(ctx, pid, tid, &[Act::OsWait], start, end),
-        Cause::LaunchBound => launch_evidence(ctx, pid, tid, (start, end), s.none, launcher),
         Cause::HostBusy if s.busy_none < s.busy_calls => {
             longest_call(ctx, pid, tid, &[Act::ApiOther, Act::OsBusy, Act::Launch], start, end)
         }
         Cause::HostBusy => format!("no CUDA or OS call for {} of {} on {}", fmt_ns(s.busy_none), fmt_ns(dur), who()),
-        Cause::Unknown => {
-            format!("no OS runtime trace; {} of {} outside CUDA calls on {}", fmt_ns(s.unknown), fmt_ns(dur), who())
-        }
+        _ => format!("no OS runtime trace; {} of {} outside CUDA calls on {}", fmt_ns(s.unknown), fmt_ns(dur), who()),
     }
 }
 
@@ -546,48 +845,45 @@ fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, 
     }
 }
 
-fn launch_evidence(
-    ctx: &mut Ctx<'_>,
-    pid: u32,
-    tid: u32,
-    (start, end): (Ns, Ns),
-    outside: Ns,
-    launcher: Option<&str>,
-) -> String {
+// The phase of `[a, b)`: the innermost NVTX range covering at least half of it on
+// thread `tid`, else on another thread of the process.
+fn phase_of(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<String> {
     let trace = ctx.trace;
-    let mut n = 0;
-    if let (Some(li), _) = ctx.thread_lanes(pid, tid) {
-        let ev = &trace.lanes[li].ev;
-        n = candidates(ctx, li, start, end).filter(|&i| ev.start[i] >= start && ev.start[i] < end).count();
-    }
-    let then = launcher.map_or_else(String::new, |l| format!(", then {l} launched the next op"));
-    format!(
-        "{} of CPU work between {n} CUDA call{}{then}, in a {} gap on {}",
-        fmt_ns(outside),
-        if n == 1 { "" } else { "s" },
-        fmt_ns(end - start),
-        trace.thread_label(pid, tid)
-    )
+    let best = covering_range(ctx, pid, Some(tid), a, b).or_else(|| covering_range(ctx, pid, None, a, b))?;
+    Some(phase_name(trace.strings.get(best), ctx.options.exact_names).into_owned())
 }
 
-// Innermost NVTX range covering `t` on thread `tid`, else on the main thread.
-fn phase_at(ctx: &mut Ctx<'_>, pid: u32, tid: u32, t: Ns) -> Option<String> {
+// Name of the innermost range covering at least half of `[a, b)` on thread `tid`
+// (None: on any other thread of `pid`).
+fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -> Option<StrId> {
     let trace = ctx.trace;
-    let mut on = |tid: u32| -> Option<String> {
-        let lanes = &thread_of(&ctx.lanes, pid, tid)?.nvtx;
-        let mut best: Option<(Ns, StrId)> = None;
-        for &li in lanes {
-            let ev = &trace.lanes[li].ev;
-            // Ranges of one NVTX lane do not overlap: only the last one starting at or
-            // before `t` can cover it.
-            let i = ctx.starts.find(li, &ev.start, |&s| s <= t);
-            if i > 0 && ev.end[i - 1] > t && best.is_none_or(|(s, _)| ev.start[i - 1] >= s) {
-                best = Some((ev.start[i - 1], ev.name[i - 1]));
+    let lo = ctx.lanes.partition_point(|&((p, _), _)| p < pid);
+    let hi = ctx.lanes.partition_point(|&((p, _), _)| p <= pid);
+    let lanes: Vec<usize> = ctx.lanes[lo..hi]
+        .iter()
+        .filter(|((_, t), _)| tid.is_none_or(|x| x == *t))
+        .flat_map(|(_, l)| l.nvtx.iter().copied())
+        .collect();
+    let need = (b - a).max(1);
+    // (start, -end, name): the latest start, then the shortest, is the innermost.
+    let mut best: Option<(Ns, Ns, StrId)> = None;
+    for li in lanes {
+        let ev = &trace.lanes[li].ev;
+        // Ranges of one NVTX lane do not overlap: those overlapping [a, b) are the
+        // last ones starting before b, back to the first ending after a.
+        let mut i = ctx.starts.find(li, &ev.start, |&s| s < b);
+        while i > 0 && ev.end[i - 1] > a {
+            i -= 1;
+            let cover = ev.end[i].min(b) - ev.start[i].max(a);
+            if 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end[i]) > (s, ne)) {
+                best = Some((ev.start[i], -ev.end[i], ev.name[i]));
+            }
+            if ev.start[i] <= a {
+                break;
             }
         }
-        best.map(|(_, n)| phase_name(trace.strings.get(n), ctx.options.exact_names).into_owned())
-    };
-    on(tid).or_else(|| if tid == pid { None } else { on(pid) })
+    }
+    best.map(|(_, _, n)| n)
 }
 
 #[cfg(test)]
@@ -703,20 +999,122 @@ mod tests {
         assert_eq!(untraced.cause, Cause::Unknown);
     }
 
+    // Calls of `len` ns every `every` ns over [from, to), alternating two names.
+    fn back_to_back(
+        from: Ns,
+        to: Ns,
+        every: Ns,
+        len: Ns,
+        names: [&'static str; 2],
+    ) -> Vec<(Ns, Ns, &'static str, u32)> {
+        (0..=((to - from) / every))
+            .map(|k| from + k * every)
+            .take_while(|&t| t < to)
+            .enumerate()
+            .map(|(k, t)| (t, t + len, names[k % 2], 100 + k as u32))
+            .collect()
+    }
+
     #[test]
-    fn a_short_gap_ending_with_a_launch_from_inside_is_launch_bound() {
+    fn calls_back_to_back_are_launch_bound_at_any_length() {
+        // A 5 ms gap: launches and runtime queries every 10 us (4 us each, 40% of the
+        // time in calls), then the launch of the next kernel.
+        let end = 6 * MS;
+        let mut calls = back_to_back(MS, end - 20_000, 10_000, 4_000, ["cudaLaunchKernel", "cudaGetDevice"]);
+        calls.push(launch_at(end));
+        let g = Builder::new().gap_until(end).lane(API, &calls).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!(g.cause, Cause::LaunchBound, "{}", g.evidence);
+        assert!(
+            g.evidence.contains("CUDA calls back to back (longest stretch outside them 6.00 µs)"),
+            "{}",
+            g.evidence
+        );
+        // One stretch of 80 us of Python in the middle: host work, not launch overhead.
+        let mut slow = back_to_back(MS, 3 * MS, 10_000, 4_000, ["cudaLaunchKernel", "cudaGetDevice"]);
+        slow.extend(back_to_back(3 * MS + 80_000, end - 20_000, 10_000, 4_000, ["cudaLaunchKernel", "cudaGetDevice"]));
+        slow.push(launch_at(end));
+        let g = Builder::new().gap_until(end).lane(API, &slow).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
+        // Back to back, but mostly in other calls (allocation): driver work, host-busy.
+        let mut alloc = back_to_back(MS, end - 20_000, 10_000, 9_000, ["cudaMalloc", "cudaMalloc"]);
+        alloc.push(launch_at(end));
+        let g = Builder::new().gap_until(end).lane(API, &alloc).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
+    }
+
+    #[test]
+    fn work_launched_before_the_gap_is_queued_with_what_delayed_it() {
         let end = MS + 300_000;
-        let g = Builder::new().gap_until(end).lane(API, &[launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
-        assert_eq!(g.cause, Cause::LaunchBound);
-        assert!(g.evidence.contains("between 1 CUDA call, then cudaLaunchKernel launched"), "{}", g.evidence);
-        // The same gap with the launch issued before it began: the work was queued.
         let queued = Builder::new()
             .gap_until(end)
             .lane(API, &[(MS / 2, MS / 2 + 10, "cudaLaunchKernel", 2)])
             .lane(OS, &[(0, 10, "ioctl", 0)])
             .gap();
-        assert_eq!(queued.cause, Cause::Unknown);
-        assert!(queued.evidence.contains("queued"), "{}", queued.evidence);
+        assert_eq!(queued.cause, Cause::Queued);
+        assert!(queued.evidence.ends_with("nothing in the trace says what delayed the GPU"), "{}", queued.evidence);
+        // A module load on another thread across the gap.
+        let lazy = Builder::new()
+            .gap_until(end)
+            .lane(API, &[(MS / 2, MS / 2 + 10, "cudaLaunchKernel", 2)])
+            .lane(LaneKind::CudaApi { tid: 101 }, &[(MS, end, "cuLibraryLoadData", 9)])
+            .gap();
+        assert_eq!(lazy.cause, Cause::Queued);
+        assert!(
+            lazy.evidence.contains("cuLibraryLoadData 300 µs on pt_data_worker (tid 101) was loading code"),
+            "{}",
+            lazy.evidence
+        );
+        // A stream wait issued between the busy stretch and the launch.
+        let wait = Builder::new()
+            .gap_until(end)
+            .lane(API, &[(MS / 4, MS / 4 + 5, "cudaStreamWaitEvent", 3), (MS / 2, MS / 2 + 10, "cudaLaunchKernel", 2)])
+            .gap();
+        assert!(
+            wait.evidence.contains("cudaStreamWaitEvent on python3 (tid 100) made the stream wait"),
+            "{}",
+            wait.evidence
+        );
+    }
+
+    #[test]
+    fn profiler_overhead_while_the_thread_is_in_a_cuda_call_is_profiler() {
+        let end = 10 * MS;
+        let b = Builder::new()
+            .gap_until(end)
+            .lane(API, &[(MS, end - 5_000, "cudaLaunchKernel", 2)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .lane(LaneKind::Overhead { tid: 101 }, &[(2 * MS, 8 * MS, "CUPTI Buffer flush", 0)]);
+        let g = b.gap();
+        assert_eq!(g.cause, Cause::Profiler, "{}", g.evidence);
+        assert!(g.evidence.starts_with("CUPTI Buffer flush 6.00 ms on pt_data_worker (tid 101)"), "{}", g.evidence);
+        // The same flush while the thread runs Python: the flush did not stall it.
+        let g = Builder::new()
+            .gap_until(end)
+            .lane(API, &[launch_at(end)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .lane(LaneKind::Overhead { tid: 101 }, &[(2 * MS, 8 * MS, "CUPTI Buffer flush", 0)])
+            .gap();
+        assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
+    }
+
+    #[test]
+    fn a_gap_that_begins_as_a_sync_returns_is_sync_drain_unless_the_thread_then_waits() {
+        let end = 10 * MS;
+        let sync = (MS / 2, MS + 20_000, "cudaStreamSynchronize", 1);
+        let g = Builder::new().gap_until(end).lane(API, &[sync, launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!(g.cause, Cause::SyncDrain);
+        assert!(g.evidence.starts_with("cudaStreamSynchronize returned 20.0 µs into the gap; then"), "{}", g.evidence);
+        // After the sync the thread waits for a batch: host-wait.
+        let g = Builder::new()
+            .gap_until(end)
+            .lane(API, &[sync, launch_at(end)])
+            .lane(OS, &[(2 * MS, 9 * MS, "poll", 0)])
+            .gap();
+        assert_eq!(g.cause, Cause::HostWait);
+        // A sync that returns 200 us into the gap did not drain it.
+        let late = (MS / 2, MS + 200_000, "cudaStreamSynchronize", 1);
+        let g = Builder::new().gap_until(end).lane(API, &[late, launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!(g.cause, Cause::HostBusy);
     }
 
     #[test]
@@ -734,24 +1132,42 @@ mod tests {
     }
 
     #[test]
-    fn the_phase_is_the_innermost_range_at_the_gap_start() {
+    fn the_phase_is_the_innermost_range_covering_half_the_gap() {
+        // Gap [1 ms, 10 ms): `report` closes 1 ms in, `copy data` covers the rest.
         let b = Builder::new()
             .gap_until(10 * MS)
             .lane(API, &[launch_at(10 * MS)])
             .lane(LaneKind::Nvtx { tid: 100, depth: 0 }, &[(0, 20 * MS, "step 3", 0)])
             .lane(
                 LaneKind::Nvtx { tid: 100, depth: 1 },
-                &[(0, MS / 2, "copy data", 0), (MS / 2, 12 * MS, "forward", 0)],
+                &[(0, 2 * MS, "report", 0), (2 * MS, 12 * MS, "copy data", 0)],
             );
-        assert_eq!(b.gap().phase.as_deref(), Some("forward"));
+        assert_eq!(b.gap().phase.as_deref(), Some("copy data"));
+        // Nothing inside the step covers half the gap: the step itself.
         let b = Builder::new()
             .gap_until(10 * MS)
             .lane(API, &[launch_at(10 * MS)])
-            .lane(LaneKind::Nvtx { tid: 100, depth: 0 }, &[(0, 20 * MS, "step 3", 0)]);
+            .lane(LaneKind::Nvtx { tid: 100, depth: 0 }, &[(0, 20 * MS, "step 3", 0)])
+            .lane(
+                LaneKind::Nvtx { tid: 100, depth: 1 },
+                &[(0, 4 * MS, "report", 0), (7 * MS, 12 * MS, "copy data", 0)],
+            );
         assert_eq!(b.gap().phase.as_deref(), Some("step N"));
         let d = DeviceActivity::compute(&b.0, 0);
         let exact = Options { exact_names: true, ..Options::default() };
         assert_eq!(find_gaps(&b.0, &[d], &exact)[0].phase.as_deref(), Some("step 3"));
+        // A range on another thread of the process when the deciding thread has none.
+        let b = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(LaneKind::Nvtx { tid: 101, depth: 0 }, &[(MS, 9 * MS, "load batch", 0)]);
+        assert_eq!(b.gap().phase.as_deref(), Some("load batch"));
+        // Ranges covering less than half: no phase.
+        let b = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(LaneKind::Nvtx { tid: 100, depth: 0 }, &[(0, 3 * MS, "report", 0)]);
+        assert_eq!(b.gap().phase, None);
     }
 
     #[test]
@@ -779,7 +1195,7 @@ mod tests {
 
     // Brute force: the winning cause from per-slot categories, with the rule's precedence.
     fn brute(api: &[Slot], os: &[Slot]) -> Cause {
-        let mut score = [0usize; 6];
+        let mut score = [0usize; Cause::ALL.len()];
         for (a, o) in api.iter().zip(os) {
             let c = match (*a, *o) {
                 (Slot::Api("cudaStreamSynchronize"), _) => Cause::SyncWait,

@@ -18,6 +18,7 @@ pub mod index;
 pub mod intervals;
 pub mod names;
 pub mod phases;
+pub mod steps;
 pub mod transfers;
 
 use crate::model::{Ns, Trace};
@@ -28,17 +29,19 @@ pub use intervals::Union;
 pub const DEFAULT_MIN_GAP_NS: Ns = 100_000;
 
 /// Knobs of the analysis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Shortest idle stretch reported as a gap.
     pub min_gap_ns: Ns,
     /// Keep NVTX names exactly (no `step 7` -> `step N` grouping).
     pub exact_names: bool,
+    /// The NVTX phase that is one step (`--step-phase`); chosen from the trace when None.
+    pub step_phase: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { min_gap_ns: DEFAULT_MIN_GAP_NS, exact_names: false }
+        Self { min_gap_ns: DEFAULT_MIN_GAP_NS, exact_names: false, step_phase: None }
     }
 }
 
@@ -109,38 +112,116 @@ pub fn lanes_union(trace: &Trace, want: impl Fn(crate::model::LaneKind) -> bool)
 
 use crate::model::{MemClass, MemKind};
 
-/// Why the GPU was idle during a gap, from what the CPU threads of its process did.
+/// Why the GPU was idle during a gap, from what the CPU threads of its process did
+/// (the rule is in [`gaps`] and docs/causes.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Cause {
-    /// A thread was blocked in a synchronize call or a synchronous copy.
+    /// The deciding thread was blocked in a synchronize call or a synchronous copy.
     SyncWait,
-    /// A thread was inside a copy API on pageable memory.
+    /// A host sync drained the GPU's queue, then the thread worked instead of queueing.
+    SyncDrain,
+    /// The deciding thread was inside a copy API on pageable memory.
     PageableCopy,
-    /// A thread was blocked in an OS runtime call (`poll`, `pthread_cond_wait`, `read`...).
+    /// The deciding thread was blocked in an OS runtime call (`poll`, `pthread_cond_wait`, `read`...).
     HostWait,
     /// No API or blocking call: Python or other CPU work.
     HostBusy,
-    /// Short gaps between back-to-back launches.
+    /// The thread issued CUDA calls back to back; the GPU ran them faster.
     LaunchBound,
+    /// The work was launched before the gap: the GPU waited on something else.
+    Queued,
+    /// Profiler overhead (buffer flushes) stalled the launching thread.
+    Profiler,
     /// Nothing in the trace explains it.
     Unknown,
 }
 
 impl Cause {
     /// Every cause, in report order.
-    pub const ALL: [Cause; 6] =
-        [Cause::SyncWait, Cause::PageableCopy, Cause::HostWait, Cause::HostBusy, Cause::LaunchBound, Cause::Unknown];
+    pub const ALL: [Cause; 9] = [
+        Cause::SyncWait,
+        Cause::SyncDrain,
+        Cause::PageableCopy,
+        Cause::HostWait,
+        Cause::HostBusy,
+        Cause::LaunchBound,
+        Cause::Queued,
+        Cause::Profiler,
+        Cause::Unknown,
+    ];
 
     /// Stable label used in reports, JSON and the TUI (`sync-wait`, ...).
     pub fn label(self) -> &'static str {
         match self {
             Cause::SyncWait => "sync-wait",
+            Cause::SyncDrain => "sync-drain",
             Cause::PageableCopy => "pageable-copy",
             Cause::HostWait => "host-wait",
             Cause::HostBusy => "host-busy",
             Cause::LaunchBound => "launch-bound",
+            Cause::Queued => "queued",
+            Cause::Profiler => "profiler",
             Cause::Unknown => "unknown",
         }
+    }
+
+    /// The cause with this label.
+    pub fn from_label(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.label() == s)
+    }
+}
+
+/// Part of the run a gap falls in (see [`Windows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Window {
+    /// Before the second instance of the step phase: context creation, lazy loading, warm-up.
+    Startup,
+    /// From the second step to the end of the last one.
+    #[default]
+    Steady,
+    /// After the last step.
+    Teardown,
+}
+
+impl Window {
+    /// Every window, in time order.
+    pub const ALL: [Window; 3] = [Window::Startup, Window::Steady, Window::Teardown];
+
+    /// Stable label used in reports and JSON.
+    pub fn label(self) -> &'static str {
+        match self {
+            Window::Startup => "startup",
+            Window::Steady => "steady",
+            Window::Teardown => "teardown",
+        }
+    }
+}
+
+/// Where the steady state of the run begins and ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Windows {
+    /// First instant of the steady window.
+    pub steady_start: Ns,
+    /// First instant after it.
+    pub steady_end: Ns,
+}
+
+impl Windows {
+    /// The window holding most of `[start, end)`.
+    pub fn of(&self, start: Ns, end: Ns) -> Window {
+        let clip = |a: Ns, b: Ns| (end.min(b) - start.max(a)).max(0);
+        let parts = [
+            (Window::Startup, clip(Ns::MIN, self.steady_start)),
+            (Window::Steady, clip(self.steady_start, self.steady_end)),
+            (Window::Teardown, clip(self.steady_end, Ns::MAX)),
+        ];
+        // Ties go to steady, then startup.
+        parts.iter().rev().max_by_key(|&&(w, t)| (t, w == Window::Steady)).map_or(Window::Steady, |p| p.0)
+    }
+
+    /// Length of `[start, end)` inside the steady window.
+    pub fn steady_part(&self, start: Ns, end: Ns) -> Ns {
+        (end.min(self.steady_end) - start.max(self.steady_start)).max(0)
     }
 }
 
@@ -151,17 +232,21 @@ pub struct Gap {
     pub device: u32,
     /// Process whose CPU threads explain the gap.
     pub pid: u32,
+    /// The deciding thread (it launched the operation that ends the gap), if known.
+    pub tid: Option<u32>,
     /// First idle instant.
     pub start: Ns,
     /// First busy instant after the gap.
     pub end: Ns,
-    /// The dominant cause.
+    /// The cause.
     pub cause: Cause,
     /// One line of evidence, e.g. `cudaStreamSynchronize 1.2 ms on python3 (tid 814)`.
     pub evidence: String,
-    /// Innermost NVTX range (grouped name) at the gap start on the deciding thread (else
-    /// the main thread), if any.
+    /// Innermost NVTX range (grouped name) covering at least half of the gap on the
+    /// deciding thread (else another thread of the process), if any.
     pub phase: Option<String>,
+    /// Startup, steady or teardown.
+    pub window: Window,
 }
 
 impl Gap {
@@ -332,6 +417,10 @@ pub struct Analysis {
     pub devices: Vec<DeviceActivity>,
     /// Gaps of at least `options.min_gap_ns`, sorted by start.
     pub gaps: Vec<Gap>,
+    /// The step phase (grouped name), if the trace has one.
+    pub step_phase: Option<String>,
+    /// The steady window.
+    pub windows: Windows,
     /// Phases, sorted by total wall time, largest first.
     pub phases: Vec<Phase>,
     /// Transfers by direction and memory kind.
@@ -348,10 +437,10 @@ pub struct Analysis {
 ///
 /// Two threads: the NVTX projection and the transfer rows need neither the device
 /// unions nor the gaps, so they run beside them; then the phase statistics run beside
-/// the findings.
+/// the step phase and the findings.
 pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let index = index::Index::build(trace);
-    let ((groups, launched, (transfers, copies)), (devices, gaps, mut explainer)) = both(
+    let ((groups, launched, (transfers, copies)), (devices, mut gaps)) = both(
         || {
             let groups = phases::instances(trace, options.exact_names);
             let launched = phases::project(trace, &index, &groups);
@@ -360,11 +449,15 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         || {
             let devices: Vec<DeviceActivity> =
                 trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
-            let mut explainer = gaps::Explainer::new(trace, &index, options);
-            let gaps = explainer.find(&devices);
-            (devices, gaps, explainer)
+            let gaps = gaps::find(trace, &devices, &index, options);
+            (devices, gaps)
         },
     );
+    let grouped = options.exact_names.then(|| phases::instances(trace, false));
+    let steps = steps::choose(trace, grouped.as_ref().unwrap_or(&groups), &devices, options.step_phase.as_deref());
+    for g in &mut gaps {
+        g.window = steps.windows.of(g.start, g.end);
+    }
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
     let (phases, findings) = both(
         || phases::stats(&phase_ctx, groups, &launched),
@@ -377,15 +470,18 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
                 transfers: &transfers,
                 copies: &copies,
                 phases: &phase_ctx,
+                steps: &steps,
                 options,
             };
-            findings::findings(&inputs, &mut explainer)
+            findings::findings(&inputs, &mut gaps::Explainer::new(trace, &index, &devices, options))
         },
     );
     Analysis {
-        options: *options,
+        options: options.clone(),
         overlap: transfers::overlap(&devices),
         totals: transfers::totals(trace),
+        step_phase: steps.name,
+        windows: steps.windows,
         devices,
         gaps,
         phases,

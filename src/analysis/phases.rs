@@ -364,7 +364,7 @@ mod tests {
         lane(&mut t, LaneKind::Memory { device: 0, stream: 2, class: MemClass::H2D }, &[(15, 35, "copy", 2)]);
         lane(&mut t, LaneKind::CudaApi { tid: 7 }, &[(5, 6, "cudaLaunchKernel", 1), (6, 7, "cudaMemcpyAsync", 2)]);
         lane(&mut t, LaneKind::Nvtx { tid: 7, depth: 0 }, &[(0, 25, "forward 1", 0), (40, 50, "forward 2", 0)]);
-        let a = analyze(&t, &Options { min_gap_ns: 1, exact_names: false });
+        let a = analyze(&t, &Options { min_gap_ns: 1, ..Options::default() });
         assert_eq!(a.phases.len(), 1);
         let p = &a.phases[0];
         // Windows [0,25) + [40,50); GPU busy [10,35): kernel [10,20), copy [15,35).
@@ -377,7 +377,7 @@ mod tests {
         assert_eq!((p.launched.count, p.launched.gpu_ns, p.launched.span_ns), (2, 30, 25));
         assert_eq!(p.slowest, (0, 25));
         assert!(p.starved_share.abs() < f64::EPSILON);
-        let exact = analyze(&t, &Options { min_gap_ns: 1, exact_names: true });
+        let exact = analyze(&t, &Options { min_gap_ns: 1, exact_names: true, step_phase: None });
         assert_eq!(exact.phases.len(), 2);
     }
 

@@ -25,6 +25,26 @@ pub struct CopyFacts {
     pub async_pageable: CallSet,
     /// Synchronous memcpy calls (H2D copies <= 64 KB left out).
     pub sync: CallSet,
+    /// Bytes and copy time by (direction, host memory kind, size class), for
+    /// comparing pageable and pinned copies of like sizes.
+    pub by_size: BTreeMap<(MemClass, MemKind, u8), (u64, Ns)>,
+}
+
+/// Size class of a copy: 0 under 64 KiB, then one class per factor of 16 (64 KiB-1 MiB,
+/// 1-16 MiB, 16-256 MiB, 256 MiB and more).
+pub fn size_class(bytes: u64) -> u8 {
+    let mut c = 0;
+    let mut limit = 64 * 1024;
+    while bytes >= limit && c < 4 {
+        c += 1;
+        limit *= 16;
+    }
+    c
+}
+
+/// Label of a size class, e.g. `1-16 MiB`.
+pub fn size_class_label(class: u8) -> &'static str {
+    ["< 64 KiB", "64 KiB-1 MiB", "1-16 MiB", "16-256 MiB", ">= 256 MiB"][usize::from(class.min(4))]
 }
 
 /// A set of copies and the API calls that issued them.
@@ -43,7 +63,8 @@ pub struct CallSet {
 }
 
 impl CallSet {
-    fn add(&mut self, bytes: u64, gpu: Ns, api: Ns, name: &str, pid: u32, tid: u32) {
+    /// Count one copy and its issuing call.
+    pub fn add(&mut self, bytes: u64, gpu: Ns, api: Ns, name: &str, pid: u32, tid: u32) {
         self.count += 1;
         self.bytes += bytes;
         self.gpu_ns += gpu;
@@ -71,6 +92,10 @@ pub fn transfers(trace: &Trace, index: &Index) -> (Vec<Transfer>, CopyFacts) {
             row.busy_ns += dur;
             if let Some(g) = gbps(bytes, dur) {
                 row.max_gbps = row.max_gbps.max(g);
+            }
+            if matches!(class, MemClass::H2D | MemClass::D2H) {
+                let e = facts.by_size.entry((class, memory, size_class(bytes))).or_default();
+                *e = (e.0 + bytes, e.1 + dur);
             }
             let Some(call) = index.api_call(trace, l.pid, l.ev.corr(i), &mut hints) else { continue };
             let name = trace.strings.get(trace.lanes[call.at.lane as usize].ev.name[call.at.idx as usize]);

@@ -47,8 +47,8 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 }
 
 /// Write the CSV report.
-pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis) -> io::Result<()> {
-    let r = json::build(trace, a);
+pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
+    let r = json::build(trace, a, all_gaps);
     let mut c = Csv { w };
     c.row("section", "item", "metric", &"value")?;
     head(&mut c, &r)?;
@@ -74,6 +74,9 @@ fn head(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
     c.row("trace", "", "schema_version", &t.schema_version)?;
     c.row("trace", "", "duration_ns", &t.duration_ns)?;
     c.row("trace", "", "start_ns", &t.start_ns)?;
+    c.row("trace", "", "step_phase", &opt(t.step_phase))?;
+    c.row("trace", "", "steady_start_ns", &t.steady_start_ns)?;
+    c.row("trace", "", "steady_end_ns", &t.steady_end_ns)?;
     for g in &t.gpus {
         c.row("gpu", &g.device.to_string(), "name", &g.name)?;
     }
@@ -151,7 +154,13 @@ fn gaps(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
         c.row("gap_cause", cause, "count", &s.count)?;
         c.row("gap_cause", cause, "total_ns", &s.total_ns)?;
     }
-    for (i, t) in g.top.iter().enumerate() {
+    c.row("gaps", "steady", "count", &g.steady.count)?;
+    c.row("gaps", "steady", "total_ns", &g.steady.total_ns)?;
+    for (cause, s) in &g.steady.by_cause {
+        c.row("gap_cause_steady", cause, "count", &s.count)?;
+        c.row("gap_cause_steady", cause, "total_ns", &s.total_ns)?;
+    }
+    for (i, t) in g.all.as_ref().unwrap_or(&g.top).iter().enumerate() {
         let rank = (i + 1).to_string();
         c.row("gap", &rank, "device", &t.device)?;
         c.row("gap", &rank, "start_ns", &t.start_ns)?;
@@ -160,6 +169,7 @@ fn gaps(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
         c.row("gap", &rank, "cause", &t.cause)?;
         c.row("gap", &rank, "evidence", &t.evidence)?;
         c.row("gap", &rank, "phase", &opt(t.phase))?;
+        c.row("gap", &rank, "window", &t.window)?;
     }
     Ok(())
 }

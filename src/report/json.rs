@@ -2,7 +2,8 @@
 //! on the trace's timeline, bytes are integers, rates are decimal GB/s (bytes/ns).
 //!
 //! ```text
-//! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}]}
+//! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
+//!            step_phase, steady_start_ns, steady_end_ns}
 //! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
 //! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns}]
 //! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
@@ -12,9 +13,12 @@
 //!             copy_overlap, h2d_bytes, d2h_bytes, h2d_gbps, d2h_gbps, starved_share,
 //!             launched: {count, gpu_ns, span_ns}}]
 //! gaps      {min_gap_ns, count, total_ns,
-//!            by_cause: {"sync-wait" | "pageable-copy" | "host-wait" | "host-busy" |
-//!                       "launch-bound" | "unknown": {count, total_ns}},
-//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase}]}
+//!            by_cause: {"sync-wait" | "sync-drain" | "pageable-copy" | "host-wait" |
+//!                       "host-busy" | "launch-bound" | "queued" | "profiler" | "unknown":
+//!                       {count, total_ns}},
+//!            steady: {count, total_ns, by_cause},
+//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase, window}],
+//!            all: [...as top, in start order; only with --all-gaps]}
 //! findings  [{rule, severity, message, evidence: {key: value}, fix}]
 //! ```
 //!
@@ -70,6 +74,12 @@ pub struct TraceInfo<'a> {
     pub start_ns: Ns,
     /// GPUs with activity.
     pub gpus: Vec<GpuInfo<'a>>,
+    /// The NVTX phase taken as one step (grouped name), or null.
+    pub step_phase: Option<&'a str>,
+    /// First instant of the steady window.
+    pub steady_start_ns: Ns,
+    /// First instant after the steady window.
+    pub steady_end_ns: Ns,
 }
 
 /// One GPU of `trace.gpus`.
@@ -212,8 +222,24 @@ pub struct Gaps<'a> {
     pub total_ns: Ns,
     /// Count and time per cause, every cause present.
     pub by_cause: BTreeMap<&'static str, CauseSum>,
+    /// Gap time inside the steady window.
+    pub steady: Steady,
     /// The longest gaps, longest first.
     pub top: Vec<TopGap<'a>>,
+    /// Every gap in start order (`--all-gaps` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all: Option<Vec<TopGap<'a>>>,
+}
+
+/// `gaps.steady`: gaps clipped to the steady window.
+#[derive(Debug, Serialize)]
+pub struct Steady {
+    /// Gaps with any time in the window.
+    pub count: usize,
+    /// Their time inside the window.
+    pub total_ns: Ns,
+    /// Count and clipped time per cause, every cause present.
+    pub by_cause: BTreeMap<&'static str, CauseSum>,
 }
 
 /// `gaps.by_cause.*`.
@@ -240,8 +266,10 @@ pub struct TopGap<'a> {
     pub cause: &'static str,
     /// One line of evidence.
     pub evidence: &'a str,
-    /// Innermost NVTX range at the gap start.
+    /// Innermost NVTX range covering at least half of the gap.
     pub phase: Option<&'a str>,
+    /// `startup`, `steady` or `teardown`: the window holding most of the gap.
+    pub window: &'static str,
 }
 
 /// One entry of `findings`.
@@ -261,13 +289,34 @@ pub struct Finding<'a> {
 
 /// Gap count and time per cause (every cause present).
 pub fn by_cause(gaps: &[Gap]) -> BTreeMap<&'static str, CauseSum> {
+    by_cause_timed(gaps.iter(), Gap::dur)
+}
+
+// Count and `time` per cause of the gaps with time, every cause present.
+fn by_cause_timed<'g>(
+    gaps: impl Iterator<Item = &'g Gap>,
+    time: impl Fn(&Gap) -> Ns,
+) -> BTreeMap<&'static str, CauseSum> {
     let mut m: BTreeMap<&'static str, CauseSum> = Cause::ALL.iter().map(|c| (c.label(), CauseSum::default())).collect();
     for g in gaps {
-        let e = m.entry(g.cause.label()).or_default();
-        e.count += 1;
-        e.total_ns += g.dur();
+        let t = time(g);
+        if t > 0 {
+            let e = m.entry(g.cause.label()).or_default();
+            e.count += 1;
+            e.total_ns += t;
+        }
     }
     m
+}
+
+fn steady(a: &Analysis) -> Steady {
+    let part = |g: &Gap| a.windows.steady_part(g.start, g.end);
+    let inside: Vec<&Gap> = a.gaps.iter().filter(|g| part(g) > 0).collect();
+    Steady {
+        count: inside.len(),
+        total_ns: inside.iter().map(|g| part(g)).sum(),
+        by_cause: by_cause_timed(inside.into_iter(), part),
+    }
 }
 
 /// The `n` longest gaps, longest first (earlier first on ties).
@@ -278,8 +327,8 @@ pub fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
     v
 }
 
-/// Build the JSON document.
-pub fn build<'a>(trace: &'a Trace, a: &'a Analysis) -> Report<'a> {
+/// Build the JSON document; `all_gaps` adds `gaps.all`.
+pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a> {
     let t = a.totals;
     Report {
         trace: TraceInfo {
@@ -289,6 +338,9 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis) -> Report<'a> {
             duration_ns: trace.duration(),
             start_ns: trace.meta.start_ns,
             gpus: trace.gpus.iter().map(|g| GpuInfo { device: g.device, name: &g.name }).collect(),
+            step_phase: a.step_phase.as_deref(),
+            steady_start_ns: a.windows.steady_start,
+            steady_end_ns: a.windows.steady_end,
         },
         totals: Totals {
             kernels: t.kernels,
@@ -318,7 +370,9 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis) -> Report<'a> {
             count: a.gaps.len(),
             total_ns: a.gaps.iter().map(Gap::dur).sum(),
             by_cause: by_cause(&a.gaps),
+            steady: steady(a),
             top: top_gaps(&a.gaps, TOP_GAPS).into_iter().map(top_gap).collect(),
+            all: all_gaps.then(|| a.gaps.iter().map(top_gap).collect()),
         },
         findings: a
             .findings
@@ -381,14 +435,15 @@ fn top_gap(g: &Gap) -> TopGap<'_> {
         cause: g.cause.label(),
         evidence: &g.evidence,
         phase: g.phase.as_deref(),
+        window: g.window.label(),
     }
 }
 
 /// Write the JSON report, pretty-printed, with a final newline. Besides serde's escapes
 /// (C0 controls, quote, backslash), DEL and C1 controls are written as `\uXXXX` so that
 /// the raw output is safe on a terminal too.
-pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(&build(trace, a))?;
+pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(&build(trace, a, all_gaps))?;
     writeln!(w, "{}", escape_c1(&text))
 }
 

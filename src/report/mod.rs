@@ -33,11 +33,23 @@ pub enum Format {
 /// Write the report of `analysis` over `trace` in `format`. I/O errors (a closed pipe
 /// included) are returned to the caller.
 pub fn write(w: &mut dyn Write, trace: &Trace, analysis: &Analysis, format: Format) -> io::Result<()> {
+    write_with(w, trace, analysis, format, false)
+}
+
+/// [`write`], listing every gap when `all_gaps` (JSON `gaps.all`, the text gap table,
+/// CSV gap rows) instead of the longest ones.
+pub fn write_with(
+    w: &mut dyn Write,
+    trace: &Trace,
+    analysis: &Analysis,
+    format: Format,
+    all_gaps: bool,
+) -> io::Result<()> {
     match format {
-        Format::Text => text::write(w, trace, analysis, text::Style::Text),
-        Format::Md => text::write(w, trace, analysis, text::Style::Md),
-        Format::Csv => csv::write(w, trace, analysis),
-        Format::Json => json::write(w, trace, analysis),
+        Format::Text => text::write(w, trace, analysis, text::Style::Text, all_gaps),
+        Format::Md => text::write(w, trace, analysis, text::Style::Md, all_gaps),
+        Format::Csv => csv::write(w, trace, analysis, all_gaps),
+        Format::Json => json::write(w, trace, analysis, all_gaps),
     }
 }
 

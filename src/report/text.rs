@@ -72,12 +72,12 @@ fn rate(g: Option<f64>) -> String {
 }
 
 /// Write the report in `style`.
-pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, style: Style) -> io::Result<()> {
+pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, style: Style, all_gaps: bool) -> io::Result<()> {
     let mut o = Out { w, style };
     summary(&mut o, trace, a)?;
     phases(&mut o, a)?;
     transfers(&mut o, a)?;
-    gaps(&mut o, trace, a)?;
+    gaps(&mut o, trace, a, all_gaps)?;
     findings(&mut o, &a.findings)
 }
 
@@ -228,33 +228,66 @@ fn transfers(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
     ))
 }
 
-fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
+fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis, all: bool) -> io::Result<()> {
     if a.devices.is_empty() {
         return Ok(());
     }
     let total: Ns = a.gaps.iter().map(Gap::dur).sum();
+    let w = a.windows;
+    let steady: Ns = a.gaps.iter().map(|g| w.steady_part(g.start, g.end)).sum();
     o.heading(&format!("GPU idle gaps >= {} by cause", fmt_ns(a.options.min_gap_ns)))?;
-    let mut t = Table::new(&["cause", "gaps", "idle", "share"]);
+    o.line(&match &a.step_phase {
+        Some(p) => format!(
+            "Step phase `{}`: steady state from the second step (+{}) to the end of the last (+{})",
+            sanitize(p),
+            fmt_ns(w.steady_start - trace.meta.start_ns),
+            fmt_ns(w.steady_end - trace.meta.start_ns)
+        ),
+        None => "No step phase (no NVTX range marks a step): the steady state is the whole GPU span".to_string(),
+    })?;
+    let mut t = Table::new(&["cause", "gaps", "idle", "share", "steady idle", "steady share"]);
     let sums = by_cause(&a.gaps);
     for c in Cause::ALL {
         let s = &sums[c.label()];
-        t.row(vec![c.label().to_string(), s.count.to_string(), fmt_ns(s.total_ns), pct(s.total_ns, total)]);
+        let st: Ns = a.gaps.iter().filter(|g| g.cause == c).map(|g| w.steady_part(g.start, g.end)).sum();
+        t.row(vec![
+            c.label().to_string(),
+            s.count.to_string(),
+            fmt_ns(s.total_ns),
+            pct(s.total_ns, total),
+            fmt_ns(st),
+            pct(st, steady),
+        ]);
     }
-    t.row(vec!["total".to_string(), a.gaps.len().to_string(), fmt_ns(total), pct(total, total)]);
+    t.row(vec![
+        "total".to_string(),
+        a.gaps.len().to_string(),
+        fmt_ns(total),
+        pct(total, total),
+        fmt_ns(steady),
+        pct(steady, steady),
+    ]);
     o.table(&t)?;
     if a.gaps.is_empty() {
         return Ok(());
     }
-    o.heading("Longest gaps (start relative to the trace start)")?;
-    let mut t = Table::new(&["GPU", "start", "length", "cause", "phase", "evidence"])
+    o.heading(if all {
+        "Every gap (start relative to the trace start)"
+    } else {
+        "Longest gaps (start relative to the trace start)"
+    })?;
+    let mut t = Table::new(&["GPU", "start", "length", "window", "cause", "phase", "evidence"])
         .align(3, Align::Left)
         .align(4, Align::Left)
-        .align(5, Align::Left);
-    for g in top_gaps(&a.gaps, TOP_GAPS_TEXT) {
+        .align(5, Align::Left)
+        .align(6, Align::Left);
+    let rows = if all { a.gaps.iter().collect() } else { top_gaps(&a.gaps, TOP_GAPS_TEXT) };
+    for g in rows {
         t.row(vec![
             g.device.to_string(),
             fmt_ns(g.start - trace.meta.start_ns),
             fmt_ns(g.dur()),
+            g.window.label().to_string(),
             g.cause.label().to_string(),
             g.phase.clone().unwrap_or_else(|| "-".to_string()),
             g.evidence.clone(),

@@ -499,16 +499,22 @@ impl App {
     /// screen stays live and [`App::poll_jobs`] picks the result up.
     pub(crate) fn set_threshold(&mut self, min_gap_ns: Ns) {
         self.analysis.options.min_gap_ns = min_gap_ns;
-        let (trace, devices, opts) = (Arc::clone(&self.trace), Arc::clone(&self.devices), self.analysis.options);
+        let (trace, devices, opts) =
+            (Arc::clone(&self.trace), Arc::clone(&self.devices), self.analysis.options.clone());
+        let windows = self.analysis.windows;
+        let find = move || {
+            let mut gaps = crate::analysis::find_gaps(&trace, &devices, &opts);
+            for g in &mut gaps {
+                g.window = windows.of(g.start, g.end);
+            }
+            gaps
+        };
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
-            let _ = tx.send(crate::analysis::find_gaps(&trace, &devices, &opts));
+            let _ = tx.send(find());
         });
         if spawned.is_ok() {
             self.job = Some(GapJob { min_gap_ns, rx });
-        } else {
-            let gaps = crate::analysis::find_gaps(&self.trace, &self.devices, &opts);
-            self.set_gaps(gaps);
         }
     }
 

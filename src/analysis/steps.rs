@@ -1,0 +1,201 @@
+//! The step phase and the startup / steady / teardown windows (docs/causes.md).
+//!
+//! The *step phase* is the NVTX phase one instance of which is one training or
+//! inference step. Asked for by name (`--step-phase`), else chosen among phases of at
+//! least 2 instances (grouped names): first those with a numbered step-like name
+//! (`step N`, `iter N`, `iteration N`, `batch N`, `epoch N`, `ProfilerStep#N`, any
+//! case; step and iteration names before batch, batch before epoch), else top-level
+//! ranges of at least 3 instances whose instances hold at least half of the GPU busy
+//! time. Within a rank, the phase whose instances hold the most GPU busy time wins.
+//!
+//! Windows: *startup* up to the start of the second step, *steady* from there to the
+//! end of the last step, *teardown* after it. Without a step phase, steady runs from the
+//! first GPU operation to the last.
+
+use super::names::group_name;
+use super::phases::Instance;
+use super::{DeviceActivity, Union, Windows};
+use crate::model::{Ns, Trace};
+
+/// Fewest instances of a top-level phase without a step-like name.
+const MIN_TOP_LEVEL: usize = 3;
+
+/// The chosen step phase: its name and its outermost instances, sorted by start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Steps {
+    /// Grouped name, e.g. `step N`; None when the trace has no step phase.
+    pub name: Option<String>,
+    /// Outermost instances, sorted by start.
+    pub instances: Vec<Instance>,
+    /// The steady window.
+    pub windows: Windows,
+}
+
+/// Rank of a step-like name: 0 for step/iteration names, 1 batch, 2 epoch; None for
+/// names without a number or a step word.
+pub fn step_rank(grouped: &str) -> Option<u8> {
+    let n = grouped.to_ascii_lowercase();
+    // A number in the name (grouped to a lone `N`) marks one instance per step.
+    let b = grouped.as_bytes();
+    let numbered = (0..b.len()).any(|i| {
+        b[i] == b'N'
+            && b.get(i + 1).is_none_or(|c| !c.is_ascii_alphabetic())
+            && (i == 0 || !b[i - 1].is_ascii_uppercase())
+    });
+    if !numbered {
+        return None;
+    }
+    let has = |w: &str| n.contains(w);
+    if has("profilerstep") || has("step") || has("iter") {
+        Some(0)
+    } else if has("batch") {
+        Some(1)
+    } else if has("epoch") {
+        Some(2)
+    } else {
+        None
+    }
+}
+
+/// Choose the step phase among `groups` (grouped names) and derive the windows.
+pub fn choose(
+    trace: &Trace,
+    groups: &[(String, Vec<Instance>)],
+    devices: &[DeviceActivity],
+    wanted: Option<&str>,
+) -> Steps {
+    let total: Ns = devices.iter().map(|d| d.busy.total()).sum();
+    let held = |inst: &[Instance]| -> Ns {
+        let windows = Union::from_pairs(inst.iter().map(|i| (i.start, i.end)));
+        devices.iter().map(|d| windows.iter().map(|(a, b)| d.busy.busy_in(a, b)).sum::<Ns>()).sum()
+    };
+    let pick = match wanted {
+        Some(w) => asked(groups, w),
+        None => numbered(groups, &held).or_else(|| top_level(groups, &held, total)),
+    };
+    let gpu_extent = devices.iter().filter_map(DeviceActivity::extent).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let whole = gpu_extent.unwrap_or((trace.meta.start_ns, trace.meta.end_ns));
+    match pick {
+        Some((name, instances)) if !instances.is_empty() => {
+            let steady_start = instances.get(1).map_or(instances[0].start, |i| i.start);
+            let steady_end = instances.iter().map(|i| i.end).max().unwrap_or(whole.1).max(steady_start);
+            Steps { name: Some(name), instances, windows: Windows { steady_start, steady_end } }
+        }
+        _ => {
+            Steps { name: None, instances: Vec::new(), windows: Windows { steady_start: whole.0, steady_end: whole.1 } }
+        }
+    }
+}
+
+type Pick = Option<(String, Vec<Instance>)>;
+
+// The phase asked for by name (exact or grouped).
+fn asked(groups: &[(String, Vec<Instance>)], want: &str) -> Pick {
+    let g = group_name(want);
+    groups.iter().find(|(n, _)| n == want || *n == g).map(|(n, inst)| (n.clone(), outermost(inst)))
+}
+
+// The best numbered step-like phase: lowest rank, then most GPU busy time held.
+fn numbered(groups: &[(String, Vec<Instance>)], held: &dyn Fn(&[Instance]) -> Ns) -> Pick {
+    groups
+        .iter()
+        .filter_map(|(n, inst)| Some((step_rank(n)?, n, outermost(inst))))
+        .filter(|(_, _, inst)| inst.len() >= 2)
+        .map(|(r, n, inst)| ((r, std::cmp::Reverse(held(&inst))), n.clone(), inst))
+        .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)))
+        .map(|(_, n, inst)| (n, inst))
+}
+
+// The repeated top-level phase holding the most GPU busy time, if it holds half of it.
+fn top_level(groups: &[(String, Vec<Instance>)], held: &dyn Fn(&[Instance]) -> Ns, total: Ns) -> Pick {
+    groups
+        .iter()
+        .map(|(n, inst)| (n, inst.iter().filter(|i| i.depth == 0).copied().collect::<Vec<_>>()))
+        .filter(|(_, inst)| inst.len() >= MIN_TOP_LEVEL)
+        .map(|(n, inst)| (held(&inst), n.clone(), outermost(&inst)))
+        .filter(|(h, _, _)| total > 0 && 2 * h >= total)
+        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(&a.1)))
+        .map(|(_, n, inst)| (n, inst))
+}
+
+/// Instances not nested in another instance of the same phase on the same thread,
+/// sorted by start.
+fn outermost(inst: &[Instance]) -> Vec<Instance> {
+    let mut v = inst.to_vec();
+    v.sort_by_key(|i| (i.pid, i.tid, i.start, std::cmp::Reverse(i.end)));
+    let mut out: Vec<Instance> = Vec::with_capacity(v.len());
+    let mut cover: Option<(u32, u32, Ns)> = None;
+    for i in v {
+        if cover.is_some_and(|(p, t, e)| p == i.pid && t == i.tid && i.end <= e) {
+            continue;
+        }
+        cover = Some((i.pid, i.tid, i.end));
+        out.push(i);
+    }
+    out.sort_by_key(|i| (i.start, i.end));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Window;
+
+    fn inst(start: Ns, end: Ns, depth: u16) -> Instance {
+        Instance { pid: 1, tid: 1, start, end, depth }
+    }
+
+    fn busy(pairs: &[(Ns, Ns)]) -> DeviceActivity {
+        let u = Union::from_pairs(pairs.iter().copied());
+        DeviceActivity { device: 0, busy: u.clone(), kernels: u, copies: Union::default() }
+    }
+
+    #[test]
+    fn step_like_names_need_a_number_and_a_step_word() {
+        assert_eq!(step_rank("step N"), Some(0));
+        assert_eq!(step_rank("ProfilerStep#N"), Some(0));
+        assert_eq!(step_rank("iteration N"), Some(0));
+        assert_eq!(step_rank("batch N"), Some(1));
+        assert_eq!(step_rank("epoch N"), Some(2));
+        assert_eq!(step_rank("optimizer step"), None);
+        assert_eq!(step_rank("aten::to, seq = N"), None);
+        assert_eq!(step_rank("layerN.convN"), None);
+        assert_eq!(step_rank("Newton step"), None);
+        assert_eq!(step_rank("NCCL step"), None);
+    }
+
+    #[test]
+    fn a_numbered_step_wins_over_a_busier_top_level_range_and_sets_the_windows() {
+        let d = [busy(&[(0, 1000)])];
+        let groups = vec![
+            ("compile".to_string(), vec![inst(0, 300, 0), inst(300, 600, 0), inst(600, 900, 0)]),
+            ("optimizer step".to_string(), vec![inst(10, 20, 1), inst(110, 120, 1)]),
+            ("step N".to_string(), vec![inst(100, 200, 0), inst(200, 300, 0), inst(300, 400, 0)]),
+        ];
+        let s = choose(&Trace::default(), &groups, &d, None);
+        assert_eq!(s.name.as_deref(), Some("step N"));
+        assert_eq!(s.windows, Windows { steady_start: 200, steady_end: 400 });
+        assert_eq!(s.windows.of(150, 210), Window::Startup);
+        assert_eq!(s.windows.of(380, 410), Window::Steady);
+        assert_eq!(s.windows.of(390, 500), Window::Teardown);
+    }
+
+    #[test]
+    fn without_a_step_name_a_top_level_range_must_hold_half_the_gpu_work() {
+        let d = [busy(&[(0, 1000)])];
+        let small = vec![("jit".to_string(), vec![inst(0, 100, 0), inst(200, 300, 0), inst(400, 450, 0)])];
+        let s = choose(&Trace::default(), &small, &d, None);
+        assert_eq!(s.name, None);
+        assert_eq!(s.windows, Windows { steady_start: 0, steady_end: 1000 });
+        let big = vec![("train".to_string(), vec![inst(0, 400, 0), inst(400, 800, 0), inst(800, 1000, 0)])];
+        assert_eq!(choose(&Trace::default(), &big, &d, None).name.as_deref(), Some("train"));
+        // Asked for by name, even a small phase is the step.
+        assert_eq!(choose(&Trace::default(), &small, &d, Some("jit")).name.as_deref(), Some("jit"));
+    }
+
+    #[test]
+    fn nested_instances_of_the_same_phase_count_once() {
+        let v = outermost(&[inst(0, 100, 0), inst(10, 20, 1), inst(100, 200, 0)]);
+        assert_eq!(v.iter().map(|i| (i.start, i.end)).collect::<Vec<_>>(), vec![(0, 100), (100, 200)]);
+    }
+}
