@@ -25,6 +25,7 @@ struct Info<'a> {
     end_ns: i64,
     duration_ns: i64,
     events: usize,
+    outlier_events: u64,
     gpus: &'a [crate::model::Gpu],
     processes: &'a [crate::model::Process],
     threads: &'a [crate::model::Thread],
@@ -56,6 +57,10 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     writeln!(w, "nsys      {}  (export schema {})", or_unknown(&m.nsys_version), or_unknown(&m.schema_version))?;
     writeln!(w, "duration  {}  ({} .. {} ns)", crate::units::fmt_ns(t.duration()), m.start_ns, m.end_ns)?;
     writeln!(w, "events    {}", t.event_count())?;
+    if let (n @ 1.., first) = &m.outliers {
+        let first = first.as_deref().map_or(String::new(), |f| format!(", e.g. {}", sanitize(f)));
+        writeln!(w, "outliers  {n} events left out: their times lie far outside the rest (corrupt timestamps{first})")?;
+    }
     if t.gpus.is_empty() {
         writeln!(w, "GPUs      none: this trace has no GPU activity")?;
     }
@@ -94,6 +99,7 @@ pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         end_ns: m.end_ns,
         duration_ns: t.duration(),
         events: t.event_count(),
+        outlier_events: m.outliers.0,
         gpus: &t.gpus,
         processes: &t.processes,
         threads: &t.threads,

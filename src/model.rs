@@ -137,6 +137,27 @@ impl Events {
         self.flags.append(&mut other.flags);
     }
 
+    /// Keep only the rows whose (start, end) pass `keep`; returns how many were removed.
+    pub fn retain_times(&mut self, keep: impl Fn(Ns, Ns) -> bool) -> usize {
+        let rows: Vec<bool> = self.start.iter().zip(&self.end).map(|(&s, &e)| keep(s, e)).collect();
+        let removed = rows.iter().filter(|&&k| !k).count();
+        if removed > 0 {
+            fn filter<T: Copy>(v: &mut Vec<T>, rows: &[bool]) {
+                if v.len() == rows.len() {
+                    let mut it = rows.iter();
+                    v.retain(|_| *it.next().unwrap_or(&true));
+                }
+            }
+            filter(&mut self.start, &rows);
+            filter(&mut self.end, &rows);
+            filter(&mut self.name, &rows);
+            filter(&mut self.corr, &rows);
+            filter(&mut self.aux, &rows);
+            filter(&mut self.flags, &rows);
+        }
+        removed
+    }
+
     /// Sort every column by (start, end) and release spare capacity.
     pub fn sort_by_start(&mut self) {
         let n = self.len();
@@ -545,6 +566,9 @@ pub struct Meta {
     pub tables: Vec<TableStat>,
     /// Size of the trace file in bytes (0 for the embedded demo).
     pub file_bytes: u64,
+    /// Events left out because their times lie far outside the rest (corrupt
+    /// timestamps): how many, and the first one seen as `lane: start..end`.
+    pub outliers: (u64, Option<String>),
 }
 
 /// How one table was loaded.

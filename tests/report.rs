@@ -50,6 +50,7 @@ fn json_has_every_documented_key() {
         "step_phase",
         "steady_start_ns",
         "steady_end_ns",
+        "outlier_events",
     ];
     assert_eq!(keys(trace), set(&trace_keys));
     assert_eq!(trace["step_phase"], "step N");

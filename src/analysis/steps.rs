@@ -64,10 +64,11 @@ pub fn choose(
     devices: &[DeviceActivity],
     wanted: Option<&str>,
 ) -> Steps {
-    let total: Ns = devices.iter().map(|d| d.busy.total()).sum();
+    // Saturating sums: corrupt timestamps near i64::MAX must not overflow.
+    let total: Ns = devices.iter().fold(0, |t, d| t.saturating_add(d.busy.total()));
     let held = |inst: &[Instance]| -> Ns {
         let windows = Union::from_pairs(inst.iter().map(|i| (i.start, i.end)));
-        devices.iter().map(|d| windows.iter().map(|(a, b)| d.busy.busy_in(a, b)).sum::<Ns>()).sum()
+        devices.iter().flat_map(|d| windows.iter().map(|(a, b)| d.busy.busy_in(a, b))).fold(0, Ns::saturating_add)
     };
     let pick = match wanted {
         Some(w) => asked(groups, w),

@@ -144,6 +144,7 @@ fn assemble(
         }
     }
     let mut lanes: Vec<Lane> = lanes_by_key.into_iter().map(|((kind, pid), ev)| Lane::new(kind, pid, ev)).collect();
+    meta.outliers = drop_outliers(&mut lanes);
     let (start, end) = extent(&lanes);
     close_open_ranges(&mut lanes, end);
     let (gpus, processes, threads) =
@@ -156,6 +157,47 @@ fn assemble(
 }
 
 const OPEN_END: i64 = i64::MAX;
+
+/// How far from the bulk of the events (the median start) an event may lie, and how long
+/// it may last, before it counts as a corrupt timestamp: about 11.6 days.
+pub const OUTLIER_NS: i64 = 1_000_000_000_000_000;
+
+// Remove events with corrupt times (far from the median start, or absurdly long; an
+// open NVTX end is not one): the time axis and every sum stay within range.
+fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
+    // The median of up to 64 evenly spaced starts per lane stands for the bulk.
+    let mut sample: Vec<i64> = lanes
+        .iter()
+        .flat_map(|l| {
+            let n = l.ev.len();
+            let step = (n / 64).max(1);
+            (0..n).step_by(step).map(move |i| l.ev.start[i])
+        })
+        .collect();
+    if sample.is_empty() {
+        return (0, None);
+    }
+    let mid = sample.len() / 2;
+    let median = *sample.select_nth_unstable(mid).1;
+    let (lo, hi) = (median.saturating_sub(OUTLIER_NS), median.saturating_add(OUTLIER_NS));
+    let ok =
+        |s: i64, e: i64| (lo..=hi).contains(&s) && (e == OPEN_END || ((lo..=hi).contains(&e) && e - s <= OUTLIER_NS));
+    let mut dropped = 0u64;
+    let mut first = None;
+    for l in lanes.iter_mut() {
+        if first.is_none()
+            && let Some(i) = (0..l.ev.len()).find(|&i| !ok(l.ev.start[i], l.ev.end[i]))
+        {
+            first = Some(format!("{}: {}..{}", l.title(), l.ev.start[i], l.ev.end[i]));
+        }
+        let n = l.ev.retain_times(ok);
+        if n > 0 {
+            dropped += n as u64;
+            l.disjoint = (1..l.ev.len()).all(|i| l.ev.end[i - 1] <= l.ev.start[i]);
+        }
+    }
+    (dropped, first)
+}
 
 // Profiler overhead stays out of the extent: nsys initializes before the application
 // starts and flushes after it ends.

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
-//!            step_phase, steady_start_ns, steady_end_ns}
+//!            step_phase, steady_start_ns, steady_end_ns, outlier_events}
 //! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
 //! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns}]
 //! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
@@ -80,6 +80,8 @@ pub struct TraceInfo<'a> {
     pub steady_start_ns: Ns,
     /// First instant after the steady window.
     pub steady_end_ns: Ns,
+    /// Events left out for corrupt timestamps (far outside the rest).
+    pub outlier_events: u64,
 }
 
 /// One GPU of `trace.gpus`.
@@ -341,6 +343,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             step_phase: a.step_phase.as_deref(),
             steady_start_ns: a.windows.steady_start,
             steady_end_ns: a.windows.steady_end,
+            outlier_events: trace.meta.outliers.0,
         },
         totals: Totals {
             kernels: t.kernels,
@@ -440,17 +443,18 @@ fn top_gap(g: &Gap) -> TopGap<'_> {
 }
 
 /// Write the JSON report, pretty-printed, with a final newline. Besides serde's escapes
-/// (C0 controls, quote, backslash), DEL and C1 controls are written as `\uXXXX` so that
-/// the raw output is safe on a terminal too.
+/// (C0 controls, quote, backslash), DEL, C1 and bidi controls are written as `\uXXXX`
+/// so that the raw output is safe on a terminal too.
 pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
     let text = serde_json::to_string_pretty(&build(trace, a, all_gaps))?;
     writeln!(w, "{}", escape_c1(&text))
 }
 
-// JSON structure is ASCII: DEL and C1 can only occur inside strings, where `\uXXXX` is valid.
+// JSON structure is ASCII: DEL, C1 and bidi controls can only occur inside strings,
+// where `\uXXXX` is valid (all are in the Basic Multilingual Plane).
 fn escape_c1(s: &str) -> std::borrow::Cow<'_, str> {
     use std::fmt::Write as _;
-    let c1 = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
+    let c1 = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) || super::is_bidi_control(c);
     if !s.contains(c1) {
         return std::borrow::Cow::Borrowed(s);
     }

@@ -57,7 +57,12 @@ pub fn write_with(
 /// TAB...), DEL, C1 controls, and the bidirectional overrides and isolates that can
 /// reorder what a terminal shows.
 fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control() || is_bidi_control(c)
+}
+
+/// True for the bidirectional marks, overrides and isolates.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Replace every control character (C0 including ESC, DEL, C1) and bidirectional

@@ -93,6 +93,13 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
     if a.devices.is_empty() {
         o.line("No GPU activity in this trace: nothing ran on a GPU, so there is nothing to explain.")?;
     }
+    if m.outliers.0 > 0 {
+        o.line(&format!(
+            "{} events left out: their times lie far outside the rest (corrupt timestamps, e.g. {})",
+            m.outliers.0,
+            m.outliers.1.as_deref().unwrap_or("-")
+        ))?;
+    }
     for d in &a.devices {
         let (lo, hi) = d.extent().unwrap_or((0, 0));
         o.line(&format!(
