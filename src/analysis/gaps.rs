@@ -9,14 +9,16 @@
 //! process. docs/causes.md is the rule in full; in order, the first that applies wins:
 //!
 //! 1. `profiler`: profiler overhead covers at least half of the gap: `PROFILER_OVERHEAD`
-//!    rows of the process while the deciding thread is inside a CUDA call, and rows on
-//!    the deciding thread itself.
+//!    rows of the process, on any thread, while the deciding thread is inside a CUDA call
+//!    (rows that time a `dlopen`/`dlclose` are the application's own library loads).
 //! 2. `queued`: the launching call returned before the gap began. Evidence: module
 //!    loading in flight, a stream wait or host function issued since the busy stretch
 //!    before the gap began, another GPU of the process busy, or nothing.
-//! 3. `launch-bound`: the launching call began inside the gap, the deciding thread never
-//!    spent more than [`LAUNCH_STRETCH_MAX_NS`] in a row outside CUDA calls from the gap
-//!    start to it, and launch-type calls are at least half of its time in CUDA calls.
+//! 3. `launch-bound`: the launching call began inside the gap, and from the gap start to
+//!    its return (or the gap end) the deciding thread spent no more than
+//!    [`LAUNCH_STRETCH_MAX_NS`] in a row outside CUDA calls, nor in any one CUDA call
+//!    (driver work such as module loading or allocation is not launch overhead), and less
+//!    than half of that time blocked in synchronize calls or pageable copies.
 //! 4. The gap's time on the deciding thread is split, each instant counted once, with
 //!    this precedence: *pageable* (a memcpy call with a pageable side), *sync* (a
 //!    synchronize call or a synchronous memcpy), *launch* (launch, memset, async copy),
@@ -83,10 +85,13 @@ enum NameClass {
     ModuleLoad,
     // A stream waits on an event or a host function.
     StreamWait,
+    // Profiler overhead rows that time the application loading a library.
+    LibraryLoad,
 }
 
 impl NameClass {
-    const ALL: [NameClass; 3] = [NameClass::Plain, NameClass::ModuleLoad, NameClass::StreamWait];
+    const ALL: [NameClass; 4] =
+        [NameClass::Plain, NameClass::ModuleLoad, NameClass::StreamWait, NameClass::LibraryLoad];
 
     fn of(name: &str) -> Self {
         const WAITS: [&str; 4] = ["StreamWaitEvent", "LaunchHostFunc", "StreamAddCallback", "StreamWaitValue"];
@@ -94,6 +99,8 @@ impl NameClass {
             NameClass::ModuleLoad
         } else if WAITS.iter().any(|w| name.contains(w)) {
             NameClass::StreamWait
+        } else if name.starts_with("dlopen") || name.starts_with("dlclose") {
+            NameClass::LibraryLoad
         } else {
             NameClass::Plain
         }
@@ -555,7 +562,7 @@ impl<'a> Explainer<'a> {
         }
         let inside = w.call.filter(|c| (w.start..w.end).contains(&c.start));
         if let Some(c) = inside
-            && let Some(stretch) = launch_bound(ctx, w.pid, tid, w.start, c.start)
+            && let Some(stretch) = launch_bound(ctx, w.pid, tid, w.start, c.end.min(w.end))
         {
             return Verdict { cause: Cause::LaunchBound, detail: Detail::Launch(stretch, c) };
         }
@@ -668,56 +675,55 @@ fn clipped(ctx: &mut Ctx<'_>, li: usize, a: Ns, b: Ns) -> Vec<(Ns, Ns, usize)> {
 }
 
 // Rule 1: profiler overhead time in `[a, b)` that stalls thread `tid`: overhead rows of
-// the process while the thread is inside a CUDA call, and overhead rows on the thread
-// itself. Also the longest overhead row that counts.
+// the process (any thread but library loads) while the thread is inside a CUDA call.
+// Also the longest overhead row that counts.
 fn profiler_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> (Ns, Option<(usize, usize)>) {
     let lanes: Vec<usize> = ctx.overhead_lanes(pid).to_vec();
+    let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return (0, None) };
     if lanes.is_empty() {
         return (0, None);
     }
-    let (mut any, mut own) = (Vec::new(), Vec::new());
+    let mut rows = Vec::new();
     let mut longest: Option<(Ns, usize, usize)> = None;
     for li in lanes {
-        let on_thread = ctx.trace.lanes[li].kind.tid() == Some(tid);
         for (s, e, i) in clipped(ctx, li, a, b) {
-            if on_thread {
-                own.push((s, e));
-            } else {
-                any.push((s, e));
+            if ctx.name_class(ctx.trace.lanes[li].ev.name[i]) == NameClass::LibraryLoad {
+                continue;
             }
+            rows.push((s, e));
             let d = ctx.trace.lanes[li].ev.dur(i);
             if longest.is_none_or(|l| d > l.0) {
                 longest = Some((d, li, i));
             }
         }
     }
-    if any.is_empty() && own.is_empty() {
+    if rows.is_empty() {
         return (0, None);
     }
-    let (api, _) = ctx.thread_lanes(pid, tid);
-    let calls =
-        api.map_or_else(Union::default, |li| Union::from_pairs(clipped(ctx, li, a, b).into_iter().map(|c| (c.0, c.1))));
-    let stalled = Union::from_pairs(any).intersect(&calls).merge(&Union::from_pairs(own));
-    (stalled.total(), longest.map(|l| (l.1, l.2)))
+    let calls = Union::from_pairs(clipped(ctx, api, a, b).into_iter().map(|c| (c.0, c.1)));
+    (Union::from_pairs(rows).overlap_with(&calls), longest.map(|l| (l.1, l.2)))
 }
 
 // Rule 3: Some(longest stretch outside CUDA calls) when thread `tid` issued calls back
-// to back over `[a, launch)`, mostly launch-type ones.
-fn launch_bound(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, launch: Ns) -> Option<Ns> {
+// to back over `[a, b)` (the gap up to the launching call's return): no stretch outside
+// CUDA calls and no single call longer than launch overhead, and less than half of the
+// time blocked in synchronize calls or pageable copies.
+fn launch_bound(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<Ns> {
     let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return None };
-    let calls = Union::from_pairs(clipped(ctx, api, a, launch).into_iter().map(|c| (c.0, c.1)));
+    let rows = clipped(ctx, api, a, b);
+    if rows.iter().any(|&(s, e, _)| e - s > LAUNCH_STRETCH_MAX_NS) {
+        return None;
+    }
+    let calls = Union::from_pairs(rows.into_iter().map(|c| (c.0, c.1)));
     let mut longest = 0;
     let mut prev = a;
-    for (s, e) in calls.iter().chain(std::iter::once((launch, launch))) {
+    for (s, e) in calls.iter().chain(std::iter::once((b, b))) {
         longest = longest.max(s - prev);
         prev = prev.max(e);
     }
-    if longest > LAUNCH_STRETCH_MAX_NS {
-        return None;
-    }
-    let t = ctx.act_times(Some(api), None, a, launch);
-    let in_calls: Ns = [Act::Pageable, Act::Sync, Act::Launch, Act::ApiOther].iter().map(|&x| t[x as usize]).sum();
-    (2 * t[Act::Launch as usize] >= in_calls).then_some(longest)
+    let t = ctx.act_times(Some(api), None, a, b);
+    let blocked = t[Act::Sync as usize] + t[Act::Pageable as usize];
+    (longest <= LAUNCH_STRETCH_MAX_NS && 2 * blocked < b - a).then_some(longest)
 }
 
 // Calls of thread `tid` starting in `[a, b)`.
@@ -1035,8 +1041,8 @@ mod tests {
         slow.push(launch_at(end));
         let g = Builder::new().gap_until(end).lane(API, &slow).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
         assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
-        // Back to back, but mostly in other calls (allocation): driver work, host-busy.
-        let mut alloc = back_to_back(MS, end - 20_000, 10_000, 9_000, ["cudaMalloc", "cudaMalloc"]);
+        // Back to back, but in long allocation calls: driver work, host-busy.
+        let mut alloc = back_to_back(MS, end - 20_000, 200_000, 195_000, ["cudaMalloc", "cudaMalloc"]);
         alloc.push(launch_at(end));
         let g = Builder::new().gap_until(end).lane(API, &alloc).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
         assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
