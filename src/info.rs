@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::model::{Lane, Trace};
+use crate::model::{HostData, HostTables, Lane, SampleRate, Trace};
 use crate::report::sanitize;
 
 /// Facts about one lane, for `info`.
@@ -31,6 +31,70 @@ struct Info<'a> {
     threads: &'a [crate::model::Thread],
     lanes: Vec<LaneInfo>,
     tables: &'a [crate::model::TableStat],
+    host: HostInfo<'a>,
+}
+
+/// The host data section of `info`.
+#[derive(Debug, Serialize)]
+struct HostInfo<'a> {
+    tables: HostTables,
+    samples: usize,
+    sample_rate_hz: f64,
+    switches: usize,
+    osrt_calls: usize,
+    python_backtraces: bool,
+    cpus: &'a [u32],
+    cpu_cores: Option<u32>,
+    sampled_threads: &'a [SampleRate],
+    missing: Vec<&'static str>,
+}
+
+fn host_info(t: &Trace) -> HostInfo<'_> {
+    let h: &HostData = &t.host;
+    HostInfo {
+        tables: h.tables,
+        samples: h.samples,
+        sample_rate_hz: (h.sample_rate_hz() * 10.0).round() / 10.0,
+        switches: h.switches,
+        osrt_calls: h.osrt_calls,
+        python_backtraces: h.has_python,
+        cpus: &h.cpus,
+        cpu_cores: h.cpu_cores,
+        sampled_threads: &h.sampled_threads,
+        missing: missing(t),
+    }
+}
+
+/// What the export lacks for the host side of gap causes, with the nsys flag that adds it.
+fn missing(t: &Trace) -> Vec<&'static str> {
+    let h = &t.host;
+    let python = t.processes.iter().any(|p| p.name.contains("python"));
+    [
+        (!h.tables.samples, "no CPU samples: capture with --sample=process-tree"),
+        (!h.tables.sched, "no context switches: capture with --cpuctxsw=process-tree"),
+        (!h.tables.osrt, "no OS runtime calls: capture with --trace=osrt (added to -t)"),
+        (python && !h.has_python, "no Python backtraces: capture with --python-sampling=true"),
+    ]
+    .into_iter()
+    .filter_map(|(m, s)| m.then_some(s))
+    .collect()
+}
+
+fn write_host_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+    let h = host_info(t);
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    writeln!(w, "host data")?;
+    let rate = if h.samples > 0 { format!(" ({:.0} Hz per thread on CPU)", h.sample_rate_hz) } else { String::new() };
+    writeln!(w, "  CPU samples        {}{rate}", h.samples)?;
+    writeln!(w, "  context switches   {}", h.switches)?;
+    writeln!(w, "  OS runtime calls   {}", h.osrt_calls)?;
+    writeln!(w, "  Python backtraces  {}", yes_no(h.python_backtraces))?;
+    let cores = h.cpu_cores.map(|n| format!(" of {n} on the machine")).unwrap_or_default();
+    writeln!(w, "  CPUs seen          {}{cores}", h.cpus.len())?;
+    for m in &h.missing {
+        writeln!(w, "  missing: {m}")?;
+    }
+    Ok(())
 }
 
 /// The group a lane is shown under: `GPU 0 NVIDIA H200` or `python3 (814) / pt_main (tid 815)`.
@@ -73,6 +137,8 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         writeln!(w, "process   {} ({}), {n} threads with events", sanitize(&p.name), p.pid)?;
     }
     writeln!(w)?;
+    write_host_text(w, t)?;
+    writeln!(w)?;
     let rows = lanes(t);
     let gw = rows.iter().map(|r| r.group.chars().count()).max().unwrap_or(5).max(5);
     let lw = rows.iter().map(|r| r.lane.len()).max().unwrap_or(4).max(4);
@@ -105,6 +171,7 @@ pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         threads: &t.threads,
         lanes: lanes(t),
         tables: &m.tables,
+        host: host_info(t),
     };
     serde_json::to_writer_pretty(&mut *w, &info)?;
     writeln!(w)

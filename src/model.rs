@@ -445,6 +445,18 @@ pub enum LaneKind {
         /// Thread id.
         tid: u32,
     },
+    /// On-CPU intervals of one thread (`SCHED_EVENTS` switch-in to switch-out):
+    /// name `cpu N`, aux = CPU id.
+    OnCpu {
+        /// Thread id.
+        tid: u32,
+    },
+    /// CPU samples of one thread as instants (`COMPOSITE_EVENTS`): name = leaf frame
+    /// symbol, aux = its module's name id, flags = [`SampleFlags`].
+    Samples {
+        /// Thread id.
+        tid: u32,
+    },
 }
 
 impl LaneKind {
@@ -471,9 +483,38 @@ impl LaneKind {
             | LaneKind::NvtxMarks { tid }
             | LaneKind::CudaApi { tid }
             | LaneKind::Osrt { tid }
-            | LaneKind::Overhead { tid } => Some(tid),
+            | LaneKind::Overhead { tid }
+            | LaneKind::OnCpu { tid }
+            | LaneKind::Samples { tid } => Some(tid),
             _ => None,
         }
+    }
+
+    /// True for lanes of host scheduling data (on-CPU intervals, CPU samples).
+    pub fn is_host(self) -> bool {
+        matches!(self, LaneKind::OnCpu { .. } | LaneKind::Samples { .. })
+    }
+}
+
+/// The flags word of a CPU sample: CPU id in bits 0..24, nsys thread state
+/// (`ENUM_SAMPLING_THREAD_STATE`, 0 = unknown) in bits 24..32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleFlags {
+    /// CPU the sample was taken on.
+    pub cpu: u32,
+    /// Thread state (1 = running; 0 when not recorded).
+    pub state: u8,
+}
+
+impl SampleFlags {
+    /// Pack into a flags word (CPU ids above 2^24 - 1 are saturated).
+    pub fn pack(cpu: u32, state: u8) -> u32 {
+        cpu.min(0xFF_FFFF) | (u32::from(state) << 24)
+    }
+
+    /// Unpack a flags word.
+    pub fn unpack(f: u32) -> Self {
+        Self { cpu: f & 0xFF_FFFF, state: (f >> 24) as u8 }
     }
 }
 
@@ -510,6 +551,8 @@ impl Lane {
             LaneKind::CudaApi { .. } => "CUDA API".to_string(),
             LaneKind::Osrt { .. } => "OS runtime".to_string(),
             LaneKind::Overhead { .. } => "profiler".to_string(),
+            LaneKind::OnCpu { .. } => "on CPU".to_string(),
+            LaneKind::Samples { .. } => "CPU samples".to_string(),
         }
     }
 }
@@ -608,6 +651,69 @@ pub struct Trace {
     pub lanes: Vec<Lane>,
     /// CUDA synchronization records per process.
     pub syncs: Vec<SyncRecords>,
+    /// What the export says about the host: CPUs, samples, context switches.
+    pub host: HostData,
+}
+
+/// Host data of an export: which CPU tables it holds and their sizes. Counts are 0 and
+/// flags false when a table is absent.
+//
+// Parent pids: no table of the exports seen (2022.4 to 2025.3: `PROCESSES` has
+// globalPid, pid, name only) records a process's parent, so process trees are not kept.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct HostData {
+    /// CPU ids seen in context switches or samples, sorted.
+    pub cpus: Vec<u32>,
+    /// Logical CPUs of the machine (`TARGET_INFO_SYSTEM_ENV` `CpuCores`), when recorded.
+    pub cpu_cores: Option<u32>,
+    /// CPU samples (`COMPOSITE_EVENTS` rows) loaded.
+    pub samples: usize,
+    /// Context switches (`SCHED_EVENTS` rows) loaded.
+    pub switches: usize,
+    /// OS runtime calls (`OSRT_API` rows) loaded.
+    pub osrt_calls: usize,
+    /// Sampled threads with their sample counts and mean rates, by (pid, tid).
+    pub sampled_threads: Vec<SampleRate>,
+    /// Which host tables the export has.
+    pub tables: HostTables,
+    /// Some sample's leaf frame is Python code, or the export has a `PYTHON_*` table.
+    pub has_python: bool,
+}
+
+/// Host tables present in an export (possibly empty).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HostTables {
+    /// `OSRT_API` (OS runtime calls, `--trace=osrt`).
+    pub osrt: bool,
+    /// `SCHED_EVENTS` (context switches, `--cpuctxsw`).
+    pub sched: bool,
+    /// `COMPOSITE_EVENTS` (CPU samples, `--sample`).
+    pub samples: bool,
+}
+
+impl HostData {
+    /// Mean sampling rate over all sampled threads (samples per second of the time the
+    /// rates were measured over), 0 without samples.
+    pub fn sample_rate_hz(&self) -> f64 {
+        let (n, secs) = self.sampled_threads.iter().fold((0.0, 0.0), |(n, s), r| (n + r.samples as f64, s + r.seconds));
+        if secs > 0.0 { n / secs } else { 0.0 }
+    }
+}
+
+/// CPU samples of one thread.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SampleRate {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Samples of the thread.
+    pub samples: usize,
+    /// Seconds the rate is measured over: the thread's time on CPU when context
+    /// switches were recorded, else the span from its first to its last sample.
+    pub seconds: f64,
+    /// Samples per second of `seconds` (0 when it is 0).
+    pub hz: f64,
 }
 
 impl Trace {

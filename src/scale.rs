@@ -47,8 +47,15 @@ fn span_of(c: &Connection) -> Result<i64> {
     let mut hi = i64::MIN;
     for t in TABLES {
         if exists(c, t)? {
+            // Instants (context switches, CPU samples) have no end column.
+            let has_end: bool = c.query_row(
+                &format!("SELECT count(*) > 0 FROM pragma_table_info('{t}') WHERE name = 'end'"),
+                [],
+                |r| r.get(0),
+            )?;
+            let end = if has_end { "\"end\"" } else { "start" };
             let (a, b): (Option<i64>, Option<i64>) =
-                c.query_row(&format!("SELECT min(start), max(coalesce(\"end\", start)) FROM {t}"), [], |r| {
+                c.query_row(&format!("SELECT min(start), max(coalesce({end}, start)) FROM {t}"), [], |r| {
                     Ok((r.get(0)?, r.get(1)?))
                 })?;
             lo = lo.min(a.unwrap_or(lo));

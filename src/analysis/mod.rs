@@ -14,6 +14,7 @@
 
 pub mod findings;
 pub mod gaps;
+pub mod host;
 pub mod index;
 pub mod intervals;
 pub mod names;

@@ -154,7 +154,10 @@ pub fn totals(trace: &Trace) -> Totals {
             LaneKind::CudaApi { .. } => t.api_calls += n,
             LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } => t.nvtx_ranges += n,
             LaneKind::Osrt { .. } => t.osrt_calls += n,
-            LaneKind::NvtxMarks { .. } | LaneKind::Overhead { .. } => {}
+            LaneKind::NvtxMarks { .. }
+            | LaneKind::Overhead { .. }
+            | LaneKind::OnCpu { .. }
+            | LaneKind::Samples { .. } => {}
         }
     }
     t

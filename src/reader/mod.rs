@@ -1,8 +1,10 @@
 //! Reader: nsys SQLite exports (2022.2 and later) into the in-memory [`Trace`].
 //!
 //! Every table and column is optional: the schema is probed first and only what
-//! exists is selected. Tables are read on two threads, names are resolved once.
+//! exists is selected. Tables are read on up to three threads (CUDA API calls; host
+//! scheduling data; the rest), names are resolved once.
 
+mod host;
 mod nvtx;
 mod open;
 mod schema;
@@ -104,16 +106,30 @@ fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
     let names = tables::read_string_ids(&conn, &schema).context("reading StringIds")?;
 
     // The CUDA API table is usually the largest: give it its own connection and core.
-    let (api, rest) = std::thread::scope(|s| {
+    // Context switches and CPU samples, when present, can be as large: a third one.
+    let has_host = schema.has("SCHED_EVENTS") || schema.has("COMPOSITE_EVENTS");
+    let (api, host, rest) = std::thread::scope(|s| {
         let api = s.spawn(|| -> Result<Partial> {
             let c = source.connect()?;
             tables::read_runtime(tables::Src { conn: &c, schema: &schema, progress })
         });
+        let host = has_host.then(|| {
+            s.spawn(|| -> Result<Partial> {
+                let c = source.connect()?;
+                host::read_host(tables::Src { conn: &c, schema: &schema, progress })
+            })
+        });
         let rest = tables::read_all_but_runtime(tables::Src { conn: &conn, schema: &schema, progress });
-        (api.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked"))), rest)
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Partial>>| {
+            h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked")))
+        };
+        (join(api), host.map(join), rest)
     });
     let mut parts = rest?;
     parts.push(api?);
+    if let Some(h) = host {
+        parts.push(h?);
+    }
     assemble(meta, &conn, &schema, names, parts)
 }
 
@@ -149,7 +165,9 @@ fn assemble(
     close_open_ranges(&mut lanes, end);
     let (gpus, processes, threads) =
         tables::read_who(conn, schema, &names, &lanes).context("reading processes, threads and GPUs")?;
-    let mut trace = Trace { meta, strings: names.into_strings(), gpus, processes, threads, lanes, syncs };
+    let strings = names.into_strings();
+    let host = host::host_data(conn, schema, &lanes, &strings, &meta.tables);
+    let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host };
     trace.meta.start_ns = start;
     trace.meta.end_ns = end;
     order_lanes(&mut trace);
@@ -200,9 +218,11 @@ fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
 }
 
 // Profiler overhead stays out of the extent: nsys initializes before the application
-// starts and flushes after it ends.
+// starts and flushes after it ends. So do context switches and CPU samples: they cover
+// the whole capture, nsys's own start-up included, and (system-wide) other processes.
 fn extent(lanes: &[Lane]) -> (i64, i64) {
-    let lanes: Vec<&Lane> = lanes.iter().filter(|l| !matches!(l.kind, LaneKind::Overhead { .. })).collect();
+    let lanes: Vec<&Lane> =
+        lanes.iter().filter(|l| !matches!(l.kind, LaneKind::Overhead { .. }) && !l.kind.is_host()).collect();
     let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);
     // In a disjoint lane ends are sorted (an open range can only be the last event), so
     // the latest closed end is found from the back; other lanes need a full scan.
@@ -240,6 +260,8 @@ fn order_lanes(trace: &mut Trace) {
             LaneKind::CudaApi { tid } => (1, pid, u32::from(tid != pid), 3, tid, 0),
             LaneKind::Osrt { tid } => (1, pid, u32::from(tid != pid), 4, tid, 0),
             LaneKind::Overhead { tid } => (1, pid, u32::from(tid != pid), 5, tid, 0),
+            LaneKind::OnCpu { tid } => (1, pid, u32::from(tid != pid), 6, tid, 0),
+            LaneKind::Samples { tid } => (1, pid, u32::from(tid != pid), 7, tid, 0),
         }
     }
     // Keep a thread's lanes together: sort by (pid, main-first, tid) before the kind.

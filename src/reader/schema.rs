@@ -22,6 +22,8 @@ pub const EVENT_TABLES: &[&str] = &[
     "NVTX_EVENTS",
     "OSRT_API",
     "PROFILER_OVERHEAD",
+    "SCHED_EVENTS",
+    "COMPOSITE_EVENTS",
 ];
 
 impl Schema {
@@ -50,6 +52,11 @@ impl Schema {
     /// True when `table` exists.
     pub fn has(&self, table: &str) -> bool {
         self.tables.contains_key(table)
+    }
+
+    /// Names of all tables.
+    pub fn tables(&self) -> impl Iterator<Item = &str> {
+        self.tables.keys().map(String::as_str)
     }
 
     /// True when `table` exists and has `column`.

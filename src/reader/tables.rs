@@ -112,7 +112,7 @@ impl Names {
             *n = self.intern_ref(*n, local, is_api);
         }
         match kind {
-            LaneKind::Kernels { .. } => {
+            LaneKind::Kernels { .. } | LaneKind::Samples { .. } => {
                 for a in &mut ev.aux {
                     *a = u64::from(self.intern_ref(*a as u32, local, false));
                 }
@@ -259,6 +259,7 @@ pub fn select(schema: &Schema, table: &str) -> Option<String> {
         "CUPTI_ACTIVITY_KIND_RUNTIME" => &["eventClass", "globalTid", "correlationId", "nameId"],
         "NVTX_EVENTS" => &["eventType", "globalTid", "text", "textId", "domainId"],
         "OSRT_API" | "PROFILER_OVERHEAD" => &["globalTid", "nameId"],
+        "SCHED_EVENTS" | "COMPOSITE_EVENTS" => return super::host::select(schema, table),
         _ => return None,
     };
     let gpu: &[&str] =
@@ -312,7 +313,8 @@ impl Sink {
         self.out.local(&mut self.cache, s)
     }
 
-    fn finish(mut self) -> Partial {
+    /// The loaders' output.
+    pub fn finish(mut self) -> Partial {
         self.out.lanes = self.lanes.lanes;
         self.out
     }

@@ -1,7 +1,7 @@
 //! The facts shown in the details panel, computed once per selection (never per frame).
 
 use crate::analysis::{Analysis, Gap};
-use crate::model::{ApiKind, EventRef, LaneKind, MemClass, MemFlags, Ns, Trace};
+use crate::model::{ApiKind, EventRef, LaneKind, MemClass, MemFlags, Ns, SampleFlags, Trace};
 
 use super::text::{self, clean};
 
@@ -95,6 +95,11 @@ pub fn event(trace: &Trace, r: EventRef) -> Details {
             };
             d.add("kind", kind);
         }
+        LaneKind::Samples { .. } => {
+            d.add("module", clean(trace.strings.get(ev.aux(i) as u32)));
+            d.add("cpu", SampleFlags::unpack(ev.flags(i)).cpu.to_string());
+        }
+        LaneKind::OnCpu { .. } => d.add("cpu", ev.aux(i).to_string()),
         _ => {}
     }
     let corr = ev.corr(i);

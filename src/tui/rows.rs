@@ -44,7 +44,8 @@ pub enum Row {
 
 /// Build the groups of `trace`: GPUs by device, then threads, main threads first,
 /// threads with CUDA or NVTX activity next. Threads with only OS runtime calls share
-/// one group, collapsed.
+/// one group, collapsed; so do threads with only scheduling data (on-CPU intervals,
+/// CPU samples).
 pub fn groups(trace: &Trace) -> Vec<Group> {
     let mut out: Vec<Group> = trace
         .devices()
@@ -68,10 +69,12 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
         }
     }
     for ((pid, rank, tid), lanes) in &mut threads {
-        let active = lanes
-            .iter()
-            .any(|&l| !matches!(trace.lanes[l as usize].kind, LaneKind::Osrt { .. } | LaneKind::Overhead { .. }));
-        *rank = if *tid == *pid {
+        let kinds = || lanes.iter().map(|&l| trace.lanes[l as usize].kind);
+        let active = kinds().any(|k| !matches!(k, LaneKind::Osrt { .. } | LaneKind::Overhead { .. }) && !k.is_host());
+        // A main thread with only scheduling data (every process of a system-wide
+        // capture has one) is folded with the others.
+        let host_only = kinds().all(LaneKind::is_host);
+        *rank = if *tid == *pid && !host_only {
             0
         } else if active {
             1

@@ -41,6 +41,10 @@ pub enum Class {
     Osrt,
     /// Profiler overhead (nsys's own stalls).
     Overhead,
+    /// A thread running on a CPU.
+    OnCpu,
+    /// A CPU sample (instant).
+    Sample,
 }
 
 /// Classify event `i` of `lane`.
@@ -64,6 +68,8 @@ pub fn classify(lane: &Lane, i: usize) -> Class {
         },
         LaneKind::Osrt { .. } => Class::Osrt,
         LaneKind::Overhead { .. } => Class::Overhead,
+        LaneKind::OnCpu { .. } => Class::OnCpu,
+        LaneKind::Samples { .. } => Class::Sample,
     }
 }
 
@@ -107,7 +113,7 @@ pub fn cell_glyph(class: Class, busy: f32) -> char {
     match class {
         Class::Pageable => glyph::PAGEABLE,
         Class::Sync => glyph::SYNC,
-        Class::Mark => glyph::MARK,
+        Class::Mark | Class::Sample => glyph::MARK,
         _ => glyph::shade(busy),
     }
 }
@@ -182,6 +188,8 @@ impl Theme {
             Class::Api => self.fg(250, Color::White),
             Class::Osrt => self.fg(244, Color::DarkGray),
             Class::Overhead => self.fg(96, Color::Magenta),
+            Class::OnCpu => self.fg(108, Color::Green),
+            Class::Sample => self.fg(139, Color::Magenta),
         }
     }
 

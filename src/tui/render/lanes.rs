@@ -149,7 +149,7 @@ fn draw_lane(buf: &mut Buffer, ctx: &mut Ctx, lane: u32, y: u16) {
         while end < cells.len() && cells[end].dom == c.dom && cells[end].busy >= 0.875 {
             end += 1;
         }
-        let name = if end - k >= MIN_LABEL_RUN && class != Class::Mark {
+        let name = if end - k >= MIN_LABEL_RUN && !matches!(class, Class::Mark | Class::Sample) {
             let name = text::clean(app.trace.strings.get(l.ev.name[c.dom as usize]));
             // Write a cut name only when enough of it shows to be read.
             (name.chars().count() <= end - k || end - k >= 2 * MIN_LABEL_RUN)
