@@ -107,6 +107,29 @@ impl NameClass {
     }
 }
 
+/// True for OS runtime calls that touch storage: file reads, opens, stats and syncs.
+pub fn is_io_call(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "read",
+        "readv",
+        "pread",
+        "pread64",
+        "preadv",
+        "preadv2",
+        "fread",
+        "fsync",
+        "fdatasync",
+        "sendfile",
+        "sendfile64",
+        "copy_file_range",
+        "readahead",
+        "posix_fadvise",
+        "posix_fadvise64",
+    ];
+    const PREFIX: &[&str] = &["open", "fopen", "stat", "fstat", "lstat", "newfstatat", "statx", "access", "getdents"];
+    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+}
+
 /// True for OS runtime calls that block waiting for another thread, a process or I/O.
 pub fn is_blocking_os_call(name: &str) -> bool {
     const EXACT: &[&str] = &[

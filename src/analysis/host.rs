@@ -21,8 +21,12 @@
 
 use std::collections::HashMap;
 
-use super::gaps::is_blocking_os_call;
+use super::gaps::{is_blocking_os_call, is_io_call};
 use crate::model::{Lane, LaneKind, Ns, StrId, Trace};
+
+// Name classes of OS calls.
+const BLOCKING: u8 = 1;
+const IO: u8 = 2;
 
 // Intervals per block of prefix sums in a CPU's columns.
 const BLOCK: usize = 32;
@@ -114,6 +118,9 @@ struct ThreadLanes {
     os_max_end: Vec<Ns>,
 }
 
+/// Share of a window a CPU must give a process tree to count as one it uses then.
+pub const ACTIVE_CPU_SHARE: f64 = 0.05;
+
 /// Per-CPU on-CPU intervals and per-thread host lanes of a trace, built once.
 #[derive(Debug, Clone, Default)]
 pub struct HostIndex {
@@ -125,8 +132,8 @@ pub struct HostIndex {
     lanes: Vec<ThreadLanes>,
     // Per pid (sorted): CPU ids its threads ran on during the trace, sorted.
     pid_cpus: Vec<(u32, Vec<u32>)>,
-    // Per string id: true for a blocking OS call name.
-    blocking: Vec<bool>,
+    // Per string id: BLOCKING and IO bits of an OS call name.
+    blocking: Vec<u8>,
 }
 
 impl HostIndex {
@@ -152,7 +159,11 @@ impl HostIndex {
         threads.sort_unstable_by_key(|&(k, _)| k);
         (ix.threads, ix.lanes) = threads.into_iter().unzip();
         ix.index_cpus(trace);
-        ix.blocking = trace.strings.iter().map(|(_, s)| is_blocking_os_call(s)).collect();
+        ix.blocking = trace
+            .strings
+            .iter()
+            .map(|(_, s)| u8::from(is_blocking_os_call(s)) * BLOCKING | u8::from(is_io_call(s)) * IO)
+            .collect();
         ix
     }
 
@@ -219,6 +230,33 @@ impl HostIndex {
         v
     }
 
+    /// Load of the CPUs that the threads of `pids` used in `[a, b)`: the CPUs that gave
+    /// them at least [`ACTIVE_CPU_SHARE`] of the window, how busy those were (any
+    /// thread), and how many threads of `pids` ran. Cost: the switches in the window.
+    pub fn active_load(&self, pids: &[u32], a: Ns, b: Ns) -> CpuLoad {
+        let w = (b - a).max(0);
+        let mut usable = Vec::new();
+        let (mut busy, mut who) = (0, Vec::new());
+        for (k, col) in self.cpus.iter().enumerate() {
+            let mut mine = 0;
+            for r in col.rows_in(a, b) {
+                let t = col.who[r] as usize;
+                if pids.contains(&self.threads[t].0) {
+                    mine += col.end(r).min(b) - col.start[r].max(a);
+                    who.push(t);
+                }
+            }
+            if w > 0 && mine as f64 >= ACTIVE_CPU_SHARE * w as f64 {
+                usable.push(self.cpu_ids[k]);
+                busy += col.busy_in(a, b);
+            }
+        }
+        who.sort_unstable();
+        who.dedup();
+        let cap = usable.len() as f64 * w as f64;
+        CpuLoad { busy_share: if cap > 0.0 { busy as f64 / cap } else { 0.0 }, usable, threads: who.len() }
+    }
+
     /// On-CPU time of all threads on `cpu` in `[a, b)`: two binary searches.
     pub fn cpu_busy_ns(&self, cpu: u32, a: Ns, b: Ns) -> Ns {
         self.cpu_ids.binary_search(&cpu).map_or(0, |i| self.cpus[i].busy_in(a, b))
@@ -278,6 +316,9 @@ pub struct ThreadTime {
     pub os_call_ns: Ns,
     /// Off CPU outside any OS runtime call: runnable (preempted) or an untraced wait.
     pub runnable_ns: Ns,
+    /// Off CPU inside a storage call ([`is_io_call`]: `read`, `pread`, `open`, `stat`...),
+    /// part of `blocked_ns` and `os_call_ns`.
+    pub io_ns: Ns,
 }
 
 /// On/off-CPU split of thread (`pid`, `tid`) over `[a, b)`; None when the trace has no
@@ -285,20 +326,24 @@ pub struct ThreadTime {
 pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<ThreadTime> {
     let t = ix.thread(pid, tid)?;
     let on: Vec<(Ns, Ns)> = clipped(&trace.lanes[t.on_cpu?], a, b).collect();
-    let (mut blocking, mut all) = (Vec::new(), Vec::new());
+    let (mut blocking, mut all, mut io) = (Vec::new(), Vec::new(), Vec::new());
     if let Some(li) = t.os {
         let lane = &trace.lanes[li];
         for i in os_rows(lane, &t.os_max_end, a, b) {
             let (s, e) = (lane.ev.start[i].max(a), lane.ev.end[i].min(b));
             if s < e {
                 all.push((s, e));
-                if ix.blocking.get(lane.ev.name[i] as usize).copied().unwrap_or(false) {
+                let class = ix.blocking.get(lane.ev.name[i] as usize).copied().unwrap_or(0);
+                if class & BLOCKING != 0 {
                     blocking.push((s, e));
+                }
+                if class & IO != 0 {
+                    io.push((s, e));
                 }
             }
         }
     }
-    let (blocking, all) = (merge(blocking), merge(all));
+    let (blocking, all, io) = (merge(blocking), merge(all), merge(io));
     let on_cpu_ns: Ns = on.iter().map(|(s, e)| e - s).sum();
     let len = |v: &[(Ns, Ns)]| v.iter().map(|(s, e)| e - s).sum::<Ns>();
     let blocked_ns = len(&blocking) - overlap(&blocking, &on);
@@ -310,6 +355,7 @@ pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: 
         blocked_ns,
         os_call_ns: off_in_calls - blocked_ns,
         runnable_ns: window_ns - on_cpu_ns - off_in_calls,
+        io_ns: len(&io) - overlap(&io, &on),
     })
 }
 
