@@ -24,8 +24,11 @@ fn label_sets() -> Vec<(PathBuf, PathBuf)> {
     ];
     for (labels, traces) in dirs {
         let Ok(rd) = std::fs::read_dir(&labels) else { continue };
-        let mut files: Vec<PathBuf> =
-            rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+        let mut files: Vec<PathBuf> = rd
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
         files.sort();
         for f in files {
             let v = read(&f);
@@ -59,7 +62,8 @@ fn check(labels: &Value, a: &Analysis, file: &str) -> Vec<String> {
         }
     }
     for g in labels["gaps"].as_array().unwrap() {
-        let (dev, start, end) = (g["device"].as_u64().unwrap() as u32, g["start_ns"].as_i64().unwrap(), g["end_ns"].as_i64().unwrap());
+        let (dev, start, end) =
+            (g["device"].as_u64().unwrap() as u32, g["start_ns"].as_i64().unwrap(), g["end_ns"].as_i64().unwrap());
         let at = format!("{file}: gap GPU {dev} [{start}, {end})");
         let Some(found) = a.gaps.iter().find(|x| x.device == dev && x.start == start && x.end == end) else {
             bad.push(format!("{at}: not found by lanescope"));
