@@ -239,14 +239,12 @@ fn print_diff(
     format: report::Format,
     fail_if: &[String],
 ) -> Result<()> {
-    let malformed = |message: String| Exit { code: EXIT_MALFORMED, message };
-    let conditions: Vec<diff::fail_if::Condition> =
-        fail_if.iter().map(|e| diff::fail_if::parse(e)).collect::<Result<_, _>>().map_err(malformed)?;
     let (tb, ta) = (load(before)?, load(after)?);
     let (ab, aa) = (analyze_checked(&tb, options)?, analyze_checked(&ta, options)?);
     let d =
         diff::diff(diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
-    let outcomes = diff::fail_if::evaluate(&conditions, &d).map_err(malformed)?;
+    // Checked before anything is printed: a malformed condition prints only the error.
+    let outcomes = diff::fail_if::check(fail_if, &d).map_err(|message| Exit { code: EXIT_MALFORMED, message })?;
     emit(|w| diff::write::write(w, &d, format))?;
     let held: Vec<String> = outcomes.iter().filter(|o| o.holds).map(ToString::to_string).collect();
     if held.is_empty() {

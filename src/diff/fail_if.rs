@@ -145,13 +145,19 @@ fn threshold(value: &str, metric: &str) -> Result<Threshold, String> {
     }
 }
 
-/// Evaluate `conditions` on `d`. An unknown metric is an error that lists the metrics.
-pub fn evaluate(conditions: &[Condition], d: &Diff) -> Result<Vec<Outcome>, String> {
-    conditions.iter().map(|c| evaluate_one(c, d)).collect()
+/// Parse and evaluate `exprs` on `d`; an error names the expression, what is wrong and
+/// the metrics that exist.
+pub fn check(exprs: &[String], d: &Diff) -> Result<Vec<Outcome>, String> {
+    exprs
+        .iter()
+        .map(|e| parse(e).and_then(|c| evaluate(&c, d)))
+        .collect::<Result<_, _>>()
+        .map_err(|why| format!("{why}; {}", metrics(d)))
 }
 
-fn evaluate_one(c: &Condition, d: &Diff) -> Result<Outcome, String> {
-    let (before, after) = values(c, d).map_err(|why| format!("--fail-if `{}`: {why}; {}", c.text, metrics(d)))?;
+/// Evaluate `c` on `d`; an error names the expression and what is wrong.
+pub fn evaluate(c: &Condition, d: &Diff) -> Result<Outcome, String> {
+    let (before, after) = values(c, d).map_err(|why| format!("--fail-if `{}`: {why}", c.text))?;
     let holds = match (c.threshold, before, after) {
         (Threshold::Value(v), _, Some(a)) => c.op.holds(a, v),
         (Threshold::Change(v), Some(b), Some(a)) => c.op.holds(change_pct(b, a), v),

@@ -7,7 +7,8 @@
 //! 2. steady GPU idle (`steady.idle_ns`), `down` / `up N%`;
 //! 3. the phase whose steady gap idle changed most, with the cause that changed most in it;
 //! 4. pageable copies gone, new, or their count before and after;
-//! 5. findings: `new: ...`, `gone: ...`, then severities that changed.
+//! 5. copy/compute overlap, when it moved by 10 points or more;
+//! 6. findings: `new: ...`, `gone: ...`, then severities that changed.
 
 use super::{Compared, Diff, FindingDiffs, PhaseDiff, Status};
 use crate::analysis::Cause;
@@ -16,11 +17,12 @@ use crate::units::fmt_ns;
 
 /// Build the verdict of `d` (its `verdict` field is not read).
 pub(super) fn verdict(d: &Diff) -> String {
-    let parts: Vec<String> = [step(&d.overall), idle(&d.overall), phase(&d.phases), pageable(&d.overall)]
-        .into_iter()
-        .flatten()
-        .chain(findings(&d.findings))
-        .collect();
+    let parts: Vec<String> =
+        [step(&d.overall), idle(&d.overall), phase(&d.phases), pageable(&d.overall), overlap(&d.overall)]
+            .into_iter()
+            .flatten()
+            .chain(findings(&d.findings))
+            .collect();
     if parts.is_empty() { "no change in the metrics lanescope compares".to_string() } else { parts.join("; ") }
 }
 
@@ -120,6 +122,11 @@ fn pageable(o: &Compared) -> Option<String> {
     })
 }
 
+fn overlap(o: &Compared) -> Option<String> {
+    let (b, a) = change(o, "copy_overlap");
+    ((a - b).abs() >= 0.1).then(|| format!("copy/compute overlap {:.0}% -> {:.0}%", 100.0 * b, 100.0 * a))
+}
+
 fn rank(severity: &str) -> u8 {
     match severity {
         "critical" => 2,
@@ -184,8 +191,10 @@ mod tests {
 
     #[test]
     fn names_step_time_idle_phase_cause_pageable_and_findings() {
-        let b = json!({"steady_step_mean_ns": 100_000_000, "steady": {"idle_ns": 50_000_000}, "pageable_copies": 66});
-        let a = json!({"steady_step_mean_ns": 88_000_000, "steady": {"idle_ns": 20_000_000}, "pageable_copies": 0});
+        let b = json!({"steady_step_mean_ns": 100_000_000, "steady": {"idle_ns": 50_000_000}, "pageable_copies": 66,
+            "copy_overlap": 0.0});
+        let a = json!({"steady_step_mean_ns": 88_000_000, "steady": {"idle_ns": 20_000_000}, "pageable_copies": 0,
+            "copy_overlap": 0.81});
         let phases = vec![
             PhaseDiff {
                 name: "forward".into(),
@@ -217,7 +226,7 @@ mod tests {
             v,
             "steps 12% faster (100 ms -> 88.0 ms); steady GPU idle down 60% (50.0 ms -> 20.0 ms); \
              idle in `copy data` down 61% (pageable-copy -40.0 ms); pageable copies gone (66 -> 0); \
-             new: starvation (warning); gone: cuda_memcpy_async (critical); eased: gpu_gaps critical -> warning"
+             copy/compute overlap 0% -> 81%; new: starvation (warning); gone: cuda_memcpy_async (critical); eased: gpu_gaps critical -> warning"
         );
     }
 

@@ -218,17 +218,17 @@ fn phase_rows() -> Vec<(String, String, Kind)> {
 }
 
 fn text(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
-    let title = format!("lanescope diff: {} -> {}", d.before.path, d.after.path);
+    // The verdict comes first: it is what a reader (or a CI log) needs.
     if o.md {
-        writeln!(o.w, "# {}\n", md_escape(&sanitize(&title)))?;
-    } else {
-        o.para(&title, 4)?;
+        writeln!(o.w, "# lanescope diff\n")?;
     }
     o.para(&format!("Verdict: {}", d.verdict), 9)?;
+    o.para(&format!("before: {}", d.before.path), 8)?;
+    o.para(&format!("after:  {}", d.after.path), 8)?;
     let step = |r: &super::RunInfo| r.step_phase.as_deref().map_or("none".to_string(), |s| format!("`{s}`"));
     o.para(
         &format!(
-            "Step phase: {} -> {}. Steady state: from the second step to the end of the last.",
+            "Step phase {} -> {}; the steady state runs from the second step to the end of the last.",
             step(&d.before),
             step(&d.after)
         ),
