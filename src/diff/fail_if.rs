@@ -215,13 +215,41 @@ fn leaf(
     Ok((b.and_then(serde_json::Value::as_f64), a.and_then(serde_json::Value::as_f64)))
 }
 
-/// The metrics `--fail-if` knows for `d`, on one line.
+/// The metrics `--fail-if` knows for `d`, on one line; causes and transfer rows are
+/// written once as `CAUSE` and `DIR/MEMORY`.
 pub fn metrics(d: &Diff) -> String {
-    let overall = super::leaf_paths(&d.overall.before, &d.overall.after).join(", ");
+    let mut transfers: Vec<String> = Vec::new();
+    let mut compact = |paths: Vec<String>| {
+        let mut out: Vec<String> = Vec::new();
+        for p in paths {
+            let parts: Vec<&str> = p.split('.').collect();
+            let p = match parts.as_slice() {
+                [.., "by_cause", _, f] => format!("{}.by_cause.CAUSE.{f}", parts[..parts.len() - 3].join(".")),
+                ["transfers", k, f] => {
+                    transfers.push((*k).to_string());
+                    format!("transfers.DIR/MEMORY.{f}")
+                }
+                _ => p,
+            };
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out.join(", ")
+    };
+    let overall = compact(super::leaf_paths(&d.overall.before, &d.overall.after));
     let fields =
-        d.phases.first().map(|p| super::leaf_paths(&p.values.before, &p.values.after).join(", ")).unwrap_or_default();
+        d.phases.first().map(|p| compact(super::leaf_paths(&p.values.before, &p.values.after))).unwrap_or_default();
+    transfers.dedup();
     let names: Vec<String> = d.phases.iter().map(|p| format!("`{}`", p.name)).collect();
-    format!("metrics: {overall}; phase:NAME.FIELD with NAME one of {} and FIELD one of {fields}", names.join(", "))
+    let causes: Vec<&str> = crate::analysis::Cause::ALL.iter().map(|c| c.label()).collect();
+    format!(
+        "metrics: {overall}; phase:NAME.FIELD with NAME one of {} and FIELD one of {fields}; \
+         CAUSE one of {}; DIR/MEMORY one of {}",
+        names.join(", "),
+        causes.join(", "),
+        transfers.join(", ")
+    )
 }
 
 #[cfg(test)]
