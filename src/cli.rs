@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::analysis::{self, Options};
 use crate::model::{Ns, Trace};
-use crate::{info, reader, report};
+use crate::{diff, info, reader, report};
 
 /// Terminal viewer for NVIDIA Nsight Systems traces that says why the GPU is idle.
 #[derive(Debug, Parser)]
@@ -49,6 +49,22 @@ enum Command {
         /// List every gap (JSON `gaps.all`, every row in text, Markdown and CSV).
         #[arg(long)]
         all_gaps: bool,
+    },
+    /// Compare two runs: overall and per-phase metrics, findings, a verdict; CI checks.
+    Diff {
+        /// nsys SQLite export of the first run.
+        before: PathBuf,
+        /// nsys SQLite export of the second run.
+        after: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
+        /// Exit 3 when EXPR holds: `METRIC OP VALUE`, e.g. `idle_pct>20`,
+        /// `phase:copy data.wall_ns>+10%` (README lists the metrics). Repeatable.
+        #[arg(long = "fail-if", value_name = "EXPR")]
+        fail_if: Vec<String>,
     },
     /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
     Info {
@@ -99,6 +115,40 @@ enum ReportFormat {
     Csv,
     Md,
 }
+
+impl From<ReportFormat> for report::Format {
+    fn from(f: ReportFormat) -> Self {
+        match f {
+            ReportFormat::Text => report::Format::Text,
+            ReportFormat::Json => report::Format::Json,
+            ReportFormat::Csv => report::Format::Csv,
+            ReportFormat::Md => report::Format::Md,
+        }
+    }
+}
+
+/// An error with its own exit code (`diff --fail-if`: 2 malformed, 3 a condition holds);
+/// every other error exits 1.
+#[derive(Debug)]
+pub struct Exit {
+    /// Process exit code.
+    pub code: u8,
+    /// What to print after `lanescope: `.
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// Exit code of a malformed `--fail-if` expression.
+pub const EXIT_MALFORMED: u8 = 2;
+/// Exit code when a `--fail-if` condition holds.
+pub const EXIT_CONDITION: u8 = 3;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum InfoFormat {
@@ -151,13 +201,10 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Some(Command::Report { trace, format, analysis, all_gaps }) => {
-            let f = match format {
-                ReportFormat::Text => report::Format::Text,
-                ReportFormat::Json => report::Format::Json,
-                ReportFormat::Csv => report::Format::Csv,
-                ReportFormat::Md => report::Format::Md,
-            };
-            print_report(&load(&trace)?, &analysis.into(), f, all_gaps)
+            print_report(&load(&trace)?, &analysis.into(), format.into(), all_gaps)
+        }
+        Some(Command::Diff { before, after, format, analysis, fail_if }) => {
+            print_diff(&before, &after, &analysis.into(), format.into(), &fail_if)
         }
         Some(Command::Bench { trace, size, format }) => {
             let b = crate::bench::run(&trace, size)?;
@@ -172,11 +219,38 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 fn print_report(trace: &Trace, options: &Options, format: report::Format, all_gaps: bool) -> Result<()> {
+    let a = analyze_checked(trace, options)?;
+    emit(|w| report::write_with(w, trace, &a, format, all_gaps))
+}
+
+// Analyze a trace; a `--step-phase` that names no range is an error.
+fn analyze_checked(trace: &Trace, options: &Options) -> Result<analysis::Analysis> {
     let a = analysis::analyze(trace, options);
     if let (Some(want), None) = (&options.step_phase, &a.step_phase) {
         bail!("{}: no NVTX range named `{want}` (see the phases in `lanescope report`)", trace.meta.path);
     }
-    emit(|w| report::write_with(w, trace, &a, format, all_gaps))
+    Ok(a)
+}
+
+fn print_diff(
+    before: &Path,
+    after: &Path,
+    options: &Options,
+    format: report::Format,
+    fail_if: &[String],
+) -> Result<()> {
+    let (tb, ta) = (load(before)?, load(after)?);
+    let (ab, aa) = (analyze_checked(&tb, options)?, analyze_checked(&ta, options)?);
+    let d =
+        diff::diff(diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
+    // Checked before anything is printed: a malformed condition prints only the error.
+    let outcomes = diff::fail_if::check(fail_if, &d).map_err(|message| Exit { code: EXIT_MALFORMED, message })?;
+    emit(|w| diff::write::write(w, &d, format))?;
+    let held: Vec<String> = outcomes.iter().filter(|o| o.holds).map(ToString::to_string).collect();
+    if held.is_empty() {
+        return Ok(());
+    }
+    Err(Exit { code: EXIT_CONDITION, message: format!("--fail-if held: {}", held.join("; ")) }.into())
 }
 
 fn view(trace: Option<&Path>, options: Options) -> Result<()> {

@@ -12,7 +12,8 @@ fn main() -> ExitCode {
             // One line: "lanescope: FILE: what is wrong" (the error chain joined by ": ").
             let msg = format!("{e:#}").replace(['\n', '\r'], " ");
             eprintln!("lanescope: {}", lanescope::report::sanitize(&msg));
-            ExitCode::FAILURE
+            // `diff --fail-if` has its own codes (2 malformed, 3 a condition holds); else 1.
+            e.downcast_ref::<lanescope::cli::Exit>().map_or(ExitCode::FAILURE, |x| ExitCode::from(x.code))
         }
     }
 }

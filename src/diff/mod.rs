@@ -1,0 +1,499 @@
+//! `lanescope diff`: what changed between two runs of the same program.
+//!
+//! [`diff`] is pure: it takes two [`Analysis`] values and returns a [`Diff`] with the
+//! overall metrics and the per-phase metrics of each run (named as in `report --format
+//! json`), their absolute and relative change, the findings that went away, stayed and
+//! appeared, and a one-line verdict ([`verdict`]). Metrics are kept as JSON values so
+//! that the JSON output, the `--fail-if` paths ([`fail_if`]) and the CSV rows are the
+//! same names by construction.
+//!
+//! Overall metrics (per run):
+//!
+//! | metric | meaning |
+//! |---|---|
+//! | `wall_ns` | length of the steady window (`trace.steady_end_ns - steady_start_ns`) |
+//! | `steps` | instances of the step phase (`phases[].count`), 0 without one |
+//! | `step_wall_mean_ns` | mean wall time of the step phase (all instances) |
+//! | `steady_step_mean_ns` | `wall_ns / (steps - 1)`: mean step in the steady window |
+//! | `gpu_busy_ns`, `kernel_ns` | `devices[].busy_ns`, `kernel_ns`, summed |
+//! | `gpu_busy_pct` | busy over each GPU's first-to-last operation, summed |
+//! | `idle_ns`, `gaps` | `gaps.total_ns`, `gaps.count` (every gap >= `--min-gap`) |
+//! | `steady` | `{count, idle_ns, by_cause}`: `gaps.steady` (gap time clipped to the steady window) |
+//! | `steady_span_ns` | the steady window clipped to each GPU's first..last operation, summed |
+//! | `idle_pct` | `steady.idle_ns / steady_span_ns * 100` |
+//! | `pageable_copies` | `transfers[].count` with memory `pageable`, summed |
+//! | `copy_ns`, `overlapped_ns` | `overlap` |
+//! | `exposed_copy_ns` | `copy_ns - overlapped_ns`: copy time with no kernel |
+//! | `copy_overlap` | `overlapped_ns / copy_ns` |
+//! | `transfers` | `{"H2D/pinned": {count, bytes, busy_ns, gbps, max_gbps}, ...}` |
+//!
+//! Per phase: every field of `report`'s `phases[]`, plus `gpu_busy_pct` (busy over busy
+//! plus idle in the ranges) and `steady` (`{count, idle_ns, by_cause}` of the gaps whose
+//! phase is this one, clipped to the steady window).
+
+pub mod fail_if;
+mod verdict;
+pub mod write;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::analysis::{Analysis, Finding, Gap, Phase};
+use crate::model::{MemKind, Ns};
+use crate::report::json::{CauseSum, Launched};
+
+/// One side of a diff: the export's path and its analysis.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// Path of the export, as given.
+    pub path: &'a str,
+    /// Its analysis.
+    pub analysis: &'a Analysis,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diff {
+    /// The first run.
+    pub before: RunInfo,
+    /// The second run.
+    pub after: RunInfo,
+    /// Overall metrics of both runs and their change.
+    pub overall: Compared,
+    /// Phases matched by name: both runs first (in AFTER's order), then removed, then added.
+    pub phases: Vec<PhaseDiff>,
+    /// Findings gone, stayed and new.
+    pub findings: FindingDiffs,
+    /// One line: the biggest changes.
+    pub verdict: String,
+}
+
+/// What identifies a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    /// Path of the export.
+    pub path: String,
+    /// The step phase, or null.
+    pub step_phase: Option<String>,
+    /// First instant of the steady window.
+    pub steady_start_ns: Ns,
+    /// First instant after it.
+    pub steady_end_ns: Ns,
+    /// Gap threshold used.
+    pub min_gap_ns: Ns,
+}
+
+/// Metrics of both runs (null when absent from one) and `delta`: per numeric leaf,
+/// `{abs, pct}` (AFTER - BEFORE, and that over BEFORE in percent, null when BEFORE is 0).
+#[derive(Debug, Clone, Serialize)]
+pub struct Compared {
+    /// BEFORE's metrics.
+    pub before: Value,
+    /// AFTER's metrics.
+    pub after: Value,
+    /// The change.
+    pub delta: Value,
+}
+
+impl Compared {
+    fn new(before: Value, after: Value) -> Self {
+        let delta = delta(&before, &after);
+        Self { before, after, delta }
+    }
+
+    /// The numbers at `path` (dot-separated) in BEFORE and AFTER.
+    pub fn pair(&self, path: &str) -> (Option<f64>, Option<f64>) {
+        (number(&self.before, path), number(&self.after, path))
+    }
+}
+
+/// Whether a phase is in both runs or only one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// In both runs.
+    Both,
+    /// Only in BEFORE.
+    Removed,
+    /// Only in AFTER.
+    Added,
+}
+
+/// One phase in both runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseDiff {
+    /// Grouped (or exact) name.
+    pub name: String,
+    /// Both, removed or added.
+    pub status: Status,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub values: Compared,
+}
+
+/// Findings of the two runs, matched by rule (and direction, for per-direction rules).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FindingDiffs {
+    /// In BEFORE only.
+    pub gone: Vec<FindingRef>,
+    /// In both.
+    pub stayed: Vec<Stayed>,
+    /// In AFTER only.
+    pub new: Vec<FindingRef>,
+}
+
+/// A finding of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingRef {
+    /// Rule id, with the direction for per-direction rules (`pageable_bandwidth H2D`).
+    pub rule: String,
+    /// `info`, `warning` or `critical`.
+    pub severity: &'static str,
+    /// Its message.
+    pub message: String,
+}
+
+/// A finding in both runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stayed {
+    /// Rule id, as in [`FindingRef`].
+    pub rule: String,
+    /// Severity in BEFORE.
+    pub before_severity: &'static str,
+    /// Severity in AFTER.
+    pub after_severity: &'static str,
+    /// AFTER's message.
+    pub message: String,
+}
+
+/// Compare two runs.
+pub fn diff(before: Run<'_>, after: Run<'_>) -> Diff {
+    let (b, a) = (before.analysis, after.analysis);
+    let overall = Compared::new(to_value(&overall(b)), to_value(&overall(a)));
+    let mut d = Diff {
+        before: info(before),
+        after: info(after),
+        overall,
+        phases: phases(b, a),
+        findings: findings(&b.findings, &a.findings),
+        verdict: String::new(),
+    };
+    d.verdict = verdict::verdict(&d);
+    d
+}
+
+fn info(r: Run<'_>) -> RunInfo {
+    let a = r.analysis;
+    RunInfo {
+        path: r.path.to_string(),
+        step_phase: a.step_phase.clone(),
+        steady_start_ns: a.windows.steady_start,
+        steady_end_ns: a.windows.steady_end,
+        min_gap_ns: a.options.min_gap_ns,
+    }
+}
+
+fn to_value(v: &impl Serialize) -> Value {
+    // Plain structs of numbers, strings and maps with string keys: this cannot fail.
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Overall metrics of one run (see the module docs).
+#[derive(Debug, Serialize)]
+struct Overall {
+    wall_ns: Ns,
+    steps: u64,
+    step_wall_mean_ns: Option<Ns>,
+    steady_step_mean_ns: Option<Ns>,
+    gpu_busy_ns: Ns,
+    gpu_busy_pct: Option<f64>,
+    kernel_ns: Ns,
+    idle_ns: Ns,
+    gaps: usize,
+    steady: Steady,
+    steady_span_ns: Ns,
+    idle_pct: Option<f64>,
+    pageable_copies: u64,
+    copy_ns: Ns,
+    overlapped_ns: Ns,
+    exposed_copy_ns: Ns,
+    copy_overlap: Option<f64>,
+    transfers: BTreeMap<String, TransferMetrics>,
+}
+
+/// Gap time clipped to the steady window.
+#[derive(Debug, Serialize)]
+struct Steady {
+    count: usize,
+    idle_ns: Ns,
+    by_cause: BTreeMap<&'static str, CauseSum>,
+}
+
+#[derive(Debug, Serialize)]
+struct TransferMetrics {
+    count: u64,
+    bytes: u64,
+    busy_ns: Ns,
+    gbps: f64,
+    max_gbps: f64,
+}
+
+/// Per-phase metrics: `report`'s `phases[]` fields plus `gpu_busy_pct` and `steady`.
+#[derive(Debug, Serialize)]
+struct PhaseMetrics {
+    count: u64,
+    wall_ns: Ns,
+    wall_mean_ns: Ns,
+    wall_p50_ns: Ns,
+    wall_p95_ns: Ns,
+    wall_max_ns: Ns,
+    gpu_busy_ns: Ns,
+    gpu_busy_pct: Option<f64>,
+    kernel_busy_ns: Ns,
+    copy_busy_ns: Ns,
+    idle_ns: Ns,
+    exposed_copy_ns: Ns,
+    copy_overlap: Option<f64>,
+    h2d_bytes: u64,
+    d2h_bytes: u64,
+    h2d_gbps: Option<f64>,
+    d2h_gbps: Option<f64>,
+    starved_share: f64,
+    launched: Launched,
+    steady: Steady,
+}
+
+fn pct(part: Ns, whole: Ns) -> Option<f64> {
+    (whole > 0).then(|| 100.0 * part as f64 / whole as f64)
+}
+
+fn overall(a: &Analysis) -> Overall {
+    let w = a.windows;
+    let step = a.step_phase.as_ref().and_then(|s| a.phases.iter().find(|p| &p.name == s));
+    let steps = step.map_or(0, |p| p.count);
+    let wall_ns = w.steady_end - w.steady_start;
+    let span: Ns = a.devices.iter().filter_map(crate::analysis::DeviceActivity::extent).map(|(lo, hi)| hi - lo).sum();
+    let steady_span_ns = a
+        .devices
+        .iter()
+        .filter_map(crate::analysis::DeviceActivity::extent)
+        .map(|(lo, hi)| w.steady_part(lo, hi))
+        .sum();
+    let busy: Ns = a.devices.iter().map(|d| d.busy.total()).sum();
+    let steady = steady(a, |_| true);
+    let ov = a.overlap;
+    Overall {
+        wall_ns,
+        steps,
+        step_wall_mean_ns: step.map(|p| p.wall.mean_ns),
+        steady_step_mean_ns: (steps > 1).then(|| wall_ns / (steps as Ns - 1)),
+        gpu_busy_ns: busy,
+        gpu_busy_pct: pct(busy, span),
+        kernel_ns: a.devices.iter().map(|d| d.kernels.total()).sum(),
+        idle_ns: a.gaps.iter().map(Gap::dur).sum(),
+        gaps: a.gaps.len(),
+        idle_pct: pct(steady.idle_ns, steady_span_ns),
+        steady,
+        steady_span_ns,
+        pageable_copies: a.transfers.iter().filter(|t| t.memory == MemKind::Pageable).map(|t| t.count).sum(),
+        copy_ns: ov.copy_ns,
+        overlapped_ns: ov.overlapped_ns,
+        exposed_copy_ns: ov.copy_ns - ov.overlapped_ns,
+        copy_overlap: (ov.copy_ns > 0).then(|| ov.overlapped_ns as f64 / ov.copy_ns as f64),
+        transfers: a
+            .transfers
+            .iter()
+            .map(|t| {
+                let m = TransferMetrics {
+                    count: t.count,
+                    bytes: t.bytes,
+                    busy_ns: t.busy_ns,
+                    gbps: t.gbps,
+                    max_gbps: t.max_gbps,
+                };
+                (transfer_key(t), m)
+            })
+            .collect(),
+    }
+}
+
+/// `H2D/pinned`: the key of a transfer row in `transfers`.
+pub fn transfer_key(t: &crate::analysis::Transfer) -> String {
+    format!("{}/{}", t.direction.label(), t.memory.label())
+}
+
+// Gaps passing `keep`, clipped to the steady window, by cause (every cause present).
+fn steady(a: &Analysis, keep: impl Fn(&Gap) -> bool) -> Steady {
+    let part = |g: &Gap| a.windows.steady_part(g.start, g.end);
+    let mut by_cause: BTreeMap<&'static str, CauseSum> =
+        crate::analysis::Cause::ALL.iter().map(|c| (c.label(), CauseSum::default())).collect();
+    let (mut count, mut idle_ns) = (0, 0);
+    for g in a.gaps.iter().filter(|g| keep(g) && part(g) > 0) {
+        let e = by_cause.entry(g.cause.label()).or_default();
+        e.count += 1;
+        e.total_ns += part(g);
+        count += 1;
+        idle_ns += part(g);
+    }
+    Steady { count, idle_ns, by_cause }
+}
+
+fn phase_metrics(a: &Analysis, p: &Phase) -> PhaseMetrics {
+    let l = p.launched;
+    PhaseMetrics {
+        count: p.count,
+        wall_ns: p.wall.sum_ns,
+        wall_mean_ns: p.wall.mean_ns,
+        wall_p50_ns: p.wall.p50_ns,
+        wall_p95_ns: p.wall.p95_ns,
+        wall_max_ns: p.wall.max_ns,
+        gpu_busy_ns: p.gpu_busy_ns,
+        gpu_busy_pct: pct(p.gpu_busy_ns, p.gpu_busy_ns + p.idle_ns),
+        kernel_busy_ns: p.kernel_busy_ns,
+        copy_busy_ns: p.copy_busy_ns,
+        idle_ns: p.idle_ns,
+        exposed_copy_ns: p.exposed_copy_ns,
+        copy_overlap: p.copy_overlap,
+        h2d_bytes: p.h2d_bytes,
+        d2h_bytes: p.d2h_bytes,
+        h2d_gbps: p.h2d_gbps,
+        d2h_gbps: p.d2h_gbps,
+        starved_share: p.starved_share,
+        launched: Launched { count: l.count, gpu_ns: l.gpu_ns, span_ns: l.span_ns },
+        steady: steady(a, |g| g.phase.as_deref() == Some(p.name.as_str())),
+    }
+}
+
+// Phases in both runs (AFTER's order: largest wall time first), then removed, then added.
+fn phases(b: &Analysis, a: &Analysis) -> Vec<PhaseDiff> {
+    let find = |x: &'_ Analysis, name: &str| x.phases.iter().find(|p| p.name == name).map(|p| phase_metrics(x, p));
+    let entry = |name: &str, status| {
+        let before = find(b, name).map_or(Value::Null, |m| to_value(&m));
+        let after = find(a, name).map_or(Value::Null, |m| to_value(&m));
+        PhaseDiff { name: name.to_string(), status, values: Compared::new(before, after) }
+    };
+    let in_b = |n: &str| b.phases.iter().any(|p| p.name == n);
+    let in_a = |n: &str| a.phases.iter().any(|p| p.name == n);
+    let both = a.phases.iter().filter(|p| in_b(&p.name)).map(|p| entry(&p.name, Status::Both));
+    let removed = b.phases.iter().filter(|p| !in_a(&p.name)).map(|p| entry(&p.name, Status::Removed));
+    let added = a.phases.iter().filter(|p| !in_b(&p.name)).map(|p| entry(&p.name, Status::Added));
+    both.chain(removed).chain(added).collect()
+}
+
+// A finding's identity across runs: its rule, and its direction when the rule has one.
+fn finding_key(f: &Finding) -> String {
+    match f.evidence.iter().find(|(k, _)| k == "direction") {
+        Some((_, d)) => format!("{} {d}", f.rule),
+        None => f.rule.to_string(),
+    }
+}
+
+fn findings(before: &[Finding], after: &[Finding]) -> FindingDiffs {
+    let key_in = |fs: &[Finding], k: &str| fs.iter().find(|f| finding_key(f) == k).map(|f| f.severity.label());
+    let one =
+        |f: &Finding| FindingRef { rule: finding_key(f), severity: f.severity.label(), message: f.message.clone() };
+    let mut d = FindingDiffs::default();
+    for f in before.iter().filter(|f| key_in(after, &finding_key(f)).is_none()) {
+        d.gone.push(one(f));
+    }
+    for f in after {
+        match key_in(before, &finding_key(f)) {
+            Some(was) => d.stayed.push(Stayed {
+                rule: finding_key(f),
+                before_severity: was,
+                after_severity: f.severity.label(),
+                message: f.message.clone(),
+            }),
+            None => d.new.push(one(f)),
+        }
+    }
+    d
+}
+
+/// `{abs, pct}` at every numeric leaf of `before` or `after` (a leaf missing from one
+/// side counts as null); null where neither side has a number.
+pub fn delta(before: &Value, after: &Value) -> Value {
+    use Value::{Null, Number, Object};
+    match (before, after) {
+        (Object(_), Object(_) | Null) | (Null, Object(_)) => {
+            let mut keys: Vec<&String> = before.as_object().into_iter().flat_map(Map::keys).collect();
+            keys.extend(after.as_object().into_iter().flat_map(Map::keys).filter(|k| before.get(k.as_str()).is_none()));
+            let m: Map<String, Value> = keys
+                .into_iter()
+                .map(|k| (k.clone(), delta(before.get(k).unwrap_or(&Null), after.get(k).unwrap_or(&Null))))
+                .collect();
+            Object(m)
+        }
+        (Number(_), _) | (_, Number(_)) => {
+            let abs = match (before.as_i64(), after.as_i64(), before.as_f64(), after.as_f64()) {
+                (Some(b), Some(a), ..) => Value::from(a - b),
+                (_, _, Some(b), Some(a)) => Value::from(a - b),
+                _ => Null,
+            };
+            let pct = match (before.as_f64(), after.as_f64()) {
+                (Some(b), Some(a)) if b != 0.0 => Value::from(100.0 * (a - b) / b.abs()),
+                _ => Null,
+            };
+            serde_json::json!({ "abs": abs, "pct": pct })
+        }
+        _ => Null,
+    }
+}
+
+/// The value at a dot-separated `path` (`steady.by_cause.host-wait.total_ns`).
+pub fn lookup<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(v, |v, k| v.get(k))
+}
+
+/// The number at `path`, None when absent or null.
+pub fn number(v: &Value, path: &str) -> Option<f64> {
+    lookup(v, path).and_then(Value::as_f64)
+}
+
+/// Every numeric (or null) leaf path of `before` and `after`, in key order, each once.
+pub fn leaf_paths(before: &Value, after: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_paths(&delta(before, after), "", &mut out);
+    out
+}
+
+// Walk a delta tree: its leaves are `{abs, pct}` objects (or null).
+fn collect_paths(d: &Value, prefix: &str, out: &mut Vec<String>) {
+    let Some(m) = d.as_object() else {
+        out.push(prefix.to_string());
+        return;
+    };
+    if m.contains_key("abs") && m.contains_key("pct") && m.len() == 2 {
+        out.push(prefix.to_string());
+        return;
+    }
+    for (k, v) in m {
+        let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        collect_paths(v, &p, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn delta_of_numbers_nulls_and_missing_keys() {
+        let b = json!({"a": 10, "b": {"c": 2.0}, "d": null, "gone": 4});
+        let a = json!({"a": 15, "b": {"c": 1.0}, "d": 3, "new": 1});
+        let d = delta(&b, &a);
+        assert_eq!(d["a"], json!({"abs": 5, "pct": 50.0}));
+        assert_eq!(d["b"]["c"], json!({"abs": -1.0, "pct": -50.0}));
+        assert_eq!(d["d"], json!({"abs": null, "pct": null}));
+        assert_eq!(d["gone"], json!({"abs": null, "pct": null}));
+        assert_eq!(d["new"], json!({"abs": null, "pct": null}));
+        assert_eq!(delta(&json!({"z": 0}), &json!({"z": 3}))["z"], json!({"abs": 3, "pct": null}));
+        assert_eq!(leaf_paths(&b, &a), ["a", "b.c", "d", "gone", "new"]);
+        assert_eq!(number(&a, "b.c"), Some(1.0));
+        assert_eq!(number(&a, "d"), Some(3.0));
+        assert_eq!(number(&b, "d"), None);
+    }
+}

@@ -1,0 +1,361 @@
+//! Writers of a [`Diff`]: text (fits 100 columns), Markdown, CSV and JSON.
+//!
+//! Text and Markdown show a curated set of rows (those with a value in either run);
+//! CSV and JSON hold every metric. CSV is one long table,
+//! `section,item,metric,before,after,change,change_pct`, with sections `run`,
+//! `overall`, `phase` (item: the phase name), `finding` (item: the rule; metric:
+//! `gone`, `stayed` or `new`; before and after: the severities) and `verdict`.
+//! Names from the traces go through [`sanitize`] (and Markdown escaping) before they
+//! are written; JSON relies on serde's escaping plus `\uXXXX` for DEL and C1.
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+
+use super::{Compared, Diff, FindingDiffs, Status};
+use crate::analysis::Cause;
+use crate::model::Ns;
+use crate::report::csv::field;
+use crate::report::table::{Table, md_escape};
+use crate::report::{Format, sanitize};
+use crate::units::fmt_ns;
+
+/// Width the text output fits in.
+pub const WIDTH: usize = 100;
+
+/// Write `d` in `format`.
+pub fn write(w: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
+    match format {
+        Format::Text => text(&mut Out { w, md: false }, d),
+        Format::Md => text(&mut Out { w, md: true }, d),
+        Format::Csv => csv(w, d),
+        Format::Json => json(w, d),
+    }
+}
+
+struct Out<'w> {
+    w: &'w mut dyn Write,
+    md: bool,
+}
+
+impl Out<'_> {
+    fn heading(&mut self, level: usize, s: &str) -> io::Result<()> {
+        if self.md {
+            writeln!(self.w, "\n{} {}\n", "#".repeat(level), md_escape(&sanitize(s)))
+        } else {
+            writeln!(self.w, "\n{}", clip(&sanitize(s), WIDTH))
+        }
+    }
+
+    // Prose: sanitized, wrapped to WIDTH in text with `indent` spaces after the first line.
+    fn para(&mut self, s: &str, indent: usize) -> io::Result<()> {
+        if self.md {
+            return writeln!(self.w, "{}  ", md_escape(&sanitize(s)));
+        }
+        for line in wrap(&sanitize(s), WIDTH, indent) {
+            writeln!(self.w, "{line}")?;
+        }
+        Ok(())
+    }
+
+    fn table(&mut self, t: &Table) -> io::Result<()> {
+        if self.md { t.write_md(self.w) } else { t.write_text(self.w) }
+    }
+}
+
+// At most `width` characters, with `…` when cut.
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width { s.to_string() } else { s.chars().take(width - 1).chain(['…']).collect() }
+}
+
+/// Word-wrap `s` to `width` columns; lines after the first start with `indent` spaces.
+/// Words longer than a line are cut.
+pub fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in s.split(' ') {
+        let n = word.chars().count();
+        if len > 0 && len + 1 + n > width {
+            lines.push(std::mem::take(&mut line));
+            line.push_str(&" ".repeat(indent));
+            len = indent;
+        } else if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        let room = width.saturating_sub(len).max(1);
+        line.push_str(&clip(word, room));
+        len += n.min(room);
+    }
+    lines.push(line);
+    lines
+}
+
+/// How a metric's values read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ns,
+    Count,
+    Pct,
+    Share,
+    Gbps,
+}
+
+fn value(v: f64, k: Kind) -> String {
+    match k {
+        Kind::Ns => fmt_ns(v.round() as Ns),
+        Kind::Count => format!("{v:.0}"),
+        Kind::Pct => format!("{v:.1}%"),
+        Kind::Share => format!("{:.0}%", 100.0 * v),
+        Kind::Gbps => format!("{v:.2}"),
+    }
+}
+
+fn change(b: f64, a: f64, k: Kind) -> String {
+    let d = a - b;
+    let sign = if d > 0.0 { "+" } else { "" };
+    match k {
+        Kind::Ns => format!("{sign}{}", fmt_ns(d.round() as Ns)),
+        Kind::Count => format!("{sign}{d:.0}"),
+        Kind::Pct => format!("{sign}{d:.1} pt"),
+        Kind::Share => format!("{sign}{:.0} pt", 100.0 * d),
+        Kind::Gbps => format!("{sign}{d:.2}"),
+    }
+}
+
+fn change_pct(p: Option<f64>) -> String {
+    match p {
+        Some(p) if p.abs() < 10.0 => format!("{p:+.1}%"),
+        // Beyond that the ratio says nothing a reader needs; it keeps the column narrow.
+        Some(p) if p > 999.0 => ">+999%".to_string(),
+        Some(p) => format!("{p:+.0}%"),
+        None => "-".to_string(),
+    }
+}
+
+// One table of `rows` (label, path, kind) over `c`; rows zero or absent in both runs are left out.
+fn rows(c: &Compared, rows: &[(String, String, Kind)]) -> Table {
+    let mut t = Table::new(&["metric", "before", "after", "change", "change%"]);
+    for (label, path, kind) in rows {
+        let (b, a) = c.pair(path);
+        if b.unwrap_or(0.0) == 0.0 && a.unwrap_or(0.0) == 0.0 {
+            continue;
+        }
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| value(v, *kind));
+        let (delta, pct) = match (b, a) {
+            (Some(b), Some(a)) => (change(b, a, *kind), change_pct(super::number(&c.delta, &format!("{path}.pct")))),
+            _ => ("-".to_string(), "-".to_string()),
+        };
+        t.row(vec![label.clone(), show(b), show(a), delta, pct]);
+    }
+    t
+}
+
+fn row(label: &str, path: &str, kind: Kind) -> (String, String, Kind) {
+    (label.to_string(), path.to_string(), kind)
+}
+
+fn cause_rows(prefix: &str) -> Vec<(String, String, Kind)> {
+    Cause::ALL
+        .iter()
+        .map(|c| row(&format!("  {}", c.label()), &format!("{prefix}.by_cause.{}.total_ns", c.label()), Kind::Ns))
+        .collect()
+}
+
+fn overall_rows(c: &Compared) -> Vec<(String, String, Kind)> {
+    let mut v = vec![
+        row("steps", "steps", Kind::Count),
+        row("step, steady mean", "steady_step_mean_ns", Kind::Ns),
+        row("step, mean of all", "step_wall_mean_ns", Kind::Ns),
+        row("steady wall time", "wall_ns", Kind::Ns),
+        row("GPU busy", "gpu_busy_ns", Kind::Ns),
+        row("GPU busy % of GPU span", "gpu_busy_pct", Kind::Pct),
+        row("idle, all gaps", "idle_ns", Kind::Ns),
+        row("gaps", "gaps", Kind::Count),
+        row("steady idle", "steady.idle_ns", Kind::Ns),
+    ];
+    v.extend(cause_rows("steady"));
+    v.extend([
+        row("steady idle % (idle_pct)", "idle_pct", Kind::Pct),
+        row("pageable copies", "pageable_copies", Kind::Count),
+        row("copy time", "copy_ns", Kind::Ns),
+        row("exposed copy", "exposed_copy_ns", Kind::Ns),
+        row("copy/compute overlap", "copy_overlap", Kind::Share),
+    ]);
+    let mut keys: Vec<&String> = [&c.before, &c.after]
+        .into_iter()
+        .filter_map(|v| v.get("transfers").and_then(Value::as_object))
+        .flat_map(serde_json::Map::keys)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        v.push(row(&format!("{k} count"), &format!("transfers.{k}.count"), Kind::Count));
+        v.push(row(&format!("{k} GB/s"), &format!("transfers.{k}.gbps"), Kind::Gbps));
+    }
+    v
+}
+
+fn phase_rows() -> Vec<(String, String, Kind)> {
+    let mut v = vec![
+        row("count", "count", Kind::Count),
+        row("wall", "wall_ns", Kind::Ns),
+        row("wall, mean", "wall_mean_ns", Kind::Ns),
+        row("GPU busy %", "gpu_busy_pct", Kind::Pct),
+        row("GPU idle in the ranges", "idle_ns", Kind::Ns),
+        row("steady gap idle", "steady.idle_ns", Kind::Ns),
+    ];
+    v.extend(cause_rows("steady"));
+    v.extend([
+        row("exposed copy", "exposed_copy_ns", Kind::Ns),
+        row("copy/compute overlap", "copy_overlap", Kind::Share),
+        row("H2D GB/s", "h2d_gbps", Kind::Gbps),
+        row("D2H GB/s", "d2h_gbps", Kind::Gbps),
+        row("launched GPU time", "launched.gpu_ns", Kind::Ns),
+    ]);
+    v
+}
+
+fn text(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
+    // The verdict comes first: it is what a reader (or a CI log) needs.
+    if o.md {
+        writeln!(o.w, "# lanescope diff\n")?;
+    }
+    o.para(&format!("Verdict: {}", d.verdict), 9)?;
+    o.para(&format!("before: {}", d.before.path), 8)?;
+    o.para(&format!("after:  {}", d.after.path), 8)?;
+    let step = |r: &super::RunInfo| r.step_phase.as_deref().map_or("none".to_string(), |s| format!("`{s}`"));
+    o.para(
+        &format!(
+            "Step phase {} -> {}; the steady state runs from the second step to the end of the last.",
+            step(&d.before),
+            step(&d.after)
+        ),
+        4,
+    )?;
+    o.heading(2, "Overall")?;
+    o.table(&rows(&d.overall, &overall_rows(&d.overall)))?;
+    let table = phase_rows();
+    for p in &d.phases {
+        let side = match p.status {
+            Status::Both => "",
+            Status::Removed => " (only in BEFORE)",
+            Status::Added => " (only in AFTER)",
+        };
+        o.heading(2, &format!("Phase `{}`{side}", clip(&p.name, 60)))?;
+        o.table(&rows(&p.values, &table))?;
+    }
+    findings(o, &d.findings)
+}
+
+fn findings(o: &mut Out<'_>, f: &FindingDiffs) -> io::Result<()> {
+    o.heading(2, "Findings")?;
+    if f.gone.is_empty() && f.stayed.is_empty() && f.new.is_empty() {
+        return o.para("No findings in either run.", 0);
+    }
+    for x in &f.gone {
+        o.para(&format!("gone    [{}] {}: {}", x.severity, x.rule, x.message), 8)?;
+    }
+    for x in &f.stayed {
+        let sev = if x.before_severity == x.after_severity {
+            x.after_severity.to_string()
+        } else {
+            format!("{} -> {}", x.before_severity, x.after_severity)
+        };
+        o.para(&format!("stayed  [{sev}] {}: {}", x.rule, x.message), 8)?;
+    }
+    for x in &f.new {
+        o.para(&format!("new     [{}] {}: {}", x.severity, x.rule, x.message), 8)?;
+    }
+    Ok(())
+}
+
+fn cell(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    }
+}
+
+fn csv(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
+    let mut line = |cells: [&str; 7]| {
+        let v: Vec<String> = cells.iter().map(|c| field(c)).collect();
+        writeln!(w, "{}", v.join(","))
+    };
+    line(["section", "item", "metric", "before", "after", "change", "change_pct"])?;
+    let (rb, ra) = (serde_json::to_value(&d.before)?, serde_json::to_value(&d.after)?);
+    for k in ["path", "step_phase", "steady_start_ns", "steady_end_ns", "min_gap_ns"] {
+        line(["run", "", k, &cell(rb.get(k)), &cell(ra.get(k)), "", ""])?;
+    }
+    let mut compared = |section: &str, item: &str, c: &Compared| -> io::Result<()> {
+        for p in super::leaf_paths(&c.before, &c.after) {
+            let (b, a) = (super::lookup(&c.before, &p), super::lookup(&c.after, &p));
+            let (abs, pct) =
+                (super::lookup(&c.delta, &format!("{p}.abs")), super::lookup(&c.delta, &format!("{p}.pct")));
+            line([section, item, &p, &cell(b), &cell(a), &cell(abs), &cell(pct)])?;
+        }
+        Ok(())
+    };
+    compared("overall", "", &d.overall)?;
+    for p in &d.phases {
+        compared("phase", &p.name, &p.values)?;
+    }
+    let f = &d.findings;
+    for x in &f.gone {
+        line(["finding", &x.rule, "gone", x.severity, "", "", ""])?;
+    }
+    for x in &f.stayed {
+        line(["finding", &x.rule, "stayed", x.before_severity, x.after_severity, "", ""])?;
+    }
+    for x in &f.new {
+        line(["finding", &x.rule, "new", "", x.severity, "", ""])?;
+    }
+    line(["verdict", "", "verdict", "", &d.verdict, "", ""])
+}
+
+fn json(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(d)?;
+    writeln!(w, "{}", escape_c1(&text))
+}
+
+// As the report's JSON: DEL and C1 controls only occur inside strings, where `\uXXXX` is valid.
+fn escape_c1(s: &str) -> String {
+    use std::fmt::Write as _;
+    let c1 = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
+    s.chars().fold(String::with_capacity(s.len()), |mut out, c| {
+        if c1(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_words_and_cuts_long_ones() {
+        assert_eq!(wrap("aa bb cc", 5, 2), ["aa bb", "  cc"]);
+        assert_eq!(wrap("abcdefgh", 4, 0), ["abc…"]);
+        assert_eq!(wrap("x", 100, 4), ["x"]);
+        assert!(wrap(&"word ".repeat(50), 20, 3).iter().all(|l| l.chars().count() <= 20));
+    }
+
+    #[test]
+    fn values_and_changes_read_well() {
+        assert_eq!(value(1_500_000.0, Kind::Ns), "1.50 ms");
+        assert_eq!(change(2e6, 1e6, Kind::Ns), "-1.00 ms");
+        assert_eq!(change(1.0, 3.0, Kind::Count), "+2");
+        assert_eq!(change(0.5, 0.75, Kind::Share), "+25 pt");
+        assert_eq!(change_pct(Some(-61.2)), "-61%");
+        assert_eq!(change_pct(Some(2.34)), "+2.3%");
+        assert_eq!(change_pct(None), "-");
+        assert_eq!(change_pct(Some(643_974.0)), ">+999%");
+        assert_eq!(escape_c1("a\u{9b}b"), "a\\u009bb");
+    }
+}
