@@ -57,6 +57,8 @@ pub struct Inputs<'a> {
     pub phases: &'a PhaseCtx<'a>,
     /// The step phase and the windows.
     pub steps: &'a Steps,
+    /// The most sampled functions per cause.
+    pub hot: &'a HashMap<Cause, Vec<super::host::TopSymbol>>,
     /// Options.
     pub options: &'a Options,
 }
@@ -162,9 +164,19 @@ pub fn cause_fix(cause: Cause) -> &'static str {
              prefetch_factor, or move decoding and augmentation to the GPU (DALI, torchvision v2 on GPU)."
         }
         Cause::HostBusy => {
-            "The launching thread is busy with CPU work between launches: move preprocessing into DataLoader \
-             workers, drop per-step host work (logging, Python loops over tensors), and profile the host with \
-             nsys --sample=cpu or py-spy."
+            "CPU work on the launching thread (or in the input pipeline it waits for) delays the launches: move \
+             the hot functions off the loop (preprocessing into DataLoader workers or onto the GPU, no Python \
+             loops over tensors, logging every N steps)."
+        }
+        Cause::CpuContention => {
+            "Threads were ready to run but the CPUs they may use were all busy: use fewer DataLoader workers \
+             (num_workers below the usable CPUs), give the job more CPUs (affinity, cgroup quota), and set \
+             OMP_NUM_THREADS / torch.set_num_threads(1) inside workers so they do not oversubscribe."
+        }
+        Cause::IoWait => {
+            "The input pipeline waited on storage: use faster or local storage, keep the dataset in the page cache \
+             or RAM, read larger sequential chunks (sharded formats such as WebDataset), and raise num_workers / \
+             prefetch_factor so that reads overlap compute."
         }
         Cause::LaunchBound => {
             "Kernels are shorter than their launch overhead: capture the step in a CUDA graph \
@@ -188,6 +200,26 @@ pub fn cause_fix(cause: Cause) -> &'static str {
             "Trace the CPU side to explain the idle time: nsys profile --trace=cuda,nvtx,osrt --sample=cpu, and \
              check cross-stream dependencies (cudaStreamWaitEvent)."
         }
+    }
+}
+
+/// The fix for gaps of `cause` in this trace: [`cause_fix`], and for CPU work the
+/// hottest sampled functions, or how to capture them when the trace has no samples.
+fn fix(x: &Inputs<'_>, cause: Cause) -> String {
+    let base = cause_fix(cause);
+    if !matches!(cause, Cause::HostBusy | Cause::SyncDrain | Cause::CpuContention) {
+        return base.to_string();
+    }
+    if x.trace.host.samples == 0 {
+        return format!("{base} Capture with nsys profile -s process-tree to see which functions run.");
+    }
+    match x.hot.get(&cause).filter(|v| !v.is_empty()) {
+        Some(top) => {
+            let list: Vec<String> =
+                top.iter().take(3).map(|t| format!("{} ({}) {:.0}%", t.symbol, t.module, t.share * 100.0)).collect();
+            format!("{base} Hottest sampled functions in these gaps: {}.", list.join(", "))
+        }
+        None => base.to_string(),
     }
 }
 
@@ -293,7 +325,7 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
             ev("sync_idle_ns", &idle),
             ev("longest_call", &format!("{name} {} on {}", fmt_ns(d), x.trace.thread_label(pid, tid))),
         ],
-        fix: cause_fix(if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }).to_string(),
+        fix: fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }),
     })
 }
 
@@ -338,7 +370,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 g.window.label()
             ),
             evidence: vec![ev("steady_gaps", &0), ev("startup_idle_ns", &startup), ev("profiler_idle_ns", &profiler)],
-            fix: cause_fix(g.cause).to_string(),
+            fix: fix(x, g.cause),
         });
     };
     let share = if steady > 0 { idle as f64 / steady as f64 } else { 0.0 };
@@ -376,7 +408,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 ),
             ),
         ],
-        fix: cause_fix(cause).to_string(),
+        fix: fix(x, cause),
     })
 }
 
@@ -446,7 +478,7 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
             ev("worst_util_pct", &format!("{util:.1}")),
             ev("worst_cause", &cause.label()),
         ],
-        fix: cause_fix(cause).to_string(),
+        fix: fix(x, cause),
     })
 }
 
@@ -472,7 +504,9 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
             let lo = gaps.partition_point(|g| g.end <= s.start);
             for g in gaps[lo..].iter().take_while(|g| g.start < s.end).filter(|g| g.cause != Cause::Profiler) {
                 let (a, b) = (g.start.max(s.start), g.end.min(s.end));
-                let (cause, phase) = explainer.part(g, a, b);
+                // Most of the gap in the step: the gap's cause (rule 6 included).
+                let (cause, phase) =
+                    if 2 * (b - a) >= g.dur() { (g.cause, g.phase.clone()) } else { explainer.part(g, a, b) };
                 idle[cause as usize] += b - a;
                 *by_phase.entry((cause, phase)).or_default() += b - a;
             }
@@ -510,7 +544,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
             ev("cause_ns", &idle[cause as usize]),
             ev("phase", &phase.unwrap_or_default()),
         ],
-        fix: cause_fix(cause).to_string(),
+        fix: fix(x, cause),
     })
 }
 

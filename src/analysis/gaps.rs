@@ -16,9 +16,10 @@
 //!    before the gap began, another GPU of the process busy, or nothing.
 //! 3. `launch-bound`: the launching call began inside the gap, and from the gap start to
 //!    its return (or the gap end) the deciding thread spent no more than
-//!    [`LAUNCH_STRETCH_MAX_NS`] in a row outside CUDA calls, nor in any one CUDA call
-//!    (driver work such as module loading or allocation is not launch overhead), and less
-//!    than half of that time blocked in synchronize calls or pageable copies.
+//!    [`LAUNCH_STRETCH_MAX_NS`] in a row outside CUDA calls, nor in any one CUDA call but
+//!    a launch, nor more than [`LAUNCH_CALL_MAX_NS`] in one launch (driver work such as
+//!    module loading or allocation is not launch overhead), and less than half of that
+//!    time blocked in synchronize calls or pageable copies.
 //! 4. The gap's time on the deciding thread is split, each instant counted once, with
 //!    this precedence: *pageable* (a memcpy call with a pageable side), *sync* (a
 //!    synchronize call or a synchronous memcpy), *launch* (launch, memset, async copy),
@@ -52,6 +53,10 @@ use crate::units::fmt_ns;
 /// Longest stretch outside CUDA calls that still counts as issuing calls back to back
 /// (launch overhead is tens of µs): 50 µs.
 pub const LAUNCH_STRETCH_MAX_NS: Ns = 50_000;
+
+/// Longest launch call (launch, memset, async copy) that is still launch overhead: a
+/// slower one is driver work such as lazy module loading: 500 µs.
+pub const LAUNCH_CALL_MAX_NS: Ns = 500_000;
 
 /// How long after the gap start a host-blocking call may return and still be the one
 /// that drained the GPU: 100 µs.
@@ -563,6 +568,7 @@ impl<'a> Explainer<'a> {
             evidence: format!("no CUDA API calls traced for process {}", w.pid),
             phase: phase_of(&mut self.ctx, w.pid, tid.unwrap_or(w.pid), w.start, w.end),
             window: Window::Steady,
+            host: None,
         };
         if let Some(tid) = tid {
             let v = self.decide(w, tid);
@@ -729,13 +735,16 @@ fn profiler_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> (Ns, Op
 
 // Rule 3: Some(longest stretch outside CUDA calls) when thread `tid` issued calls back
 // to back over `[a, b)` (the gap up to the launching call's return): no stretch outside
-// CUDA calls and no single call longer than launch overhead, and less than half of the
-// time blocked in synchronize calls or pageable copies.
+// CUDA calls and no single call longer than launch overhead allows, and less than half
+// of the time blocked in synchronize calls or pageable copies.
 fn launch_bound(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<Ns> {
     let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return None };
     let rows = clipped(ctx, api, a, b);
-    if rows.iter().any(|&(s, e, _)| e - s > LAUNCH_STRETCH_MAX_NS) {
-        return None;
+    for &(s, e, i) in &rows {
+        let limit = if ctx.act(api, i) == Act::Launch { LAUNCH_CALL_MAX_NS } else { LAUNCH_STRETCH_MAX_NS };
+        if e - s > limit {
+            return None;
+        }
     }
     let calls = Union::from_pairs(rows.into_iter().map(|c| (c.0, c.1)));
     let mut longest = 0;

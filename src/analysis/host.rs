@@ -162,7 +162,7 @@ impl HostIndex {
         ix.blocking = trace
             .strings
             .iter()
-            .map(|(_, s)| u8::from(is_blocking_os_call(s)) * BLOCKING | u8::from(is_io_call(s)) * IO)
+            .map(|(_, s)| (u8::from(is_blocking_os_call(s)) * BLOCKING) | (u8::from(is_io_call(s)) * IO))
             .collect();
         ix
     }
@@ -583,7 +583,10 @@ mod tests {
         let t = trace(&[(1, 1, 0, 10, 0), (1, 1, 30, 40, 1)], &[(1, 1, 10, 20, "futex"), (1, 1, 20, 25, "open")], &[]);
         let ix = HostIndex::build(&t);
         let got = thread_time(&t, &ix, 1, 1, 0, 50).unwrap();
-        assert_eq!(got, ThreadTime { window_ns: 50, on_cpu_ns: 20, blocked_ns: 10, os_call_ns: 5, runnable_ns: 15 });
+        assert_eq!(
+            got,
+            ThreadTime { window_ns: 50, on_cpu_ns: 20, blocked_ns: 10, os_call_ns: 5, runnable_ns: 15, io_ns: 5 }
+        );
         assert_eq!(thread_time(&t, &ix, 1, 2, 0, 50), None);
     }
 
@@ -690,6 +693,10 @@ mod tests {
                 for x in a..b {
                     let calls: Vec<usize> = covers(os, x).collect();
                     let blocking = calls.iter().any(|&i| is_blocking_os_call(t.strings.get(os.unwrap().ev.name[i])));
+                    let io = calls.iter().any(|&i| is_io_call(t.strings.get(os.unwrap().ev.name[i])));
+                    if covers(on, x).next().is_none() && io {
+                        want.io_ns += 1;
+                    }
                     if covers(on, x).next().is_some() {
                         want.on_cpu_ns += 1;
                     } else if blocking {

@@ -15,6 +15,7 @@
 pub mod findings;
 pub mod gaps;
 pub mod host;
+pub mod host_cause;
 pub mod index;
 pub mod intervals;
 pub mod names;
@@ -129,6 +130,10 @@ pub enum Cause {
     HostBusy,
     /// The thread issued CUDA calls back to back; the GPU ran them faster.
     LaunchBound,
+    /// The thread, or the producers it waited on, were runnable on saturated CPUs.
+    CpuContention,
+    /// The thread, or the producers it waited on, were off CPU on storage.
+    IoWait,
     /// The work was launched before the gap: the GPU waited on something else.
     Queued,
     /// Profiler overhead (buffer flushes) stalled the launching thread.
@@ -139,13 +144,15 @@ pub enum Cause {
 
 impl Cause {
     /// Every cause, in report order.
-    pub const ALL: [Cause; 9] = [
+    pub const ALL: [Cause; 11] = [
         Cause::SyncWait,
         Cause::SyncDrain,
         Cause::PageableCopy,
         Cause::HostWait,
         Cause::HostBusy,
         Cause::LaunchBound,
+        Cause::CpuContention,
+        Cause::IoWait,
         Cause::Queued,
         Cause::Profiler,
         Cause::Unknown,
@@ -160,6 +167,8 @@ impl Cause {
             Cause::HostWait => "host-wait",
             Cause::HostBusy => "host-busy",
             Cause::LaunchBound => "launch-bound",
+            Cause::CpuContention => "cpu-contention",
+            Cause::IoWait => "io-wait",
             Cause::Queued => "queued",
             Cause::Profiler => "profiler",
             Cause::Unknown => "unknown",
@@ -248,6 +257,8 @@ pub struct Gap {
     pub phase: Option<String>,
     /// Startup, steady or teardown.
     pub window: Window,
+    /// What the host did (traces with context switches or CPU samples).
+    pub host: Option<Box<host::HostWindow>>,
 }
 
 impl Gap {
@@ -432,6 +443,8 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// Event counts.
     pub totals: Totals,
+    /// The most sampled functions of the threads that explain each cause's gaps.
+    pub hot_by_cause: std::collections::HashMap<Cause, Vec<host::TopSymbol>>,
 }
 
 /// Run every analysis over `trace`.
@@ -441,7 +454,7 @@ pub struct Analysis {
 /// the step phase and the findings.
 pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let index = index::Index::build(trace);
-    let ((groups, launched, (transfers, copies)), (devices, mut gaps)) = both(
+    let ((groups, launched, (transfers, copies)), (devices, (mut gaps, hot_counts))) = both(
         || {
             let groups = phases::instances(trace, options.exact_names);
             let launched = phases::project(trace, &index, &groups);
@@ -450,8 +463,9 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         || {
             let devices: Vec<DeviceActivity> =
                 trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
-            let gaps = gaps::find(trace, &devices, &index, options);
-            (devices, gaps)
+            let mut gaps = gaps::find(trace, &devices, &index, options);
+            let hot = host_cause::refine(trace, &host::HostIndex::build(trace), &mut gaps);
+            (devices, (gaps, hot))
         },
     );
     let grouped = options.exact_names.then(|| phases::instances(trace, false));
@@ -459,6 +473,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
+    let hot = host_cause::top_by_cause(&hot_counts, host_cause::TOP_FUNCTIONS);
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
     let (phases, findings) = both(
         || phases::stats(&phase_ctx, groups, &launched),
@@ -472,6 +487,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
                 copies: &copies,
                 phases: &phase_ctx,
                 steps: &steps,
+                hot: &hot,
                 options,
             };
             findings::findings(&inputs, &mut gaps::Explainer::new(trace, &index, &devices, options))
@@ -482,6 +498,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         overlap: transfers::overlap(&devices),
         totals: transfers::totals(trace),
         step_phase: steps.name,
+        hot_by_cause: hot,
         windows: steps.windows,
         devices,
         gaps,
@@ -504,7 +521,9 @@ fn both<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, 
 /// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes
 /// (the rule is in [`gaps`]).
 pub fn find_gaps(trace: &Trace, devices: &[DeviceActivity], options: &Options) -> Vec<Gap> {
-    gaps::find(trace, devices, &index::Index::build(trace), options)
+    let mut gaps = gaps::find(trace, devices, &index::Index::build(trace), options);
+    host_cause::refine(trace, &host::HostIndex::build(trace), &mut gaps);
+    gaps
 }
 
 #[cfg(test)]

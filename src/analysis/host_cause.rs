@@ -1,0 +1,242 @@
+//! Rule 6 of docs/causes.md: what the CPU was doing, from context switches, CPU samples
+//! and the worker processes of the trace. Runs after rules 1-5, on traces with host data.
+//!
+//! The *process tree* of a gap is its process and the processes that started after it
+//! with a higher pid (DataLoader workers are forked children; no export records the
+//! parent pid). Its CPUs *saturated* in a window when the CPUs that gave it at least 5%
+//! of the window were at least [`SATURATED`] busy and more of its threads ran than there
+//! were such CPUs.
+//!
+//! - `host-busy` or `unknown`: the deciding thread was off CPU outside any OS call for
+//!   at least half of the gap while the CPUs saturated: `cpu-contention`. Off CPU in
+//!   storage calls or outside any call for at least half of it while the CPUs were free:
+//!   `io-wait` (only where the process has an OS runtime trace: without one, off-CPU time
+//!   could be any wait). An `unknown` gap whose thread was on CPU for half of it:
+//!   `host-busy`; runnable on saturated CPUs for half of it: `cpu-contention`.
+//! - `host-wait` (the thread waited for others): follow the wait to the *producers*, the
+//!   threads of the tree's other processes (else of the same process) that ran or
+//!   blocked in the gap. CPUs saturated: `cpu-contention`. A producer on CPU for half of
+//!   the gap: `host-busy`, the input pipeline's compute, with its hot code. Producers in
+//!   other processes are their main threads (where DataLoader workers work); nsys's own
+//!   threads are never producers. A producer
+//!   off CPU in storage calls or outside any call for half of it while the CPUs were
+//!   free: `io-wait`. Otherwise `host-wait` stays: nothing in the trace says more.
+//! - Every gap of the tree gets a `host` object: the deciding thread's time on and off
+//!   CPU, the CPUs' load, the producers, and the hot code of the thread whose work
+//!   explains the gap (the deciding thread, or the producer followed).
+//!
+//! Cost per gap: binary searches plus the switches and samples inside the gap.
+
+use std::collections::HashMap;
+
+use super::host::{self, HostIndex, HostWindow, ThreadTime, TopSymbol};
+use super::{Cause, Gap};
+use crate::model::{LaneKind, Ns, Trace};
+use crate::units::fmt_ns;
+
+/// Busy share above which the CPUs a process tree uses count as saturated.
+pub const SATURATED: f64 = 0.9;
+
+/// Fewest samples in a gap for its evidence line to name hot functions (the `host`
+/// object and the per-cause totals keep every sample).
+pub const MIN_SAMPLES: usize = 5;
+
+/// Hot functions kept per gap.
+pub const TOP_FUNCTIONS: usize = 5;
+
+/// Sample counts per cause: (symbol, module) -> samples, over the gaps' explaining threads.
+pub type HotByCause = HashMap<Cause, HashMap<(String, String), usize>>;
+
+/// Apply rule 6 to `gaps` in place; returns the sampled functions per cause.
+pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
+    let mut hot = HotByCause::new();
+    if ix.is_empty() {
+        return hot;
+    }
+    let mut trees: HashMap<u32, Vec<u32>> = HashMap::new();
+    for g in gaps.iter_mut() {
+        let Some(tid) = g.tid else { continue };
+        let tree = trees.entry(g.pid).or_insert_with(|| process_tree(trace, g.pid)).clone();
+        let (cause, note, explainer) = decide(trace, ix, g, tid, &tree);
+        let mut w = host::window(trace, ix, (g.pid, tid), &tree, (g.start, g.end), TOP_FUNCTIONS);
+        w.cpus = ix.active_load(&tree, g.start, g.end);
+        if explainer != (g.pid, tid) {
+            let s = host::top_symbols(trace, ix, explainer.0, explainer.1, (g.start, g.end), TOP_FUNCTIONS);
+            (w.samples, w.top) = (s.samples, s.top);
+        }
+        if cause != g.cause || note.is_some() {
+            g.cause = cause;
+            if let Some(n) = note {
+                g.evidence = n;
+            }
+        }
+        if w.samples >= MIN_SAMPLES && matches!(g.cause, Cause::HostBusy | Cause::SyncDrain | Cause::CpuContention) {
+            g.evidence = format!("{}; hot: {}", g.evidence, hot_text(&w.top, w.samples));
+        }
+        let counts = hot.entry(g.cause).or_default();
+        for t in &w.top {
+            *counts.entry((t.symbol.clone(), t.module.clone())).or_default() += t.samples;
+        }
+        g.host = Some(Box::new(w));
+    }
+    hot
+}
+
+/// The top `n` functions of each cause, with their share of that cause's samples.
+pub fn top_by_cause(hot: &HotByCause, n: usize) -> HashMap<Cause, Vec<TopSymbol>> {
+    hot.iter()
+        .map(|(&c, counts)| {
+            let total: usize = counts.values().sum();
+            let mut v: Vec<TopSymbol> = counts
+                .iter()
+                .map(|((symbol, module), &samples)| TopSymbol {
+                    symbol: symbol.clone(),
+                    module: module.clone(),
+                    samples,
+                    share: samples as f64 / total.max(1) as f64,
+                })
+                .collect();
+            v.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.symbol.cmp(&b.symbol)));
+            v.truncate(n);
+            (c, v)
+        })
+        .collect()
+}
+
+// `48% _PyEval_EvalFrameDefault (python3.12), 20% ... of 312 samples`.
+fn hot_text(top: &[TopSymbol], samples: usize) -> String {
+    let parts: Vec<String> =
+        top.iter().take(3).map(|t| format!("{:.0}% {} ({})", t.share * 100.0, t.symbol, t.module)).collect();
+    format!("{} of {samples} samples", parts.join(", "))
+}
+
+/// The gap's process and the processes with host data that started after it with a
+/// higher pid (its forked workers), sorted.
+pub fn process_tree(trace: &Trace, pid: u32) -> Vec<u32> {
+    let first = |p: u32| {
+        trace.lanes.iter().filter(|l| l.pid == p && !l.ev.is_empty()).filter_map(|l| l.ev.start.first()).min().copied()
+    };
+    let Some(main_start) = first(pid) else { return vec![pid] };
+    let mut pids: Vec<u32> =
+        trace.lanes.iter().filter(|l| l.pid > pid && matches!(l.kind, LaneKind::OnCpu { .. })).map(|l| l.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.retain(|&p| first(p).is_some_and(|s| s >= main_start));
+    pids.insert(0, pid);
+    pids
+}
+
+// The new cause, a new evidence line if any, and the thread whose work explains the gap.
+fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> (Cause, Option<String>, (u32, u32)) {
+    let me = (g.pid, tid);
+    let dur = g.end - g.start;
+    let load = ix.active_load(tree, g.start, g.end);
+    let saturated = load.busy_share >= SATURATED && load.threads > load.usable.len();
+    let who = trace.thread_label(g.pid, tid);
+    let cpus =
+        || format!("{} CPUs in use {:.0}% busy, {} threads", load.usable.len(), load.busy_share * 100.0, load.threads);
+    match g.cause {
+        Cause::HostBusy | Cause::Unknown => {
+            let Some(t) = host::thread_time(trace, ix, g.pid, tid, g.start, g.end) else { return (g.cause, None, me) };
+            if 2 * t.runnable_ns >= dur && saturated {
+                let note = format!(
+                    "{who} runnable but not running for {} of {}: {}",
+                    fmt_ns(t.runnable_ns),
+                    fmt_ns(dur),
+                    cpus()
+                );
+                return (Cause::CpuContention, Some(note), me);
+            }
+            // Without an OS runtime trace, off-CPU time could be any wait: say nothing.
+            if g.cause == Cause::HostBusy && !saturated && 2 * io_like(&t) >= dur {
+                let note = format!(
+                    "{who} off CPU for {} of {} (storage or page faults) while {}",
+                    fmt_ns(io_like(&t)),
+                    fmt_ns(dur),
+                    cpus()
+                );
+                return (Cause::IoWait, Some(note), me);
+            }
+            if g.cause == Cause::Unknown && 2 * t.on_cpu_ns >= dur {
+                let note = format!("{who} on CPU for {} of {} outside CUDA calls", fmt_ns(t.on_cpu_ns), fmt_ns(dur));
+                return (Cause::HostBusy, Some(note), me);
+            }
+            (g.cause, None, me)
+        }
+        Cause::HostWait => follow(trace, ix, g, me, tree, saturated, &cpus()),
+        _ => (g.cause, None, me),
+    }
+}
+
+// Threads that nsys itself runs in the profiled processes.
+fn is_profiler_thread(name: &str) -> bool {
+    name.starts_with("[NSys") || name.contains("CUPTI")
+}
+
+// Off CPU in storage calls, or outside any OS call (untraced reads, page faults).
+fn io_like(t: &ThreadTime) -> Ns {
+    t.io_ns + t.runnable_ns
+}
+
+// Rule 6 for a thread waiting on others: the cause of what its producers did.
+fn follow(
+    trace: &Trace,
+    ix: &HostIndex,
+    g: &Gap,
+    me: (u32, u32),
+    tree: &[u32],
+    saturated: bool,
+    cpus: &str,
+) -> (Cause, Option<String>, (u32, u32)) {
+    let dur = g.end - g.start;
+    // Workers do their work on their main thread; nsys's own threads are no producers.
+    let others: Vec<u32> = tree.iter().copied().filter(|&p| p != g.pid).collect();
+    let mut producers = host::producers(trace, ix, &others, me, g.start, g.end);
+    producers.retain(|p| p.tid == p.pid);
+    if producers.is_empty() {
+        producers = host::producers(trace, ix, &[g.pid], me, g.start, g.end);
+        producers.retain(|p| !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
+    }
+    let Some(first) = producers.first() else { return (g.cause, None, me) };
+    let busiest = (first.pid, first.tid);
+    let wait = g.evidence.clone();
+    let label = |p: (u32, u32)| trace.thread_label(p.0, p.1);
+    if saturated {
+        let note = format!("{wait}; its producers could not run: {cpus}");
+        return (Cause::CpuContention, Some(note), busiest);
+    }
+    if 2.0 * first.on_cpu_share >= 1.0 {
+        let note = format!("{wait}; producer {} on CPU {:.0}% of the gap", label(busiest), first.on_cpu_share * 100.0);
+        return (Cause::HostBusy, Some(note), busiest);
+    }
+    let io = producers
+        .iter()
+        .filter_map(|p| {
+            host::thread_time(trace, ix, p.pid, p.tid, g.start, g.end).map(|t| (io_like(&t), (p.pid, p.tid)))
+        })
+        .max();
+    if let Some((t, p)) = io.filter(|&(t, _)| 2 * t >= dur) {
+        let note = format!(
+            "{wait}; producer {} off CPU for {} of {} (storage reads) while {cpus}",
+            label(p),
+            fmt_ns(t),
+            fmt_ns(dur)
+        );
+        return (Cause::IoWait, Some(note), p);
+    }
+    (g.cause, None, me)
+}
+
+/// What `host` says about a gap, as one line for the viewer.
+pub fn summary(w: &HostWindow) -> String {
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0}%", v * 100.0));
+    format!(
+        "on CPU {}, runnable {}, blocked {}; {} CPUs {:.0}% busy, {} threads",
+        pct(w.on_cpu_share),
+        pct(w.runnable_share),
+        pct(w.blocked_share),
+        w.cpus.usable.len(),
+        w.cpus.busy_share * 100.0,
+        w.cpus.threads
+    )
+}
