@@ -216,7 +216,7 @@ fn fix(x: &Inputs<'_>, cause: Cause) -> String {
     match x.hot.get(&cause).filter(|v| !v.is_empty()) {
         Some(top) => {
             let list: Vec<String> =
-                top.iter().take(3).map(|t| format!("{} ({}) {:.0}%", t.symbol, t.module, t.share * 100.0)).collect();
+                top.iter().take(3).map(|t| format!("{} {:.0}%", t.label(), t.share * 100.0)).collect();
             format!("{base} Hottest sampled functions in these gaps: {}.", list.join(", "))
         }
         None => base.to_string(),

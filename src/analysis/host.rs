@@ -384,7 +384,7 @@ fn overlap(x: &[(Ns, Ns)], y: &[(Ns, Ns)]) -> Ns {
 /// A sampled function and its share of a thread's samples.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct TopSymbol {
-    /// Leaf frame symbol (`0x7f...` when nsys could not resolve it).
+    /// Leaf frame symbol (`[module]` for the addresses nsys could not resolve).
     pub symbol: String,
     /// File name of its module (`libc.so.6`, `python3.12`), without the directory.
     pub module: String,
@@ -392,6 +392,13 @@ pub struct TopSymbol {
     pub samples: usize,
     /// Share of the window's samples in `[0, 1]`.
     pub share: f64,
+}
+
+impl TopSymbol {
+    /// `symbol (module)`, or `[module]` for unresolved addresses.
+    pub fn label(&self) -> String {
+        if self.symbol.starts_with('[') { self.symbol.clone() } else { format!("{} ({})", self.symbol, self.module) }
+    }
 }
 
 /// CPU samples of a thread in a window.
@@ -413,14 +420,17 @@ pub fn top_symbols(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, (a, b): (N
     for i in rows {
         *counts.entry((ev.name[i], ev.aux(i) as StrId)).or_default() += 1;
     }
-    let mut top: Vec<TopSymbol> = counts
+    // Unresolved addresses (`0x7f...`) count together per module: `[libm.so.6]`.
+    let mut merged: HashMap<(String, String), usize> = HashMap::new();
+    for ((s, m), k) in counts {
+        let module = module_file(trace.strings.get(m)).to_string();
+        let sym = trace.strings.get(s);
+        let symbol = if sym.starts_with("0x") { format!("[{module}]") } else { sym.to_string() };
+        *merged.entry((symbol, module)).or_default() += k;
+    }
+    let mut top: Vec<TopSymbol> = merged
         .into_iter()
-        .map(|((s, m), k)| TopSymbol {
-            symbol: trace.strings.get(s).to_string(),
-            module: module_file(trace.strings.get(m)).to_string(),
-            samples: k,
-            share: k as f64 / samples as f64,
-        })
+        .map(|((symbol, module), k)| TopSymbol { symbol, module, samples: k, share: k as f64 / samples as f64 })
         .collect();
     top.sort_by(|x, y| y.samples.cmp(&x.samples).then_with(|| (&x.symbol, &x.module).cmp(&(&y.symbol, &y.module))));
     top.truncate(n);

@@ -13,7 +13,9 @@
 //!   `io-wait` (only where the process has an OS runtime trace: without one, off-CPU time
 //!   could be any wait). An `unknown` gap whose thread was on CPU for half of it:
 //!   `host-busy`; runnable on saturated CPUs for half of it: `cpu-contention`.
-//! - `host-wait` (the thread waited for others): follow the wait to the *producers*, the
+//! - `host-wait`: the deciding thread in calls that only touch files (`pread`, `open`,
+//!   `stat`...; not `read`, which may be a pipe) for half of the gap: `io-wait`. Else it
+//!   waited for others: follow the wait to the *producers*, the
 //!   threads of the tree's other processes (else of the same process) that ran or
 //!   blocked in the gap. CPUs saturated: `cpu-contention`. A producer on CPU for half of
 //!   the gap: `host-busy`, the input pipeline's compute, with its hot code. Producers in
@@ -60,6 +62,7 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
         let (cause, note, explainer) = decide(trace, ix, g, tid, &tree);
         let mut w = host::window(trace, ix, (g.pid, tid), &tree, (g.start, g.end), TOP_FUNCTIONS);
         w.cpus = ix.active_load(&tree, g.start, g.end);
+        w.producers.retain(|p| !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
         if explainer != (g.pid, tid) {
             let s = host::top_symbols(trace, ix, explainer.0, explainer.1, (g.start, g.end), TOP_FUNCTIONS);
             (w.samples, w.top) = (s.samples, s.top);
@@ -105,8 +108,7 @@ pub fn top_by_cause(hot: &HotByCause, n: usize) -> HashMap<Cause, Vec<TopSymbol>
 
 // `48% _PyEval_EvalFrameDefault (python3.12), 20% ... of 312 samples`.
 fn hot_text(top: &[TopSymbol], samples: usize) -> String {
-    let parts: Vec<String> =
-        top.iter().take(3).map(|t| format!("{:.0}% {} ({})", t.share * 100.0, t.symbol, t.module)).collect();
+    let parts: Vec<String> = top.iter().take(3).map(|t| format!("{:.0}% {}", t.share * 100.0, t.label())).collect();
     format!("{} of {samples} samples", parts.join(", "))
 }
 
@@ -163,9 +165,46 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> (Ca
             }
             (g.cause, None, me)
         }
-        Cause::HostWait => follow(trace, ix, g, me, tree, saturated, &cpus()),
+        Cause::HostWait => {
+            let file = file_io_ns(trace, g.pid, tid, g.start, g.end);
+            if 2 * file >= dur {
+                let note =
+                    format!("{who} in storage calls (pread, open, stat...) for {} of {}", fmt_ns(file), fmt_ns(dur));
+                return (Cause::IoWait, Some(note), me);
+            }
+            follow(trace, ix, g, me, tree, saturated, &cpus())
+        }
         _ => (g.cause, None, me),
     }
+}
+
+// Time of thread (`pid`, `tid`) in `[a, b)` inside OS calls that only touch files
+// (`read` may be a pipe from a DataLoader worker: not counted), overlaps merged.
+fn file_io_ns(trace: &Trace, pid: u32, tid: u32, a: Ns, b: Ns) -> Ns {
+    let Some(l) = trace.lanes.iter().find(|l| l.pid == pid && l.kind == LaneKind::Osrt { tid }) else { return 0 };
+    let ev = &l.ev;
+    // Calls of one thread nest shallowly: 64 rows before the window reach back far enough.
+    let lo = ev.start.partition_point(|&s| s < a).saturating_sub(64);
+    let hi = ev.start.partition_point(|&s| s < b);
+    let mut spans: Vec<(Ns, Ns)> = (lo..hi)
+        .filter(|&i| ev.end[i] > a && is_file_call(trace.strings.get(ev.name[i])))
+        .map(|i| (ev.start[i].max(a), ev.end[i].min(b)))
+        .collect();
+    spans.sort_unstable();
+    let (mut total, mut reach) = (0, Ns::MIN);
+    for (s, e) in spans {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+            reach = e;
+        }
+    }
+    total
+}
+
+// Storage calls that cannot be a pipe or a socket.
+fn is_file_call(name: &str) -> bool {
+    super::gaps::is_io_call(name) && !matches!(name, "read" | "readv")
 }
 
 // Threads that nsys itself runs in the profiled processes.
@@ -239,4 +278,152 @@ pub fn summary(w: &HostWindow) -> String {
         w.cpus.busy_share * 100.0,
         w.cpus.threads
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{DeviceActivity, Options, find_gaps};
+    use crate::model::{ApiKind, Events, Lane, Strings, Thread};
+
+    const MS: Ns = 1_000_000;
+    const MAIN: u32 = 100;
+    const WORKER: u32 = 200;
+
+    // A trace with one 9 ms GPU gap [1 ms, 10 ms) on GPU 0; the kernel after it was
+    // launched by the main thread just before its start.
+    struct T(Trace);
+
+    impl T {
+        fn new() -> Self {
+            let mut t = Trace { strings: Strings::new(), ..Trace::default() };
+            for (pid, tid, name) in
+                [(MAIN, MAIN, "python3"), (WORKER, WORKER, "pt_data_worker"), (WORKER, 201, "worker2")]
+            {
+                t.threads.push(Thread { pid, tid, name: name.to_string() });
+            }
+            let mut s = Self(t);
+            s.push(MAIN, LaneKind::Kernels { device: 0, stream: 7 }, &[(0, MS, "k", 1), (10 * MS, 11 * MS, "k", 2)]);
+            s.push(
+                MAIN,
+                LaneKind::CudaApi { tid: MAIN },
+                &[(10 * MS - 20_000, 10 * MS - 10_000, "cudaLaunchKernel", 2)],
+            );
+            s
+        }
+
+        fn push(&mut self, pid: u32, kind: LaneKind, rows: &[(Ns, Ns, &str, u64)]) {
+            let mut ev = Events::default();
+            for &(a, b, name, x) in rows {
+                let id = self.0.strings.intern(name);
+                match kind {
+                    LaneKind::CudaApi { .. } => {
+                        ev.push(a, b, id, Some(x as u32), None, Some(ApiKind::classify(name) as u32));
+                    }
+                    LaneKind::Kernels { .. } => ev.push(a, b, id, Some(x as u32), Some(0), None),
+                    LaneKind::OnCpu { .. } => ev.push(a, b, id, None, Some(x), None),
+                    _ => ev.push(a, b, id, None, None, Some(0)),
+                }
+            }
+            self.0.lanes.push(Lane::new(kind, pid, ev));
+        }
+
+        // On-CPU intervals of thread `tid` of `pid` on `cpu`.
+        fn on(mut self, pid: u32, tid: u32, cpu: u64, spans: &[(Ns, Ns)]) -> Self {
+            let rows: Vec<_> = spans.iter().map(|&(a, b)| (a, b, "cpu", cpu)).collect();
+            self.push(pid, LaneKind::OnCpu { tid }, &rows);
+            self
+        }
+
+        fn os(mut self, pid: u32, tid: u32, rows: &[(Ns, Ns, &str)]) -> Self {
+            let rows: Vec<_> = rows.iter().map(|&(a, b, n)| (a, b, n, 0)).collect();
+            self.push(pid, LaneKind::Osrt { tid }, &rows);
+            self
+        }
+
+        fn gap(&self) -> Gap {
+            let d = DeviceActivity::compute(&self.0, 0);
+            let gaps = find_gaps(&self.0, &[d], &Options::default());
+            assert_eq!(gaps.len(), 1, "{gaps:?}");
+            gaps[0].clone()
+        }
+    }
+
+    // Busy on `cpu` for the whole gap, by another thread of the worker.
+    fn hog(t: T, cpu: u64) -> T {
+        t.on(WORKER, 201, cpu, &[(0, 11 * MS)])
+    }
+
+    #[test]
+    fn a_runnable_thread_on_saturated_cpus_is_cpu_contention() {
+        // Main runs 2 ms of the 9 ms gap on CPU 0; worker threads hold CPUs 0 and 1.
+        let t = T::new().os(MAIN, MAIN, &[(0, 10, "ioctl")]).on(MAIN, MAIN, 0, &[(MS, 2 * MS), (9 * MS, 10 * MS)]).on(
+            WORKER,
+            WORKER,
+            0,
+            &[(2 * MS, 9 * MS)],
+        );
+        let g = hog(t, 1).gap();
+        assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
+        assert!(g.evidence.contains("runnable but not running for 7.00 ms of 9.00 ms"), "{}", g.evidence);
+        let h = g.host.unwrap();
+        assert_eq!(h.cpus.usable, vec![0, 1]);
+        assert!((h.on_cpu_share.unwrap() - 2.0 / 9.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn off_cpu_in_a_read_while_cpus_are_free_is_io_wait() {
+        let g = T::new()
+            .os(MAIN, MAIN, &[(2 * MS, 9 * MS, "pread64")])
+            .on(MAIN, MAIN, 0, &[(MS, 2 * MS), (9 * MS, 10 * MS)])
+            .gap();
+        // pread is a blocking call (rule 4: host-wait) on a file: io-wait.
+        assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
+        assert!(
+            g.evidence.contains("in storage calls (pread, open, stat...) for 7.00 ms of 9.00 ms"),
+            "{}",
+            g.evidence
+        );
+        // A `read` may be a pipe from a worker: the wait is followed, and no producer ran.
+        let g = T::new()
+            .os(MAIN, MAIN, &[(2 * MS, 9 * MS, "read")])
+            .on(MAIN, MAIN, 0, &[(MS, 2 * MS), (9 * MS, 10 * MS)])
+            .gap();
+        assert_eq!(g.cause, Cause::HostWait, "{}", g.evidence);
+        let g = T::new()
+            .os(MAIN, MAIN, &[(2 * MS, 9 * MS, "openat")])
+            .on(MAIN, MAIN, 0, &[(MS, 2 * MS), (9 * MS, 10 * MS)])
+            .gap();
+        assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
+    }
+
+    #[test]
+    fn a_wait_follows_to_the_producers() {
+        // Main blocks in poll for the whole gap.
+        let base = || T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        // The worker computes 8 of the 9 ms: input-pipeline compute.
+        let g = base().on(WORKER, WORKER, 2, &[(MS, 9 * MS)]).gap();
+        assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
+        assert!(g.evidence.contains("producer pt_data_worker (tid 200) on CPU 89%"), "{}", g.evidence);
+        // The worker runs 1 ms then is off CPU untraced (reading): io-wait.
+        let g = base().on(WORKER, WORKER, 2, &[(MS, 2 * MS)]).gap();
+        assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
+        // Worker and another thread share one CPU, fully busy: contention.
+        let g = base().on(WORKER, WORKER, 2, &[(MS, 4 * MS)]).on(WORKER, 201, 2, &[(4 * MS, 10 * MS)]).gap();
+        assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
+        // No producer ran: the wait stays.
+        assert_eq!(base().gap().cause, Cause::HostWait);
+    }
+
+    #[test]
+    fn without_host_data_nothing_changes() {
+        let g = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).gap();
+        assert_eq!((g.cause, g.host.is_none()), (Cause::HostWait, true));
+    }
+
+    #[test]
+    fn the_tree_is_the_process_and_later_higher_pids() {
+        let t = T::new().on(MAIN, MAIN, 0, &[(0, MS)]).on(WORKER, WORKER, 1, &[(MS, 2 * MS)]).on(50, 50, 1, &[(0, MS)]);
+        assert_eq!(process_tree(&t.0, MAIN), vec![MAIN, WORKER]);
+    }
 }

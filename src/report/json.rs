@@ -14,10 +14,15 @@
 //!             launched: {count, gpu_ns, span_ns}}]
 //! gaps      {min_gap_ns, count, total_ns,
 //!            by_cause: {"sync-wait" | "sync-drain" | "pageable-copy" | "host-wait" |
-//!                       "host-busy" | "launch-bound" | "queued" | "profiler" | "unknown":
-//!                       {count, total_ns}},
+//!                       "host-busy" | "launch-bound" | "cpu-contention" | "io-wait" |
+//!                       "queued" | "profiler" | "unknown":
+//!                       {count, total_ns, top?: [{symbol, module, share, samples}]}},
 //!            steady: {count, total_ns, by_cause},
-//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase, window}],
+//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase, window,
+//!                   host?: {samples, top: [{symbol, module, samples, share}],
+//!                           on_cpu_share, runnable_share, blocked_share, os_call_share,
+//!                           cpus: {usable, busy_share, threads},
+//!                           producers: [{pid, tid, name, on_cpu_share}]}}],
 //!            all: [...as top, in start order; only with --all-gaps]}
 //! findings  [{rule, severity, message, evidence: {key: value}, fix}]
 //! ```
@@ -251,6 +256,23 @@ pub struct CauseSum {
     pub count: usize,
     /// Their total length.
     pub total_ns: Ns,
+    /// The most sampled functions of the threads that explain these gaps (traces with
+    /// CPU samples; whole-run `by_cause` only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<HotFunction>,
+}
+
+/// A sampled function with its share of the samples of a cause's gaps.
+#[derive(Debug, Clone, Serialize)]
+pub struct HotFunction {
+    /// Leaf symbol.
+    pub symbol: String,
+    /// Module file name.
+    pub module: String,
+    /// Share of the samples, in `[0, 1]`.
+    pub share: f64,
+    /// Samples.
+    pub samples: usize,
 }
 
 /// One entry of `gaps.top`.
@@ -272,6 +294,9 @@ pub struct TopGap<'a> {
     pub phase: Option<&'a str>,
     /// `startup`, `steady` or `teardown`: the window holding most of the gap.
     pub window: &'static str,
+    /// What the host did (traces with context switches or CPU samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<&'a crate::analysis::host::HostWindow>,
 }
 
 /// One entry of `findings`.
@@ -306,6 +331,24 @@ fn by_cause_timed<'g>(
             let e = m.entry(g.cause.label()).or_default();
             e.count += 1;
             e.total_ns += t;
+        }
+    }
+    m
+}
+
+// `by_cause` with each cause's hot functions.
+fn with_hot(mut m: BTreeMap<&'static str, CauseSum>, a: &Analysis) -> BTreeMap<&'static str, CauseSum> {
+    for (c, top) in &a.hot_by_cause {
+        if let Some(e) = m.get_mut(c.label()) {
+            e.top = top
+                .iter()
+                .map(|t| HotFunction {
+                    symbol: t.symbol.clone(),
+                    module: t.module.clone(),
+                    share: t.share,
+                    samples: t.samples,
+                })
+                .collect();
         }
     }
     m
@@ -372,7 +415,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             min_gap_ns: a.options.min_gap_ns,
             count: a.gaps.len(),
             total_ns: a.gaps.iter().map(Gap::dur).sum(),
-            by_cause: by_cause(&a.gaps),
+            by_cause: with_hot(by_cause(&a.gaps), a),
             steady: steady(a),
             top: top_gaps(&a.gaps, TOP_GAPS).into_iter().map(top_gap).collect(),
             all: all_gaps.then(|| a.gaps.iter().map(top_gap).collect()),
@@ -439,6 +482,7 @@ fn top_gap(g: &Gap) -> TopGap<'_> {
         evidence: &g.evidence,
         phase: g.phase.as_deref(),
         window: g.window.label(),
+        host: g.host.as_deref(),
     }
 }
 
