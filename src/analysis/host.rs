@@ -139,9 +139,14 @@ pub struct HostIndex {
 impl HostIndex {
     /// Index the `OnCpu`, `Samples` and `Osrt` lanes of `trace`.
     pub fn build(trace: &Trace) -> Self {
+        Self::build_for(trace, |_| true)
+    }
+
+    /// Index the host lanes of the processes that `keep` accepts.
+    pub fn build_for(trace: &Trace, keep: impl Fn(u32) -> bool) -> Self {
         let mut ix = Self::default();
         let mut by_thread: HashMap<(u32, u32), ThreadLanes> = HashMap::new();
-        for (li, l) in trace.lanes.iter().enumerate() {
+        for (li, l) in trace.lanes.iter().enumerate().filter(|(_, l)| keep(l.pid)) {
             match l.kind {
                 LaneKind::OnCpu { tid } => by_thread.entry((l.pid, tid)).or_default().on_cpu = Some(li),
                 LaneKind::Samples { tid } => by_thread.entry((l.pid, tid)).or_default().samples = Some(li),

@@ -108,6 +108,10 @@ pub struct App {
     pub(crate) analysis: Analysis,
     pub(crate) job: Option<GapJob>,
     pub(crate) index: Index,
+    // Context switches by CPU, and per process with a CPU row: its tree's usable CPUs
+    // and the tree's own switches by CPU.
+    pub(crate) host: crate::analysis::host::HostIndex,
+    pub(crate) cpu_rows: Vec<(u32, Vec<u32>, crate::analysis::host::HostIndex)>,
     pub(crate) title: String,
     pub(crate) demo: bool,
     pub(crate) theme: Theme,
@@ -146,7 +150,28 @@ impl App {
             .file_name()
             .map_or_else(|| trace.meta.path.clone(), |n| n.to_string_lossy().into_owned());
         let gap_index = GapIndex::new(&analysis.gaps);
+        let host = crate::analysis::host::HostIndex::build(&trace);
+        let cpu_rows: Vec<_> = groups
+            .iter()
+            .filter_map(|g| match g.kind {
+                GroupKind::Cpus { pid } => {
+                    let tree = crate::analysis::host_cause::process_tree(&trace, pid);
+                    let own = crate::analysis::host::HostIndex::build_for(&trace, |p| tree.contains(&p));
+                    Some((pid, host.usable_cpus(&tree), own))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut groups = groups;
+        for g in &mut groups {
+            if let GroupKind::Cpus { pid } = g.kind {
+                let n = cpu_rows.iter().find(|(p, _, _)| *p == pid).map_or(0, |(_, c, _)| c.len());
+                g.title = format!("{n} {}", g.title);
+            }
+        }
         let mut app = Self {
+            host,
+            cpu_rows,
             title: super::text::clean(&title).into_owned(),
             demo: false,
             theme: Theme::from_env(),

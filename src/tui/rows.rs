@@ -18,6 +18,11 @@ pub enum GroupKind {
     },
     /// Threads with only OS runtime calls (waiting pools, helpers), one lane each.
     Others,
+    /// The CPUs a process and its workers ran on: how busy they were (no lanes).
+    Cpus {
+        /// Process id.
+        pid: u32,
+    },
 }
 
 /// A collapsible group of lanes.
@@ -89,11 +94,18 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
         p.len()
     };
     let mut others = Vec::new();
+    let mut last_pid = None;
     for ((pid, rank, tid), lanes) in threads {
         if rank == 2 {
             others.extend(lanes);
             continue;
         }
+        // Before a process's first thread: its CPU row, when the trace has its switches.
+        if last_pid != Some(pid) && trace.lanes.iter().any(|l| l.pid == pid && matches!(l.kind, LaneKind::OnCpu { .. })) {
+            let name = text::clean(trace.process_name(pid)).into_owned();
+            out.push(Group { kind: GroupKind::Cpus { pid }, title: format!("CPUs {name} {pid}"), lanes: Vec::new(), collapsed: false });
+        }
+        last_pid = Some(pid);
         out.push(Group {
             kind: GroupKind::Thread { pid, tid },
             title: thread_title(trace, pid, tid, processes > 1),

@@ -59,7 +59,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
         Constraint::Length(3),
         Constraint::Length(12),
         Constraint::Length(10),
-        Constraint::Length(13),
+        Constraint::Length(14),
         Constraint::Length(16),
         Constraint::Min(10),
     ];

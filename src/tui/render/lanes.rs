@@ -111,6 +111,7 @@ fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: u
                 }
             }
             GroupKind::Thread { .. } | GroupKind::Others => draw_thread(buf, ctx, g, y),
+            GroupKind::Cpus { pid } => draw_cpus(buf, ctx, pid, y),
         },
     }
 }
@@ -240,6 +241,39 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
             buf.set_stringn(ctx.x0 + x as u16, y, &label, n, style);
         }
         k = end;
+    }
+}
+
+// Per cell, the CPUs that gave the process tree at least 5% of the cell, and how busy
+// they were (any thread): two binary searches per CPU per cell in each index. Cells
+// where those CPUs were saturated (>= 90%) stand out.
+fn draw_cpus(buf: &mut Buffer, ctx: &Ctx, pid: u32, y: u16) {
+    use crate::analysis::host::ACTIVE_CPU_SHARE;
+    let app = ctx.app;
+    let Some((_, cpus, own)) = app.cpu_rows.iter().find(|(p, _, _)| *p == pid) else { return };
+    for k in 0..ctx.w {
+        let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
+        if b <= a {
+            continue;
+        }
+        let cell = (b - a) as f64;
+        let (mut n, mut busy) = (0u32, 0);
+        for &c in cpus {
+            if own.cpu_busy_ns(c, a, b) as f64 >= ACTIVE_CPU_SHARE * cell {
+                n += 1;
+                busy += app.host.cpu_busy_ns(c, a, b);
+            }
+        }
+        if n == 0 {
+            continue;
+        }
+        let share = busy as f64 / (f64::from(n) * cell);
+        let style = if share >= crate::analysis::host_cause::SATURATED { app.theme.gap() } else { app.theme.gpu_busy() };
+        // The digit says how many CPUs the tree used; the colour how busy they were.
+        let ch = if n <= 9 { char::from_digit(n, 10).unwrap_or('+') } else { '+' };
+        if let Some(cell) = buf.cell_mut((ctx.x0 + k as u16, y)) {
+            cell.set_char(ch).set_style(style);
+        }
     }
 }
 
