@@ -1,7 +1,7 @@
 //! The host causes on real captures made to show them (tests/fixtures/README.md), each
 //! claim checked against the raw rows with SQL: on-CPU intervals paired from
-//! SCHED_EVENTS, samples and their leaf frames from COMPOSITE_EVENTS and
-//! SAMPLING_CALLCHAINS.
+//! `SCHED_EVENTS`, samples and their leaf frames from `COMPOSITE_EVENTS` and
+//! `SAMPLING_CALLCHAINS`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

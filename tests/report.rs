@@ -97,6 +97,8 @@ fn json_has_every_documented_key() {
         "host-wait",
         "host-busy",
         "launch-bound",
+        "cpu-contention",
+        "io-wait",
         "queued",
         "profiler",
         "unknown",
