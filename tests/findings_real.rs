@@ -1,0 +1,48 @@
+//! Findings on real captures, each number checked against SQL over the same file.
+
+use std::path::PathBuf;
+
+use lanescope::analysis::{Options, analyze};
+use rusqlite::Connection;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+#[test]
+fn pageable_d2h_is_named_against_pinned_copies_of_the_same_size() {
+    // d2h.py copies 10 x 128 MiB to pageable memory (.cpu()), then 10 x 128 MiB into a
+    // pinned buffer.
+    let f = fixture("d2h.sqlite");
+    let a = analyze(&lanescope::reader::load(&f).unwrap(), &Options::default());
+    let c = Connection::open_with_flags(&f, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let sum = |dst: i64| -> (i64, i64) {
+        c.query_row(
+            "SELECT sum(bytes), sum(\"end\" - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2 AND dstKind = ?1",
+            [dst],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+    let (page_b, page_ns) = sum(0);
+    let (pin_b, pin_ns) = sum(1);
+    let span: i64 = c
+        .query_row(
+            "SELECT max(e) - min(s) FROM (SELECT start s, \"end\" e FROM CUPTI_ACTIVITY_KIND_KERNEL
+             UNION ALL SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_MEMSET)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let f = a.findings.iter().find(|f| f.rule == "pageable_bandwidth").expect("the finding");
+    let ev = |k: &str| f.evidence.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone()).unwrap();
+    assert_eq!(ev("direction"), "D2H");
+    assert_eq!(ev("pageable_bytes"), page_b.to_string());
+    assert_eq!(ev("pageable_ns"), page_ns.to_string());
+    assert_eq!(ev("size_class"), "16-256 MiB", "128 MiB copies");
+    assert_eq!(ev("pinned_gbps_in_class"), format!("{:.2}", pin_b as f64 / pin_ns as f64));
+    // Pageable D2H took more than 30% of the GPU span: critical.
+    assert!(page_ns * 10 >= span * 3, "{page_ns} of {span}");
+    assert_eq!(f.severity.label(), "critical");
+    assert!(f.message.starts_with("Pageable D2H copies"), "{}", f.message);
+}
