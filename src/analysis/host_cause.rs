@@ -251,16 +251,14 @@ fn follow(
     let io = producers
         .iter()
         .filter_map(|p| {
-            host::thread_time(trace, ix, p.pid, p.tid, g.start, g.end).map(|t| (io_like(&t), (p.pid, p.tid)))
+            let t = host::thread_time(trace, ix, p.pid, p.tid, g.start, g.end)?;
+            Some((io_like(&t), t.io_ns, (p.pid, p.tid)))
         })
         .max();
-    if let Some((t, p)) = io.filter(|&(t, _)| 2 * t >= dur) {
-        let note = format!(
-            "{wait}; producer {} off CPU for {} of {} (storage reads) while {cpus}",
-            label(p),
-            fmt_ns(t),
-            fmt_ns(dur)
-        );
+    if let Some((t, traced, p)) = io.filter(|&(t, _, _)| 2 * t >= dur) {
+        let how = if 2 * traced >= t { "in storage calls" } else { "outside any traced call: storage or page faults" };
+        let note =
+            format!("{wait}; producer {} off CPU for {} of {} ({how}) while {cpus}", label(p), fmt_ns(t), fmt_ns(dur));
         return (Cause::IoWait, Some(note), p);
     }
     (g.cause, None, me)
