@@ -1,5 +1,5 @@
 //! A streaming scanner for Chrome-trace JSON: the top-level object's small values are
-//! parsed whole (serde_json), the `traceEvents` array one event at a time straight from a
+//! parsed whole (`serde_json`), the `traceEvents` array one event at a time straight from a
 //! refillable buffer, borrowing names from it. Nothing but the current buffer (and one
 //! event larger than it, if any) is held.
 
@@ -326,18 +326,18 @@ fn unescape(raw: &[u8]) -> String {
                     continue;
                 };
                 i += 4;
-                let code = if (0xD800..0xDC00).contains(&hi) && raw.get(i) == Some(&b'\\') && raw.get(i + 1) == Some(&b'u')
-                {
-                    match hex4(&raw[i + 2..]) {
-                        Some(lo) if (0xDC00..0xE000).contains(&lo) => {
-                            i += 6;
-                            0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                let code =
+                    if (0xD800..0xDC00).contains(&hi) && raw.get(i) == Some(&b'\\') && raw.get(i + 1) == Some(&b'u') {
+                        match hex4(&raw[i + 2..]) {
+                            Some(lo) if (0xDC00..0xE000).contains(&lo) => {
+                                i += 6;
+                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                            }
+                            _ => hi,
                         }
-                        _ => hi,
-                    }
-                } else {
-                    hi
-                };
+                    } else {
+                        hi
+                    };
                 char::from_u32(code).unwrap_or('\u{FFFD}')
             }
             other => char::from(other),
@@ -591,7 +591,7 @@ mod tests {
         let t = br#"{"traceEvents": [{"ph":"X","name":"a","ts":1}, {"ph" "X"}]}"#;
         let (_, names, stop) = scan(t, 1000);
         assert_eq!(names.len(), 1);
-        assert_eq!(stop.unwrap().offset, 54);
+        assert_eq!(stop.unwrap().offset, 53); // the `"X"` where a `:` belongs
     }
 
     #[test]

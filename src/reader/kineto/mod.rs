@@ -343,7 +343,11 @@ impl Builder {
                     }
                     _ => {
                         let k = memset_kind(&e.name);
-                        (LaneKind::Memory { device, stream, class: MemClass::Memset }, bytes, Some(MemFlags::pack(0, k, k)))
+                        (
+                            LaneKind::Memory { device, stream, class: MemClass::Memset },
+                            bytes,
+                            Some(MemFlags::pack(0, k, k)),
+                        )
                     }
                 };
                 if !self.gpu_pids.contains(&pid) {
@@ -490,6 +494,7 @@ pub fn load(path: &Path, gzip: bool, progress: &Progress) -> Result<Trace> {
     Ok(assemble(b, stop, events, t0))
 }
 
+#[allow(clippy::too_many_lines)]
 fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant) -> Trace {
     let mut meta = Meta { nsys_version: PRODUCT.to_string(), ..Meta::default() };
     let mut gpus: Vec<Gpu> = Vec::new();
@@ -643,7 +648,11 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
         meta.tables.push(TableStat { name: format!("  {}", k.trim()), rows: *n, ms: 0.0 });
     }
     if b.no_time > 0 {
-        meta.tables.push(TableStat { name: "  X events without a numeric ts (skipped)".into(), rows: b.no_time, ms: 0.0 });
+        meta.tables.push(TableStat {
+            name: "  X events without a numeric ts (skipped)".into(),
+            rows: b.no_time,
+            ms: 0.0,
+        });
     }
     if let Some(s) = stop {
         meta.tables.push(TableStat {
@@ -659,7 +668,16 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
             SyncRecords { pid, ev }
         })
         .collect();
-    let mut trace = Trace { meta, strings: b.strings, gpus, processes, threads, lanes, syncs, host: Default::default() };
+    let mut trace = Trace {
+        meta,
+        strings: b.strings,
+        gpus,
+        processes,
+        threads,
+        lanes,
+        syncs,
+        host: crate::model::HostData::default(),
+    };
     super::order_lanes(&mut trace);
     trace
 }
