@@ -104,7 +104,8 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
 
     let queries = crate::reader::queries(path)?;
     let sqlite_scan_ms = sqlite_scan(path, &queries)?;
-    let sqlite3_cli_ms = sqlite3_cli(path, &queries);
+    // A Kineto JSON trace has no SQLite to compare with.
+    let sqlite3_cli_ms = if queries.is_empty() { None } else { sqlite3_cli(path, &queries) };
     Ok(Bench {
         trace: TraceFacts { path: path.display().to_string(), file_bytes, events },
         load: Load {

@@ -68,6 +68,12 @@ fn host_info(t: &Trace) -> HostInfo<'_> {
 /// What the export lacks for the host side of gap causes, with the nsys flag that adds it.
 fn missing(t: &Trace) -> Vec<&'static str> {
     let h = &t.host;
+    if t.meta.nsys_version == crate::reader::kineto::PRODUCT {
+        return vec![
+            "PyTorch profiler traces hold no CPU samples, context switches or OS runtime calls: \
+             time outside CUDA calls is `unknown`; profile with nsys (-t cuda,nvtx,osrt -s process-tree) for them",
+        ];
+    }
     let python = t.processes.iter().any(|p| p.name.contains("python"));
     [
         (!h.tables.samples, "no CPU samples: capture with --sample=process-tree"),
@@ -118,7 +124,11 @@ fn lanes(trace: &Trace) -> Vec<LaneInfo> {
 pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     let m = &t.meta;
     writeln!(w, "trace     {}", sanitize(&m.path))?;
-    writeln!(w, "nsys      {}  (export schema {})", or_unknown(&m.nsys_version), or_unknown(&m.schema_version))?;
+    if m.nsys_version == crate::reader::kineto::PRODUCT {
+        writeln!(w, "format    {}  (schemaVersion {})", m.nsys_version, or_unknown(&m.schema_version))?;
+    } else {
+        writeln!(w, "nsys      {}  (export schema {})", or_unknown(&m.nsys_version), or_unknown(&m.schema_version))?;
+    }
     writeln!(w, "duration  {}  ({} .. {} ns)", crate::units::fmt_ns(t.duration()), m.start_ns, m.end_ns)?;
     writeln!(w, "events    {}", t.event_count())?;
     if let (n @ 1.., first) = &m.outliers {

@@ -1,10 +1,12 @@
-//! Reader: nsys SQLite exports (2022.2 and later) into the in-memory [`Trace`].
+//! Reader: nsys SQLite exports (2022.2 and later) and PyTorch profiler (Kineto) JSON
+//! traces ([`kineto`]) into the in-memory [`Trace`]; the format is told by content.
 //!
 //! Every table and column is optional: the schema is probed first and only what
 //! exists is selected. Tables are read on up to three threads (CUDA API calls; host
 //! scheduling data; the rest), names are resolved once.
 
 mod host;
+pub mod kineto;
 mod nvtx;
 mod open;
 mod schema;
@@ -80,7 +82,9 @@ pub fn load_demo_with_progress(progress: &Progress) -> Result<Trace> {
 /// The `SELECT`s the reader runs on the export at `path`, `StringIds` first: `bench`
 /// times SQLite producing exactly these rows.
 pub fn queries(path: &Path) -> Result<Vec<String>> {
-    open::check_file(path)?;
+    if open::sniff(path)?.0 != open::Format::Sqlite {
+        return Ok(Vec::new());
+    }
     let schema = Schema::probe(&open::connect(path)?)?;
     let tables = EVENT_TABLES.iter().filter_map(|t| tables::select(&schema, t));
     Ok(schema.has("StringIds").then(|| tables::STRING_IDS.to_string()).into_iter().chain(tables).collect())
@@ -88,8 +92,11 @@ pub fn queries(path: &Path) -> Result<Vec<String>> {
 
 /// Load the export at `path`, updating `progress` as rows are read.
 pub fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
-    let file_bytes = open::check_file(path)?;
-    let mut t = load_source(Source::File(path), progress)?;
+    let (format, file_bytes) = open::sniff(path)?;
+    let mut t = match format {
+        open::Format::Sqlite => load_source(Source::File(path), progress)?,
+        open::Format::Json | open::Format::Gzip => kineto::load(path, format == open::Format::Gzip, progress)?,
+    };
     t.meta.path = path.display().to_string();
     t.meta.file_bytes = file_bytes;
     Ok(t)
@@ -182,7 +189,7 @@ pub const OUTLIER_NS: i64 = 1_000_000_000_000_000;
 
 // Remove events with corrupt times (far from the median start, or absurdly long; an
 // open NVTX end is not one): the time axis and every sum stay within range.
-fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
+pub(crate) fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
     // The median of up to 64 evenly spaced starts per lane stands for the bulk.
     let mut sample: Vec<i64> = lanes
         .iter()
@@ -248,7 +255,7 @@ fn close_open_ranges(lanes: &mut [Lane], end: i64) {
 
 // Display order: GPUs by device (kernels, graphs, then memory lanes, by stream), then
 // processes by pid with the main thread first (NVTX by depth, API, OS runtime).
-fn order_lanes(trace: &mut Trace) {
+pub(crate) fn order_lanes(trace: &mut Trace) {
     fn rank(kind: LaneKind, pid: u32) -> (u8, u32, u32, u8, u32, u32) {
         match kind {
             LaneKind::Kernels { device, stream } => (0, device, 0, 0, stream, 0),

@@ -10,32 +10,63 @@ use rusqlite::{Connection, OpenFlags};
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
-/// Check that `path` names a non-empty SQLite file; say what is wrong otherwise.
+/// What a trace file holds, judged by its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// An nsys SQLite export.
+    Sqlite,
+    /// A Chrome-trace JSON (PyTorch profiler / Kineto).
+    Json,
+    /// A gzip stream (a compressed Kineto JSON).
+    Gzip,
+}
+
+/// Check that `path` names a non-empty trace lanescope reads; say what is wrong otherwise.
 pub fn check_file(path: &Path) -> Result<u64> {
+    sniff(path).map(|(_, n)| n)
+}
+
+/// The format of the trace at `path` (by content, not by name) and its size in bytes.
+pub fn sniff(path: &Path) -> Result<(Format, u64)> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("no such file"),
         Err(e) => return Err(e).context("cannot read file"),
     };
     if meta.is_dir() {
-        bail!("is a directory, not an nsys SQLite export");
+        bail!("is a directory, not an nsys SQLite export or a PyTorch profiler trace");
     }
     if meta.len() == 0 {
-        bail!("empty file, not an nsys SQLite export");
+        bail!("empty file, not an nsys SQLite export or a PyTorch profiler trace");
     }
-    let mut head = [0u8; 16];
+    let mut head = [0u8; 64];
     let mut f = File::open(path).context("cannot open file")?;
     let n = read_up_to(&mut f, &mut head).context("cannot read file")?;
-    if n < 16 || &head != SQLITE_MAGIC {
+    let head = &head[..n];
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Ok((Format::Gzip, meta.len()));
+    }
+    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    if let Some(&c) = text.iter().find(|b| !b.is_ascii_whitespace())
+        && (c == b'{' || c == b'[')
+    {
+        return Ok((Format::Json, meta.len()));
+    }
+    if n < 16 || &head[..16] != SQLITE_MAGIC {
         if path.extension().is_some_and(|e| e == "nsys-rep" || e == "qdrep") {
             bail!("is an nsys report, not its SQLite export (run: nsys export --type sqlite {})", path.display());
         }
-        bail!("not a SQLite database (export one with: nsys export --type sqlite REPORT)");
+        if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            bail!("is xz-compressed: decompress it first (xz -dk), or gzip it (lanescope reads .json.gz)");
+        }
+        bail!(
+            "not a SQLite database (export one with: nsys export --type sqlite REPORT) nor a PyTorch profiler JSON trace"
+        );
     }
     if meta.len() < 512 {
         bail!("truncated SQLite file ({} bytes)", meta.len());
     }
-    Ok(meta.len())
+    Ok((Format::Sqlite, meta.len()))
 }
 
 fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
