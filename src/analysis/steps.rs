@@ -6,7 +6,7 @@
 //! (`step N`, `iter N`, `iteration N`, `batch N`, `epoch N`, `ProfilerStep#N`, any
 //! case; step and iteration names before batch, batch before epoch), else top-level
 //! ranges of at least 3 instances whose instances hold at least half of the GPU busy
-//! time. Within a rank, the phase whose instances hold the most GPU busy time wins.
+//! time, framework operators (names with `::`, such as `aten::to`) left out. Within a rank, the phase whose instances hold the most GPU busy time wins.
 //!
 //! Windows: *startup* up to the start of the second step, *steady* from there to the
 //! end of the last step, *teardown* after it. Without a step phase, steady runs from the
@@ -108,9 +108,11 @@ fn numbered(groups: &[(String, Vec<Instance>)], held: &dyn Fn(&[Instance]) -> Ns
 }
 
 // The repeated top-level phase holding the most GPU busy time, if it holds half of it.
+// Framework operators (`aten::to`, `c10d::allreduce_`: names with `::`) are never steps.
 fn top_level(groups: &[(String, Vec<Instance>)], held: &dyn Fn(&[Instance]) -> Ns, total: Ns) -> Pick {
     groups
         .iter()
+        .filter(|(n, _)| !n.contains("::"))
         .map(|(n, inst)| (n, inst.iter().filter(|i| i.depth == 0).copied().collect::<Vec<_>>()))
         .filter(|(_, inst)| inst.len() >= MIN_TOP_LEVEL)
         .map(|(n, inst)| (held(&inst), n.clone(), outermost(&inst)))
@@ -190,6 +192,9 @@ mod tests {
         assert_eq!(s.windows, Windows { steady_start: 0, steady_end: 1000 });
         let big = vec![("train".to_string(), vec![inst(0, 400, 0), inst(400, 800, 0), inst(800, 1000, 0)])];
         assert_eq!(choose(&Trace::default(), &big, &d, None).name.as_deref(), Some("train"));
+        // A PyTorch operator holding the GPU work is no step.
+        let op = vec![("aten::to".to_string(), vec![inst(0, 400, 0), inst(400, 800, 0), inst(800, 1000, 0)])];
+        assert_eq!(choose(&Trace::default(), &op, &d, None).name, None);
         // Asked for by name, even a small phase is the step.
         assert_eq!(choose(&Trace::default(), &small, &d, Some("jit")).name.as_deref(), Some("jit"));
     }
