@@ -5,8 +5,11 @@
 //! scheduling data; the rest), names are resolved once.
 
 mod host;
+pub mod inputs;
+pub mod merge;
 mod nvtx;
 mod open;
+pub mod rep;
 mod schema;
 mod tables;
 
@@ -17,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, Result, bail};
 
 use crate::model::{Lane, LaneKind, Meta, Trace};
-pub use open::check_file;
 pub use schema::EVENT_TABLES;
 use schema::Schema;
 use tables::{Names, Partial};
@@ -86,10 +88,30 @@ pub fn queries(path: &Path) -> Result<Vec<String>> {
     Ok(schema.has("StringIds").then(|| tables::STRING_IDS.to_string()).into_iter().chain(tables).collect())
 }
 
-/// Load the export at `path`, updating `progress` as rows are read.
+/// Check that `path` names an export lanescope can open (an `.nsys-rep` is exported
+/// first, see [`rep`]; a group of [`inputs::group`] checks each file); say what is wrong
+/// otherwise. Returns the file's size.
+pub fn check_file(path: &Path) -> Result<u64> {
+    if let Some(files) = inputs::grouped(path) {
+        return inputs::check_group(&files);
+    }
+    open::check_file(&sqlite_of(path)?)
+}
+
+// The SQLite file to read for `path`: itself, or the cached export of a report.
+fn sqlite_of(path: &Path) -> Result<std::path::PathBuf> {
+    if rep::is_report(path) && !open::is_sqlite(path) { rep::export(path) } else { Ok(path.to_path_buf()) }
+}
+
+/// Load the export at `path` (or the merged exports of a group), updating `progress`
+/// as rows are read.
 pub fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
-    let file_bytes = open::check_file(path)?;
-    let mut t = load_source(Source::File(path), progress)?;
+    if let Some(files) = inputs::grouped(path) {
+        return inputs::load_group(&files, progress);
+    }
+    let sqlite = sqlite_of(path)?;
+    let file_bytes = open::check_file(&sqlite)?;
+    let mut t = load_source(Source::File(&sqlite), progress)?;
     t.meta.path = path.display().to_string();
     t.meta.file_bytes = file_bytes;
     Ok(t)
@@ -167,7 +189,7 @@ fn assemble(
         tables::read_who(conn, schema, &names, &lanes).context("reading processes, threads and GPUs")?;
     let strings = names.into_strings();
     let host = host::host_data(conn, schema, &lanes, &strings, &meta.tables);
-    let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host };
+    let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host, ranks: Vec::new() };
     trace.meta.start_ns = start;
     trace.meta.end_ns = end;
     order_lanes(&mut trace);
@@ -220,7 +242,7 @@ fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
 // Profiler overhead stays out of the extent: nsys initializes before the application
 // starts and flushes after it ends. So do context switches and CPU samples: they cover
 // the whole capture, nsys's own start-up included, and (system-wide) other processes.
-fn extent(lanes: &[Lane]) -> (i64, i64) {
+pub(crate) fn extent(lanes: &[Lane]) -> (i64, i64) {
     let lanes: Vec<&Lane> =
         lanes.iter().filter(|l| !matches!(l.kind, LaneKind::Overhead { .. }) && !l.kind.is_host()).collect();
     let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);
@@ -248,7 +270,7 @@ fn close_open_ranges(lanes: &mut [Lane], end: i64) {
 
 // Display order: GPUs by device (kernels, graphs, then memory lanes, by stream), then
 // processes by pid with the main thread first (NVTX by depth, API, OS runtime).
-fn order_lanes(trace: &mut Trace) {
+pub(crate) fn order_lanes(trace: &mut Trace) {
     fn rank(kind: LaneKind, pid: u32) -> (u8, u32, u32, u8, u32, u32) {
         match kind {
             LaneKind::Kernels { device, stream } => (0, device, 0, 0, stream, 0),
