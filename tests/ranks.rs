@@ -1,6 +1,7 @@
 //! Several exports on one timeline (ranks), the straggler finding, and `.nsys-rep`
 //! reports exported through a stub nsys into the cache.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -38,7 +39,7 @@ const UTC0: i64 = 1_796_000_000_000_000_000;
 /// `forward` of `fwd_ms` with a compute kernel, then a `backward` whose NCCL all-reduce
 /// kernel starts 2 ms after `forward` ends and ends 2 ms after the slowest rank's starts
 /// (`slow_ms` is the slowest rank's forward). Times in the file are relative to its own
-/// session start, `utc`; `utc = None` leaves TARGET_INFO_SESSION_START_TIME out.
+/// session start, `utc`; `utc = None` leaves `TARGET_INFO_SESSION_START_TIME` out.
 fn rank_export(dir: &Path, name: &str, rank: u32, utc: Option<i64>, fwd_ms: i64, slow_ms: i64) -> PathBuf {
     let p = dir.join(name);
     let c = Connection::open(&p).unwrap();
@@ -252,7 +253,6 @@ cp "$STUB_EXPORT" "$7"
 "#;
     let p = bin.join("nsys");
     std::fs::write(&p, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
@@ -289,7 +289,11 @@ fn nsys_rep_is_exported_once_into_the_cache_and_rebuilt_when_it_changes() {
     assert_eq!(v["path"], rep.display().to_string());
     let kernels = sql_count(&fixture("d2h.sqlite"), "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL") as usize;
     let lanes = v["lanes"].as_array().unwrap();
-    let seen: u64 = lanes.iter().filter(|l| l["lane"].as_str().unwrap().starts_with("kernels")).map(|l| l["events"].as_u64().unwrap()).sum();
+    let seen: u64 = lanes
+        .iter()
+        .filter(|l| l["lane"].as_str().unwrap().starts_with("kernels"))
+        .map(|l| l["events"].as_u64().unwrap())
+        .sum();
     assert_eq!(seen as usize, kernels);
     assert_eq!(n_calls(), 1);
     let first = entries();

@@ -83,6 +83,10 @@ pub struct Straggler {
     pub collective: String,
 }
 
+// Per step: per rank the wait it imposed on the others, per rank its own wait, and the
+// wait per collective kernel name.
+type StepSums = (Vec<Ns>, Vec<Ns>, HashMap<u32, Ns>);
+
 // One collective kernel: start, end, name, pid, correlation id.
 #[derive(Debug, Clone, Copy)]
 struct Kernel {
@@ -156,7 +160,7 @@ pub fn analyze(
         .collect();
     let mut hints = Hints::new(trace);
     // Per (step index): per late rank, the wait it imposed; per rank, its own wait.
-    let mut by_step: HashMap<usize, (Vec<Ns>, Vec<Ns>, HashMap<u32, Ns>)> = HashMap::new();
+    let mut by_step: HashMap<usize, StepSums> = HashMap::new();
     for (m, (late, w, name)) in matched.iter().zip(&per) {
         let k = &kernels[*late][m[*late]];
         let at = index.api_call(trace, k.pid, k.corr, &mut hints).map_or(k.start, |c| c.start);
@@ -164,8 +168,8 @@ pub fn analyze(
         let e = by_step.entry(step).or_insert_with(|| (vec![0; nr], vec![0; nr], HashMap::new()));
         let imposed: Ns = w.iter().sum();
         e.0[*late] += imposed;
-        for r in 0..nr {
-            e.1[r] += w[r];
+        for (own, wait) in e.1.iter_mut().zip(w) {
+            *own += wait;
         }
         *e.2.entry(*name).or_default() += imposed;
     }
@@ -192,7 +196,7 @@ fn straggler(
     step_of_rank: &[Vec<Instance>],
     groups: &[(String, Vec<Instance>)],
     steps: &Steps,
-    by_step: &HashMap<usize, (Vec<Ns>, Vec<Ns>, HashMap<u32, Ns>)>,
+    by_step: &HashMap<usize, StepSums>,
     step_waits: &[StepWait],
     late_count: &[usize],
     options: &Options,
@@ -245,8 +249,8 @@ fn slow_phase(
         let mut depth = 0u16;
         let mut time_of = |r: usize| -> Option<Ns> {
             let pids = &trace.ranks[r].pids;
-            let mut sum = 0;
-            let mut n = 0;
+            let mut sum: Ns = 0;
+            let mut n: Ns = 0;
             for &k in step_ids {
                 let Some(st) = step_of_rank[r].get(k) else { continue };
                 n += 1;
@@ -255,7 +259,7 @@ fn slow_phase(
                     depth = depth.max(i.depth);
                 }
             }
-            (n > 0).then(|| sum / n as Ns)
+            (n > 0).then(|| sum / n)
         };
         let Some(mine) = time_of(s) else { continue };
         let others: Vec<Ns> = (0..nr).filter(|&r| r != s).filter_map(&mut time_of).collect();

@@ -108,8 +108,10 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 /// Register `files` as one input and return the label path that opens them together
 /// (their file names joined by `+`).
 pub fn group(files: &[PathBuf]) -> PathBuf {
-    let label: Vec<String> =
-        files.iter().map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
+    let label: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+        .collect();
     let label = PathBuf::from(label.join("+"));
     let mut g = GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     g.retain(|(l, _)| *l != label);

@@ -31,6 +31,8 @@ pub const DEVICES_PER_INPUT: u32 = 256;
 const EPOCH_TIMES_NS: Ns = 100_000_000_000_000_000;
 
 /// Merge `inputs` into one trace (one input is returned as it is).
+// One pass per input over every part of a trace: splitting it would pass the maps around.
+#[allow(clippy::too_many_lines)]
 pub fn merge(inputs: Vec<Trace>) -> Trace {
     if inputs.len() <= 1 {
         return inputs.into_iter().next().unwrap_or_default();
@@ -230,7 +232,11 @@ fn offsets(order: &[(u32, Trace)]) -> (Vec<Ns>, Vec<Alignment>, Option<String>) 
         .map(|(_, t)| first_step(t).map_or((t.meta.start_ns, Alignment::FirstEvent), |s| (s, Alignment::FirstStep)))
         .collect();
     let base = anchors[0].0;
-    let how = if anchors.iter().all(|a| a.1 == Alignment::FirstStep) { "the first step" } else { "the first step (or first event)" };
+    let how = if anchors.iter().all(|a| a.1 == Alignment::FirstStep) {
+        "the first step"
+    } else {
+        "the first step (or first event)"
+    };
     let note = format!(
         "clocks cannot be aligned: {} {} no session start time (TARGET_INFO_SESSION_START_TIME); the inputs are aligned on {how}",
         missing.join(", "),

@@ -62,7 +62,11 @@ pub fn export(path: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create the cache {} ({hint})", dir.display()))?;
     let tmp = dir.join(format!(".{prefix}{state:016x}-{}.tmp.sqlite", std::process::id()));
     let name = abs.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    eprintln!("lanescope: exporting {} to SQLite with nsys into {} ...", super::super::report::sanitize(&name), dir.display());
+    eprintln!(
+        "lanescope: exporting {} to SQLite with nsys into {} ...",
+        super::super::report::sanitize(&name),
+        dir.display()
+    );
     let out = Command::new(&nsys)
         .args(["export", "--type", "sqlite", "--force-overwrite", "true", "--output"])
         .arg(&tmp)

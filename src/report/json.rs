@@ -27,14 +27,19 @@
 //! findings  [{rule, severity, message, evidence: {key: value}, fix}]
 //! ```
 //!
-//! Several exports (ranks) add, and change nothing else's meaning: `traces` [{path,
-//! nsys_version, rank, rank_source, host, duration_ns, start_ns, offset_ns, aligned_on,
-//! session_start_utc_ns, gpus: [{device, gpu}], pids, totals, phases}] and `collectives`
-//! {count, wait_ns, steps: [{step, straggler_rank, wait_ns}], straggler: {rank, steps,
-//! straggler_steps, phase, straggler_phase_ns, others_phase_ns, wait_per_step_ns, lost_ns,
-//! collective} | null}; `devices[]` gets `rank` and `gpu`. `trace` then describes the
-//! merged trace (paths and versions joined by `, `, merged device ids). Every report has
+//! Several exports (ranks) add the following, and change no other field's meaning;
+//! `devices[]` gets `rank` and `gpu`, and `trace` then describes the merged trace (paths
+//! and versions joined by `, `, merged device ids). Every report has
 //! `devices[].collective_wait_ns` (0 for one export).
+//!
+//! ```text
+//! traces      [{path, nsys_version, rank, rank_source, host, duration_ns, start_ns,
+//!               offset_ns, aligned_on, session_start_utc_ns, gpus: [{device, gpu}], pids,
+//!               totals, phases}]
+//! collectives {count, wait_ns, steps: [{step, straggler_rank, wait_ns}],
+//!              straggler: {rank, steps, straggler_steps, phase, straggler_phase_ns,
+//!                          others_phase_ns, wait_per_step_ns, lost_ns, collective} | null}
+//! ```
 //!
 //! `copy_overlap`, `h2d_gbps` and `d2h_gbps` are null when there was nothing to divide
 //! by; `phase` is null for a gap outside any NVTX range. `top` holds the 20 longest gaps,
