@@ -5,7 +5,7 @@
 //! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
 //!            step_phase, steady_start_ns, steady_end_ns, outlier_events}
 //! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
-//! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns}]
+//! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns, collective_wait_ns}]
 //! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
 //! overlap   {copy_ns, overlapped_ns}
 //! phases    [{name, count, wall_ns, wall_mean_ns, wall_p50_ns, wall_p95_ns, wall_max_ns,
