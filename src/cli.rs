@@ -18,8 +18,9 @@ Export a report first: nsys export --type sqlite report.nsys-rep")]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// nsys SQLite export to open in the viewer.
-    trace: Option<PathBuf>,
+    /// nsys SQLite export(s) or .nsys-rep report(s) to open in the viewer; several (files,
+    /// a directory, a glob) open on one timeline, one rank each.
+    trace: Vec<PathBuf>,
     #[command(flatten)]
     analysis: AnalysisArgs,
 }
@@ -39,8 +40,10 @@ enum Command {
     },
     /// Explain GPU idle time: phases, transfers, gaps by cause, findings.
     Report {
-        /// nsys SQLite export.
-        trace: PathBuf,
+        /// nsys SQLite export or .nsys-rep report; several (files, a directory, a glob)
+        /// are the ranks of one job, on one timeline.
+        #[arg(required = true)]
+        trace: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
@@ -68,8 +71,10 @@ enum Command {
     },
     /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
     Info {
-        /// nsys SQLite export.
-        trace: PathBuf,
+        /// nsys SQLite export or .nsys-rep report; several (files, a directory, a glob)
+        /// are the ranks of one job, on one timeline.
+        #[arg(required = true)]
+        trace: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
         format: InfoFormat,
@@ -194,14 +199,14 @@ pub fn parse_size(s: &str) -> Result<(u16, u16), String> {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Info { trace, format }) => {
-            let t = load(&trace)?;
+            let t = load_inputs(&trace)?;
             emit(|w| match format {
                 InfoFormat::Text => info::write_text(w, &t),
                 InfoFormat::Json => info::write_json(w, &t),
             })
         }
         Some(Command::Report { trace, format, analysis, all_gaps }) => {
-            print_report(&load(&trace)?, &analysis.into(), format.into(), all_gaps)
+            print_report(&load_inputs(&trace)?, &analysis.into(), format.into(), all_gaps)
         }
         Some(Command::Diff { before, after, format, analysis, fail_if }) => {
             print_diff(&before, &after, &analysis.into(), format.into(), &fail_if)
@@ -214,7 +219,7 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Some(Command::Scale { input, output, factor }) => crate::scale::scale(&input, &output, factor),
-        None => view(cli.trace.as_deref(), cli.analysis.into()),
+        None => view(&cli.trace, cli.analysis.into()),
     }
 }
 
@@ -253,21 +258,45 @@ fn print_diff(
     Err(Exit { code: EXIT_CONDITION, message: format!("--fail-if held: {}", held.join("; ")) }.into())
 }
 
-fn view(trace: Option<&Path>, options: Options) -> Result<()> {
+fn view(traces: &[PathBuf], options: Options) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         // Not a terminal (piped, CI): print the report instead of drawing a screen.
-        let t = match trace {
-            Some(p) => load(p)?,
-            None => reader::load_demo_with_progress(&reader::Progress::default())?,
+        let t = if traces.is_empty() {
+            reader::load_demo_with_progress(&reader::Progress::default())?
+        } else {
+            load_inputs(traces)?
         };
         return print_report(&t, &options, report::Format::Text, false);
     }
-    // The viewer checks the file itself before the screen switches.
-    let source = match trace {
-        Some(p) => crate::tui::Source::Path(p.to_path_buf()),
-        None => crate::tui::Source::Demo,
+    // The viewer checks the file itself before the screen switches; several exports are
+    // checked here, each error naming its file, and open as one group.
+    let files = reader::inputs::expand(traces)?;
+    let source = match files.as_slice() {
+        [] => crate::tui::Source::Demo,
+        [one] => crate::tui::Source::Path(one.clone()),
+        many => {
+            for f in many {
+                reader::check_file(f).with_context(|| f.display().to_string())?;
+            }
+            crate::tui::Source::Path(reader::inputs::group(many))
+        }
     };
     crate::tui::run(source, options)
+}
+
+/// Load the inputs of a command: one export, or several (files, directories, globs)
+/// merged on one timeline (`reader::merge`). Errors name the file.
+pub fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
+    let files = reader::inputs::expand(paths)?;
+    let mut traces = Vec::with_capacity(files.len());
+    for f in &files {
+        traces.push(load(f)?);
+    }
+    let t = reader::merge::merge(traces);
+    if let Some(note) = &t.meta.align_note {
+        eprintln!("lanescope: {}", report::sanitize(note));
+    }
+    Ok(t)
 }
 
 /// Load a trace for a headless command; errors name the file. Loads that take

@@ -32,6 +32,11 @@ struct Info<'a> {
     lanes: Vec<LaneInfo>,
     tables: &'a [crate::model::TableStat],
     host: HostInfo<'a>,
+    /// One entry per input of a merged trace (several exports only).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    traces: &'a [crate::model::Rank],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    align_note: Option<&'a str>,
 }
 
 /// The host data section of `info`.
@@ -131,6 +136,23 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     }
     writeln!(w, "duration  {}  ({} .. {} ns)", crate::units::fmt_ns(t.duration()), m.start_ns, m.end_ns)?;
     writeln!(w, "events    {}", t.event_count())?;
+    for r in &t.ranks {
+        let host = if r.host.is_empty() { String::new() } else { format!(" on {}", sanitize(&r.host)) };
+        writeln!(
+            w,
+            "rank {:<4} {}{host}, nsys {}, {}, rank from {}, aligned on {} ({:+} ns)",
+            r.rank,
+            sanitize(&r.path),
+            or_unknown(&r.nsys_version),
+            crate::units::fmt_ns(r.duration()),
+            r.rank_source,
+            r.aligned_on.map_or("-", |a| a.label()),
+            r.offset_ns
+        )?;
+    }
+    if let Some(n) = &m.align_note {
+        writeln!(w, "note      {}", sanitize(n))?;
+    }
     if let (n @ 1.., first) = &m.outliers {
         let first = first.as_deref().map_or(String::new(), |f| format!(", e.g. {}", sanitize(f)));
         writeln!(w, "outliers  {n} events left out: their times lie far outside the rest (corrupt timestamps{first})")?;
@@ -140,7 +162,11 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     }
     for g in &t.gpus {
         let mem = if g.memory_bytes > 0 { format!(", {:.0} GB", g.memory_bytes as f64 / 1e9) } else { String::new() };
-        writeln!(w, "GPU {}     {} ({} SMs{mem})", g.device, sanitize(&g.name), g.sm_count)?;
+        if t.ranks.is_empty() {
+            writeln!(w, "GPU {}     {} ({} SMs{mem})", g.device, sanitize(&g.name), g.sm_count)?;
+        } else {
+            writeln!(w, "{} ({} SMs{mem}, device {} here)", sanitize(&t.gpu_label(g.device)), g.sm_count, g.device)?;
+        }
     }
     for p in &t.processes {
         let n = t.threads.iter().filter(|th| th.pid == p.pid).count();
@@ -182,6 +208,8 @@ pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         lanes: lanes(t),
         tables: &m.tables,
         host: host_info(t),
+        traces: &t.ranks,
+        align_note: m.align_note.as_deref(),
     };
     serde_json::to_writer_pretty(&mut *w, &info)?;
     writeln!(w)

@@ -612,6 +612,78 @@ pub struct Meta {
     /// Events left out because their times lie far outside the rest (corrupt
     /// timestamps): how many, and the first one seen as `lane: start..end`.
     pub outliers: (u64, Option<String>),
+    /// Host name of the profiled machine (`TARGET_INFO_SYSTEM_ENV` `Hostname`), when recorded.
+    pub hostname: String,
+    /// The job rank recorded in the profiled process's environment (`RANK`, else
+    /// `OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `SLURM_PROCID`), when recorded.
+    pub env_rank: Option<u32>,
+    /// `LOCAL_RANK` of the profiled process's environment, when recorded.
+    pub env_local_rank: Option<u32>,
+    /// Set on a trace merged from several exports when their clocks could not be
+    /// aligned on their session starts: what was done instead.
+    pub align_note: Option<String>,
+}
+
+/// How an input of a merged trace was placed on the common timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Alignment {
+    /// Absolute session start (`TARGET_INFO_SESSION_START_TIME`, with the export's time base).
+    SessionStart,
+    /// The start of its first step (an NVTX range such as `step 0`): clocks could not be aligned.
+    FirstStep,
+    /// Its first event: clocks could not be aligned and it has no step range.
+    FirstEvent,
+}
+
+impl Alignment {
+    /// Label used in reports (`session-start`, `first-step`, `first-event`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Alignment::SessionStart => "session-start",
+            Alignment::FirstStep => "first-step",
+            Alignment::FirstEvent => "first-event",
+        }
+    }
+}
+
+/// One input of a trace merged from several exports (the ranks of one job, or processes
+/// profiled apart). Its pids and devices were remapped into ranges of their own and its
+/// times shifted by `offset_ns` onto the common timeline.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Rank {
+    /// Rank: from the environment (`rank_source`), else the position in the input order.
+    pub rank: u32,
+    /// Where `rank` comes from: `RANK` (or another job launcher's variable), `LOCAL_RANK`
+    /// or `file order`.
+    pub rank_source: String,
+    /// Host name (empty when the export does not record it).
+    pub host: String,
+    /// Path of the export (or report) as given.
+    pub path: String,
+    /// nsys version that exported it.
+    pub nsys_version: String,
+    /// Absolute session start (UTC epoch ns), 0 when unknown.
+    pub session_start_utc_ns: i64,
+    /// Added to every time of the export to place it on the common timeline.
+    pub offset_ns: Ns,
+    /// How it was aligned.
+    pub aligned_on: Option<Alignment>,
+    /// First event on the common timeline.
+    pub start_ns: Ns,
+    /// Last event end on the common timeline.
+    pub end_ns: Ns,
+    /// Its processes, as pids of the merged trace.
+    pub pids: Vec<u32>,
+    /// Its GPUs as (device id of the merged trace, device id in the export).
+    pub devices: Vec<(u32, u32)>,
+}
+
+impl Rank {
+    /// Duration covered by its events.
+    pub fn duration(&self) -> Ns {
+        (self.end_ns - self.start_ns).max(0)
+    }
 }
 
 /// How one table was loaded.
@@ -653,6 +725,8 @@ pub struct Trace {
     pub syncs: Vec<SyncRecords>,
     /// What the export says about the host: CPUs, samples, context switches.
     pub host: HostData,
+    /// The inputs of a trace merged from several exports, by rank; empty for one export.
+    pub ranks: Vec<Rank>,
 }
 
 /// Host data of an export: which CPU tables it holds and their sizes. Counts are 0 and
@@ -755,12 +829,30 @@ impl Trace {
         }
     }
 
-    /// Display name of a GPU, e.g. `GPU 0 NVIDIA H200`.
+    /// Display name of a GPU, e.g. `GPU 0 NVIDIA H200`; in a trace of several exports
+    /// `rank 1 · GPU 0 NVIDIA H200`, with the device id of its own export.
     pub fn gpu_label(&self, device: u32) -> String {
+        let (prefix, local) = match self.rank_of_device(device) {
+            Some(r) => {
+                let local = r.devices.iter().find(|d| d.0 == device).map_or(device, |d| d.1);
+                (format!("rank {} · ", r.rank), local)
+            }
+            None => (String::new(), device),
+        };
         match self.gpus.iter().find(|g| g.device == device) {
-            Some(g) if !g.name.is_empty() => format!("GPU {device} {}", g.name),
-            _ => format!("GPU {device}"),
+            Some(g) if !g.name.is_empty() => format!("{prefix}GPU {local} {}", g.name),
+            _ => format!("{prefix}GPU {local}"),
         }
+    }
+
+    /// The input (rank) a GPU of a merged trace belongs to.
+    pub fn rank_of_device(&self, device: u32) -> Option<&Rank> {
+        self.ranks.iter().find(|r| r.devices.iter().any(|d| d.0 == device))
+    }
+
+    /// The input (rank) a process of a merged trace belongs to.
+    pub fn rank_of_pid(&self, pid: u32) -> Option<&Rank> {
+        self.ranks.iter().find(|r| r.pids.contains(&pid))
     }
 
     /// Find the GPU operation launched by API call `corr` of process `pid`.

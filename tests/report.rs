@@ -58,7 +58,10 @@ fn json_has_every_documented_key() {
     assert_eq!(trace["gpus"][0]["name"], "NVIDIA H200");
     let totals = ["kernels", "graphs", "memcpy", "memset", "api_calls", "nvtx_ranges", "osrt_calls"];
     assert_eq!(keys(&v["totals"]), set(&totals));
-    assert_eq!(keys(&v["devices"][0]), set(&["device", "busy_ns", "kernel_ns", "copy_only_ns", "idle_ns"]));
+    assert_eq!(
+        keys(&v["devices"][0]),
+        set(&["device", "busy_ns", "kernel_ns", "copy_only_ns", "idle_ns", "collective_wait_ns"])
+    );
     let transfer =
         ["direction", "memory", "count", "bytes", "busy_ns", "gbps", "max_gbps", "async_pageable", "sync_api"];
     assert_eq!(keys(&v["transfers"][0]), set(&transfer));

@@ -20,6 +20,7 @@ pub mod index;
 pub mod intervals;
 pub mod names;
 pub mod phases;
+pub mod ranks;
 pub mod steps;
 pub mod transfers;
 
@@ -445,6 +446,11 @@ pub struct Analysis {
     pub totals: Totals,
     /// The most sampled functions of the threads that explain each cause's gaps.
     pub hot_by_cause: std::collections::HashMap<Cause, Vec<host::TopSymbol>>,
+    /// Collective waits and the straggler (traces of several ranks; empty otherwise).
+    pub collectives: ranks::Collectives,
+    /// Per rank of a trace of several ranks: its phases (as `phases`, over its own
+    /// processes and GPUs); empty for one export.
+    pub rank_phases: Vec<(u32, Vec<Phase>)>,
 }
 
 /// Run every analysis over `trace`.
@@ -475,7 +481,25 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     }
     let hot = host_cause::top_by_cause(&hot_counts, host_cause::TOP_FUNCTIONS);
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
-    let (phases, findings) = both(
+    let collectives = ranks::analyze(trace, &index, &steps, &groups, options);
+    let rank_phases: Vec<(u32, Vec<Phase>)> = if trace.ranks.len() > 1 {
+        trace
+            .ranks
+            .iter()
+            .map(|r| {
+                let mine: Vec<(String, Vec<phases::Instance>)> = groups
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.iter().filter(|i| r.pids.contains(&i.pid)).copied().collect()))
+                    .filter(|(_, v): &(String, Vec<phases::Instance>)| !v.is_empty())
+                    .collect();
+                let launched = phases::project(trace, &index, &mine);
+                (r.rank, phases::stats(&phase_ctx, mine, &launched))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (phases, mut findings) = both(
         || phases::stats(&phase_ctx, groups, &launched),
         || {
             let inputs = findings::Inputs {
@@ -493,7 +517,14 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
             findings::findings(&inputs, &mut gaps::Explainer::new(trace, &index, &devices, options))
         },
     );
+    let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
+    if let Some(f) = ranks::finding(&collectives, steady_ns) {
+        findings.push(f);
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    }
     Analysis {
+        collectives,
+        rank_phases,
         options: options.clone(),
         overlap: transfers::overlap(&devices),
         totals: transfers::totals(trace),

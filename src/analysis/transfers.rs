@@ -143,8 +143,13 @@ pub fn overlap(devices: &[DeviceActivity]) -> Overlap {
 
 /// Event counts by kind. Graph executions count as kernels.
 pub fn totals(trace: &Trace) -> Totals {
+    totals_of(trace, |_| true)
+}
+
+/// Event counts of the lanes that pass `keep` (one rank's, say).
+pub fn totals_of(trace: &Trace, keep: impl Fn(&crate::model::Lane) -> bool) -> Totals {
     let mut t = Totals::default();
-    for l in &trace.lanes {
+    for l in trace.lanes.iter().filter(|l| keep(l)) {
         let n = l.ev.len() as u64;
         match l.kind {
             LaneKind::Kernels { .. } => t.kernels += n,

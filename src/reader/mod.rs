@@ -6,9 +6,12 @@
 //! scheduling data; the rest), names are resolved once.
 
 mod host;
+pub mod inputs;
 pub mod kineto;
+pub mod merge;
 mod nvtx;
 mod open;
+pub mod rep;
 mod schema;
 mod tables;
 
@@ -19,7 +22,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, Result, bail};
 
 use crate::model::{Lane, LaneKind, Meta, Trace};
-pub use open::check_file;
 pub use schema::EVENT_TABLES;
 use schema::Schema;
 use tables::{Names, Partial};
@@ -90,12 +92,32 @@ pub fn queries(path: &Path) -> Result<Vec<String>> {
     Ok(schema.has("StringIds").then(|| tables::STRING_IDS.to_string()).into_iter().chain(tables).collect())
 }
 
-/// Load the export at `path`, updating `progress` as rows are read.
+/// Check that `path` names an export lanescope can open (an `.nsys-rep` is exported
+/// first, see [`rep`]; a group of [`inputs::group`] checks each file); say what is wrong
+/// otherwise. Returns the file's size.
+pub fn check_file(path: &Path) -> Result<u64> {
+    if let Some(files) = inputs::grouped(path) {
+        return inputs::check_group(&files);
+    }
+    open::check_file(&sqlite_of(path)?)
+}
+
+// The SQLite file to read for `path`: itself, or the cached export of a report.
+fn sqlite_of(path: &Path) -> Result<std::path::PathBuf> {
+    if rep::is_report(path) && !open::is_sqlite(path) { rep::export(path) } else { Ok(path.to_path_buf()) }
+}
+
+/// Load the export at `path` (or the merged exports of a group), updating `progress`
+/// as rows are read.
 pub fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
-    let (format, file_bytes) = open::sniff(path)?;
+    if let Some(files) = inputs::grouped(path) {
+        return inputs::load_group(&files, progress);
+    }
+    let file = sqlite_of(path)?;
+    let (format, file_bytes) = open::sniff(&file)?;
     let mut t = match format {
-        open::Format::Sqlite => load_source(Source::File(path), progress)?,
-        open::Format::Json | open::Format::Gzip => kineto::load(path, format == open::Format::Gzip, progress)?,
+        open::Format::Sqlite => load_source(Source::File(&file), progress)?,
+        open::Format::Json | open::Format::Gzip => kineto::load(&file, format == open::Format::Gzip, progress)?,
     };
     t.meta.path = path.display().to_string();
     t.meta.file_bytes = file_bytes;
@@ -174,7 +196,7 @@ fn assemble(
         tables::read_who(conn, schema, &names, &lanes).context("reading processes, threads and GPUs")?;
     let strings = names.into_strings();
     let host = host::host_data(conn, schema, &lanes, &strings, &meta.tables);
-    let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host };
+    let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host, ranks: Vec::new() };
     trace.meta.start_ns = start;
     trace.meta.end_ns = end;
     order_lanes(&mut trace);
@@ -227,7 +249,7 @@ pub(crate) fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
 // Profiler overhead stays out of the extent: nsys initializes before the application
 // starts and flushes after it ends. So do context switches and CPU samples: they cover
 // the whole capture, nsys's own start-up included, and (system-wide) other processes.
-fn extent(lanes: &[Lane]) -> (i64, i64) {
+pub(crate) fn extent(lanes: &[Lane]) -> (i64, i64) {
     let lanes: Vec<&Lane> =
         lanes.iter().filter(|l| !matches!(l.kind, LaneKind::Overhead { .. }) && !l.kind.is_host()).collect();
     let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);

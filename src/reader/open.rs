@@ -69,6 +69,12 @@ pub fn sniff(path: &Path) -> Result<(Format, u64)> {
     Ok((Format::Sqlite, meta.len()))
 }
 
+/// True when `path` is a file that begins like a SQLite database.
+pub fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    File::open(path).and_then(|mut f| read_up_to(&mut f, &mut head)).is_ok_and(|n| n == 16 && &head == SQLITE_MAGIC)
+}
+
 fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {

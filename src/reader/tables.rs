@@ -218,7 +218,54 @@ pub fn read_meta(conn: &Connection, schema: &Schema) -> Result<Meta> {
             .flatten()
             .unwrap_or(0);
     }
+    read_identity(conn, schema, &mut meta)?;
     Ok(meta)
+}
+
+/// Environment variables that give a process's rank in its job, in order of preference.
+const RANK_VARS: [&str; 4] = ["RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"];
+
+// Host name and the rank variables of the profiled process's environment: nsys records
+// it in META_DATA_CAPTURE (`PROCESS_N:ENVIRONMENT_VARIABLE`, `NAME="value"`); its own
+// environment (`TARGET_INFO_SYSTEM_ENV` `DeviceEnvironment`, `NAME=value;...`) is the
+// fallback.
+fn read_identity(conn: &Connection, schema: &Schema, meta: &mut Meta) -> Result<()> {
+    let mut vars: HashMap<String, String> = HashMap::new();
+    let mut device_env = String::new();
+    if schema.has_col("TARGET_INFO_SYSTEM_ENV", "name") && schema.has_col("TARGET_INFO_SYSTEM_ENV", "value") {
+        let mut stmt = conn.prepare(
+            "SELECT name, value FROM TARGET_INFO_SYSTEM_ENV WHERE name IN ('Hostname', 'DeviceEnvironment')",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let v = text(r.get_ref(1)?).unwrap_or("").to_string();
+            match text(r.get_ref(0)?) {
+                Some("Hostname") if meta.hostname.is_empty() => meta.hostname = v,
+                Some("DeviceEnvironment") => device_env = v,
+                _ => {}
+            }
+        }
+    }
+    if schema.has_col("META_DATA_CAPTURE", "name") && schema.has_col("META_DATA_CAPTURE", "value") {
+        let mut stmt = conn.prepare(
+            "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE 'PROCESS\\_%:ENVIRONMENT\\_VARIABLE' ESCAPE '\\'",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            if let Some((k, v)) = text(r.get_ref(0)?).and_then(|t| t.split_once('=')) {
+                vars.entry(k.to_string()).or_insert_with(|| v.trim_matches('"').to_string());
+            }
+        }
+    }
+    for kv in device_env.split(';') {
+        if let Some((k, v)) = kv.split_once('=') {
+            vars.entry(k.to_string()).or_insert_with(|| v.to_string());
+        }
+    }
+    let num = |k: &str| vars.get(k).and_then(|v| v.trim().parse::<u32>().ok());
+    meta.env_rank = RANK_VARS.iter().find_map(|k| num(k));
+    meta.env_local_rank = num("LOCAL_RANK");
+    Ok(())
 }
 
 /// Run `sql` and feed each row to `f`, counting rows for progress and stats.

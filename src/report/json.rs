@@ -5,7 +5,7 @@
 //! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
 //!            step_phase, steady_start_ns, steady_end_ns, outlier_events}
 //! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
-//! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns}]
+//! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns, collective_wait_ns}]
 //! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
 //! overlap   {copy_ns, overlapped_ns}
 //! phases    [{name, count, wall_ns, wall_mean_ns, wall_p50_ns, wall_p95_ns, wall_max_ns,
@@ -27,6 +27,20 @@
 //! findings  [{rule, severity, message, evidence: {key: value}, fix}]
 //! ```
 //!
+//! Several exports (ranks) add the following, and change no other field's meaning;
+//! `devices[]` gets `rank` and `gpu`, and `trace` then describes the merged trace (paths
+//! and versions joined by `, `, merged device ids). Every report has
+//! `devices[].collective_wait_ns` (0 for one export).
+//!
+//! ```text
+//! traces      [{path, nsys_version, rank, rank_source, host, duration_ns, start_ns,
+//!               offset_ns, aligned_on, session_start_utc_ns, gpus: [{device, gpu}], pids,
+//!               totals, phases}]
+//! collectives {count, wait_ns, steps: [{step, straggler_rank, wait_ns}],
+//!              straggler: {rank, steps, straggler_steps, phase, straggler_phase_ns,
+//!                          others_phase_ns, wait_per_step_ns, lost_ns, collective} | null}
+//! ```
+//!
 //! `copy_overlap`, `h2d_gbps` and `d2h_gbps` are null when there was nothing to divide
 //! by; `phase` is null for a gap outside any NVTX range. `top` holds the 20 longest gaps,
 //! longest first. `severity` is `info`, `warning` or `critical`; findings come most
@@ -46,8 +60,14 @@ pub const TOP_GAPS: usize = 20;
 /// The whole JSON document.
 #[derive(Debug, Serialize)]
 pub struct Report<'a> {
-    /// The export.
+    /// The export (with several: the merged trace).
     pub trace: TraceInfo<'a>,
+    /// One entry per input, by rank (several exports only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traces: Option<Vec<InputInfo<'a>>>,
+    /// Collective waits and the straggler (several exports only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<CollectivesInfo<'a>>,
     /// Event counts.
     pub totals: Totals,
     /// Per-GPU busy and idle time.
@@ -87,6 +107,95 @@ pub struct TraceInfo<'a> {
     pub steady_end_ns: Ns,
     /// Events left out for corrupt timestamps (far outside the rest).
     pub outlier_events: u64,
+}
+
+/// One entry of `traces` (an input of a merged trace).
+#[derive(Debug, Serialize)]
+pub struct InputInfo<'a> {
+    /// Path as given.
+    pub path: &'a str,
+    /// nsys version that exported it.
+    pub nsys_version: &'a str,
+    /// Its rank.
+    pub rank: u32,
+    /// Where the rank comes from: `RANK` (or another launcher's variable), `LOCAL_RANK`, `file order`.
+    pub rank_source: &'a str,
+    /// Host name (empty when not recorded).
+    pub host: &'a str,
+    /// Duration covered by its events.
+    pub duration_ns: Ns,
+    /// Its first event on the merged timeline.
+    pub start_ns: Ns,
+    /// Added to its times to place them on the merged timeline.
+    pub offset_ns: Ns,
+    /// `session-start`, `first-step` or `first-event`.
+    pub aligned_on: &'static str,
+    /// Absolute session start (UTC epoch ns), 0 when unknown.
+    pub session_start_utc_ns: i64,
+    /// Its GPUs: `device` in the merged trace (as in `devices[]`), `gpu` in its export.
+    pub gpus: Vec<RankGpu>,
+    /// Its processes, as pids of the merged trace.
+    pub pids: &'a [u32],
+    /// Its event counts.
+    pub totals: Totals,
+    /// Its phases (fields as `phases[]`), over its own processes and GPUs.
+    pub phases: Vec<Phase<'a>>,
+}
+
+/// One GPU of `traces[].gpus`.
+#[derive(Debug, Serialize)]
+pub struct RankGpu {
+    /// Device id in the merged trace.
+    pub device: u32,
+    /// Device id in its own export.
+    pub gpu: u32,
+}
+
+/// `collectives`.
+#[derive(Debug, Serialize)]
+pub struct CollectivesInfo<'a> {
+    /// Collectives matched across the ranks.
+    pub count: usize,
+    /// Time all GPUs spent waiting in collectives (sum of `devices[].collective_wait_ns`).
+    pub wait_ns: Ns,
+    /// Steady steps with collectives.
+    pub steps: Vec<StepWaitInfo>,
+    /// The straggler, or null.
+    pub straggler: Option<StragglerInfo<'a>>,
+}
+
+/// One entry of `collectives.steps`.
+#[derive(Debug, Serialize)]
+pub struct StepWaitInfo {
+    /// Index of the step among the step phase's instances (0 is the first).
+    pub step: usize,
+    /// The rank the others waited for the longest.
+    pub straggler_rank: u32,
+    /// The other ranks' mean wait in the step's collectives.
+    pub wait_ns: Ns,
+}
+
+/// `collectives.straggler`.
+#[derive(Debug, Serialize)]
+pub struct StragglerInfo<'a> {
+    /// Its rank.
+    pub rank: u32,
+    /// Steady steps with collectives.
+    pub steps: usize,
+    /// Steps in which it was the straggler.
+    pub straggler_steps: usize,
+    /// The phase in which it spends the difference, or null.
+    pub phase: Option<&'a str>,
+    /// Its mean time per step in that phase.
+    pub straggler_phase_ns: Option<Ns>,
+    /// The others' mean time per step in that phase.
+    pub others_phase_ns: Option<Ns>,
+    /// The others' mean wait per step.
+    pub wait_per_step_ns: Ns,
+    /// Their wait summed over its steps: the time the job lost.
+    pub lost_ns: Ns,
+    /// The collective waited in (`ncclAllReduce`).
+    pub collective: &'a str,
 }
 
 /// One GPU of `trace.gpus`.
@@ -130,6 +239,15 @@ pub struct Device {
     pub copy_only_ns: Ns,
     /// Idle between the first and the last operation.
     pub idle_ns: Ns,
+    /// Part of `busy_ns` spent waiting inside collective kernels for another rank
+    /// (idle in truth; 0 for one export).
+    pub collective_wait_ns: Ns,
+    /// Its rank (several exports only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// Its device id in its own export (several exports only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
 }
 
 /// One entry of `transfers`.
@@ -375,7 +493,10 @@ pub fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
 /// Build the JSON document; `all_gaps` adds `gaps.all`.
 pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a> {
     let t = a.totals;
+    let several = trace.ranks.len() > 1;
     Report {
+        traces: several.then(|| inputs(trace, a)),
+        collectives: several.then(|| collectives(a)),
         trace: TraceInfo {
             path: &trace.meta.path,
             nsys_version: &trace.meta.nsys_version,
@@ -388,15 +509,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             steady_end_ns: a.windows.steady_end,
             outlier_events: trace.meta.outliers.0,
         },
-        totals: Totals {
-            kernels: t.kernels,
-            graphs: t.graphs,
-            memcpy: t.memcpy,
-            memset: t.memset,
-            api_calls: t.api_calls,
-            nvtx_ranges: t.nvtx_ranges,
-            osrt_calls: t.osrt_calls,
-        },
+        totals: totals(t),
         devices: a
             .devices
             .iter()
@@ -406,6 +519,11 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
                 kernel_ns: d.kernels.total(),
                 copy_only_ns: d.copy_only_ns(),
                 idle_ns: d.idle_ns(),
+                collective_wait_ns: a.collectives.wait_ns(d.device),
+                rank: trace.rank_of_device(d.device).map(|r| r.rank),
+                gpu: trace
+                    .rank_of_device(d.device)
+                    .and_then(|r| r.devices.iter().find(|x| x.0 == d.device).map(|x| x.1)),
             })
             .collect(),
         transfers: a.transfers.iter().map(transfer).collect(),
@@ -431,6 +549,68 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
                 fix: &f.fix,
             })
             .collect(),
+    }
+}
+
+fn totals(t: crate::analysis::Totals) -> Totals {
+    Totals {
+        kernels: t.kernels,
+        graphs: t.graphs,
+        memcpy: t.memcpy,
+        memset: t.memset,
+        api_calls: t.api_calls,
+        nvtx_ranges: t.nvtx_ranges,
+        osrt_calls: t.osrt_calls,
+    }
+}
+
+fn inputs<'a>(trace: &'a Trace, a: &'a Analysis) -> Vec<InputInfo<'a>> {
+    trace
+        .ranks
+        .iter()
+        .map(|r| {
+            let phases = a.rank_phases.iter().find(|(k, _)| *k == r.rank).map_or(&[][..], |(_, p)| p.as_slice());
+            InputInfo {
+                path: &r.path,
+                nsys_version: &r.nsys_version,
+                rank: r.rank,
+                rank_source: &r.rank_source,
+                host: &r.host,
+                duration_ns: r.duration(),
+                start_ns: r.start_ns,
+                offset_ns: r.offset_ns,
+                aligned_on: r.aligned_on.map_or("", |x| x.label()),
+                session_start_utc_ns: r.session_start_utc_ns,
+                gpus: r.devices.iter().map(|&(device, gpu)| RankGpu { device, gpu }).collect(),
+                pids: &r.pids,
+                totals: totals(crate::analysis::transfers::totals_of(trace, |l| r.pids.contains(&l.pid))),
+                phases: phases.iter().map(phase).collect(),
+            }
+        })
+        .collect()
+}
+
+fn collectives(a: &Analysis) -> CollectivesInfo<'_> {
+    let c = &a.collectives;
+    CollectivesInfo {
+        count: c.count,
+        wait_ns: c.waits.iter().map(|(_, u)| u.total()).sum(),
+        steps: c
+            .steps
+            .iter()
+            .map(|s| StepWaitInfo { step: s.step, straggler_rank: s.straggler_rank, wait_ns: s.wait_ns })
+            .collect(),
+        straggler: c.straggler.as_ref().map(|s| StragglerInfo {
+            rank: s.rank,
+            steps: s.steps,
+            straggler_steps: s.late_steps,
+            phase: s.phase.as_ref().map(|p| p.0.as_str()),
+            straggler_phase_ns: s.phase.as_ref().map(|p| p.1),
+            others_phase_ns: s.phase.as_ref().map(|p| p.2),
+            wait_per_step_ns: s.wait_per_step_ns,
+            lost_ns: s.lost_ns,
+            collective: &s.collective,
+        }),
     }
 }
 

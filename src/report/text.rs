@@ -76,6 +76,7 @@ pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, style: Style, all_g
     let mut o = Out { w, style };
     summary(&mut o, trace, a)?;
     phases(&mut o, a)?;
+    rank_phases(&mut o, a)?;
     transfers(&mut o, a)?;
     gaps(&mut o, trace, a, all_gaps)?;
     findings(&mut o, &a.findings)
@@ -90,6 +91,22 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
         or_dash(&m.schema_version),
         fmt_ns(trace.duration())
     ))?;
+    for r in &trace.ranks {
+        let host = if r.host.is_empty() { String::new() } else { format!(" on {}", r.host) };
+        o.line(&format!(
+            "rank {} ({}): {}{host}, nsys {}, {} traced, aligned on {} ({:+} ns)",
+            r.rank,
+            r.rank_source,
+            r.path,
+            or_dash(&r.nsys_version),
+            fmt_ns(r.duration()),
+            r.aligned_on.map_or("-", |x| x.label()),
+            r.offset_ns
+        ))?;
+    }
+    if let Some(note) = &m.align_note {
+        o.line(note)?;
+    }
     if a.devices.is_empty() {
         o.line("No GPU activity in this trace: nothing ran on a GPU, so there is nothing to explain.")?;
     }
@@ -112,6 +129,14 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
             fmt_ns(d.copy_only_ns()),
             fmt_ns(d.idle_ns())
         ))?;
+        let wait = a.collectives.wait_ns(d.device);
+        if wait > 0 {
+            o.line(&format!(
+                "  of its busy time, {} ({}) was waiting in collectives for another rank: idle in truth",
+                fmt_ns(wait),
+                pct(wait, d.busy.total())
+            ))?;
+        }
     }
     let t = a.totals;
     let graphs = if t.graphs > 0 { format!(", {} CUDA graph executions", t.graphs) } else { String::new() };
@@ -123,6 +148,30 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
 
 fn or_dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
+}
+
+// Per rank of a trace of several: its phases, in short.
+fn rank_phases(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
+    for (rank, phases) in &a.rank_phases {
+        if phases.is_empty() {
+            continue;
+        }
+        o.heading(&format!("Phases of rank {rank}"))?;
+        let mut t = Table::new(&["phase", "count", "wall", "mean", "p95", "GPU busy", "GPU idle"]);
+        for p in phases {
+            t.row(vec![
+                p.name.clone(),
+                p.count.to_string(),
+                fmt_ns(p.wall.sum_ns),
+                fmt_ns(p.wall.mean_ns),
+                fmt_ns(p.wall.p95_ns),
+                fmt_ns(p.gpu_busy_ns),
+                fmt_ns(p.idle_ns),
+            ]);
+        }
+        o.table(&t)?;
+    }
+    Ok(())
 }
 
 fn phases(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {

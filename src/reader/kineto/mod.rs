@@ -677,6 +677,7 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
         lanes,
         syncs,
         host: crate::model::HostData::default(),
+        ranks: Vec::new(),
     };
     super::order_lanes(&mut trace);
     trace
