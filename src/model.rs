@@ -686,6 +686,18 @@ impl Rank {
     }
 }
 
+impl Meta {
+    /// The tool and version that wrote the trace: `nsys 2025.3.1`, or the producer's own
+    /// name (`PyTorch Profiler (Kineto)`).
+    pub fn producer(&self) -> String {
+        if self.nsys_version.starts_with(|c: char| c.is_ascii_digit()) || self.nsys_version.is_empty() {
+            format!("nsys {}", if self.nsys_version.is_empty() { "?" } else { &self.nsys_version })
+        } else {
+            self.nsys_version.clone()
+        }
+    }
+}
+
 /// How one table was loaded.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct TableStat {

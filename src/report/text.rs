@@ -86,8 +86,8 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
     let m = &trace.meta;
     o.title(&format!("lanescope report: {}", sanitize(&m.path)))?;
     o.line(&format!(
-        "nsys {}, schema {}; {} traced",
-        or_dash(&m.nsys_version),
+        "{}, schema {}; {} traced",
+        sanitize(&m.producer()),
         or_dash(&m.schema_version),
         fmt_ns(trace.duration())
     ))?;

@@ -15,7 +15,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     let name = if app.demo && !app.title.contains("demo") { format!("demo: {}", app.title) } else { app.title.clone() };
     let mut parts: Vec<String> = vec![format!(" lanescope · {name}")];
     if !t.meta.nsys_version.is_empty() {
-        parts.push(format!("nsys {}", text::clean(&t.meta.nsys_version)));
+        parts.push(text::clean(&t.meta.producer()).into_owned());
     }
     parts.push(format!("view {} + {}", text::time(app.rel(v.t0), res), text::dur(v.span)));
     parts.push(format!("trace {}", text::dur(t.duration())));
