@@ -140,10 +140,10 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         let host = if r.host.is_empty() { String::new() } else { format!(" on {}", sanitize(&r.host)) };
         writeln!(
             w,
-            "rank {:<4} {}{host}, nsys {}, {}, rank from {}, aligned on {} ({:+} ns)",
+            "rank {:<4} {}{host}, {}, {}, rank from {}, aligned on {} ({:+} ns)",
             r.rank,
             sanitize(&r.path),
-            or_unknown(&r.nsys_version),
+            sanitize(&crate::model::producer(&r.nsys_version)),
             crate::units::fmt_ns(r.duration()),
             r.rank_source,
             r.aligned_on.map_or("-", |a| a.label()),

@@ -690,11 +690,19 @@ impl Meta {
     /// The tool and version that wrote the trace: `nsys 2025.3.1`, or the producer's own
     /// name (`PyTorch Profiler (Kineto)`).
     pub fn producer(&self) -> String {
-        if self.nsys_version.starts_with(|c: char| c.is_ascii_digit()) || self.nsys_version.is_empty() {
-            format!("nsys {}", if self.nsys_version.is_empty() { "?" } else { &self.nsys_version })
-        } else {
-            self.nsys_version.clone()
-        }
+        producer(&self.nsys_version)
+    }
+}
+
+/// `nsys VERSION` for an nsys version string, else the string itself (another producer,
+/// such as `PyTorch Profiler (Kineto)`).
+pub fn producer(version: &str) -> String {
+    if version.is_empty() {
+        "nsys ?".to_string()
+    } else if version.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("nsys {version}")
+    } else {
+        version.to_string()
     }
 }
 

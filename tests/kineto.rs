@@ -364,3 +364,25 @@ fn bad_json_is_one_error_naming_the_file() {
     let p = write(d.path(), "empty.json", br#"{"traceEvents": []}"#);
     assert_eq!(lanescope::reader::load(&p).unwrap().event_count(), 0);
 }
+
+#[test]
+fn kineto_ranks_merge_by_their_distributed_rank() {
+    // Given in reverse order, the two gloo ranks still come out as rank 0 then rank 1:
+    // the rank is `distributedInfo.rank` of each file (checked here with serde_json).
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kineto");
+    let files = [dir.join("rank1.json.gz"), dir.join("rank0.json.gz")];
+    let rank_in = |p: &std::path::Path| -> u64 {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(p).unwrap()), &mut text)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["distributedInfo"]["rank"].as_u64().unwrap()
+    };
+    let group = lanescope::reader::inputs::group(&files);
+    let t = lanescope::reader::load(&group).unwrap();
+    let got: Vec<(u32, String)> = t.ranks.iter().map(|r| (r.rank, r.path.clone())).collect();
+    let mut want: Vec<(u32, String)> = files.iter().map(|f| (rank_in(f) as u32, f.display().to_string())).collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(t.ranks.iter().all(|r| r.rank_source == "RANK"));
+}

@@ -94,11 +94,11 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
     for r in &trace.ranks {
         let host = if r.host.is_empty() { String::new() } else { format!(" on {}", r.host) };
         o.line(&format!(
-            "rank {} ({}): {}{host}, nsys {}, {} traced, aligned on {} ({:+} ns)",
+            "rank {} ({}): {}{host}, {}, {} traced, aligned on {} ({:+} ns)",
             r.rank,
             r.rank_source,
-            r.path,
-            or_dash(&r.nsys_version),
+            sanitize(&r.path),
+            sanitize(&crate::model::producer(&r.nsys_version)),
             fmt_ns(r.duration()),
             r.aligned_on.map_or("-", |x| x.label()),
             r.offset_ns

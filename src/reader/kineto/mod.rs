@@ -525,6 +525,8 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
             "distributedInfo" => {
                 let g = |f: &str| v.get(f).and_then(serde_json::Value::as_u64);
                 rank = g("rank").map(|r| (r, g("world_size")));
+                // The distributed rank, as nsys exports record RANK: ranks merge by it.
+                meta.env_rank = rank.map(|(r, _)| r as u32);
             }
             _ => {}
         }
