@@ -85,7 +85,7 @@ struct Level {
 pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let baseline = rss("VmRSS");
     let t = Instant::now();
-    let trace = crate::cli::load(path)?;
+    let trace = crate::reader::load(path).with_context(|| path.display().to_string())?;
     let load_ms = ms(t);
     let peak_load = rss("VmHWM");
     let events = trace.event_count();

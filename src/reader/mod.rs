@@ -148,7 +148,7 @@ fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
                 host::read_host(tables::Src { conn: &c, schema: &schema, progress })
             })
         });
-        let rest = tables::read_all_but_runtime(tables::Src { conn: &conn, schema: &schema, progress });
+        let rest = read_rest(tables::Src { conn: &conn, schema: &schema, progress });
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Partial>>| {
             h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked")))
         };
@@ -160,6 +160,14 @@ fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
         parts.push(h?);
     }
     assemble(meta, &conn, &schema, names, parts)
+}
+
+// Everything but CUDA API calls and host data, on the calling thread.
+fn read_rest(src: tables::Src<'_>) -> Result<Vec<Partial>> {
+    let mut sink = tables::Sink::default();
+    tables::read_gpu_and_os(src, &mut sink)?;
+    nvtx::read_nvtx(src, &mut sink)?;
+    Ok(vec![sink.finish()])
 }
 
 fn assemble(

@@ -367,18 +367,16 @@ impl Sink {
     }
 }
 
-/// Everything except CUDA API calls, on the calling thread.
-pub fn read_all_but_runtime(src: Src<'_>) -> Result<Vec<Partial>> {
-    let mut sink = Sink::default();
-    read_kernels(src, &mut sink)?;
-    read_memcpy(src, &mut sink)?;
-    read_memset(src, &mut sink)?;
-    read_graphs(src, &mut sink)?;
-    read_sync(src, &mut sink)?;
-    read_osrt(src, &mut sink)?;
-    read_overhead(src, &mut sink)?;
-    super::nvtx::read_nvtx(src, &mut sink)?;
-    Ok(vec![sink.finish()])
+/// GPU operations, sync records, OS runtime calls and profiler overhead into `sink`
+/// (everything but CUDA API calls, NVTX and host data, which have loaders of their own).
+pub fn read_gpu_and_os(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+    read_kernels(src, sink)?;
+    read_memcpy(src, sink)?;
+    read_memset(src, sink)?;
+    read_graphs(src, sink)?;
+    read_sync(src, sink)?;
+    read_osrt(src, sink)?;
+    read_overhead(src, sink)
 }
 
 // The kernel table can hold millions of rows: stream them into lanes, keep nothing else.
