@@ -67,7 +67,7 @@ pub const DRAIN_SLACK_NS: Ns = 100_000;
 const LOOKBACK: usize = 64;
 
 // Rows per block of the running maximum of ends kept for lanes whose calls overlap.
-const MAX_END_BLOCK: usize = 64;
+pub(crate) const MAX_END_BLOCK: usize = 64;
 
 /// What a thread was doing at an instant, in precedence order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -460,7 +460,7 @@ fn device_lanes(gpu_lanes: &[(u32, Vec<usize>)], device: u32) -> &[usize] {
 }
 
 // Max end of rows 0..=k * MAX_END_BLOCK + MAX_END_BLOCK - 1, per block k.
-fn running_max_end(end: &[Ns]) -> Vec<Ns> {
+pub(crate) fn running_max_end(end: &[Ns]) -> Vec<Ns> {
     let mut m = Ns::MIN;
     end.chunks(MAX_END_BLOCK)
         .map(|c| {

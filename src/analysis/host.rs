@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use super::gaps::{is_blocking_os_call, is_io_call};
+use super::gaps::{MAX_END_BLOCK, is_blocking_os_call, is_io_call, running_max_end};
 use crate::model::{Lane, LaneKind, Ns, StrId, Trace};
 
 // Name classes of OS calls.
@@ -30,9 +30,6 @@ const IO: u8 = 2;
 
 // Intervals per block of prefix sums in a CPU's columns.
 const BLOCK: usize = 32;
-
-// Rows per block of the running maximum of ends kept for OS lanes whose calls nest.
-const MAX_END_BLOCK: usize = 64;
 
 /// On-CPU intervals of one CPU, all threads: disjoint, sorted, with prefix sums.
 #[derive(Debug, Clone, Default)]
@@ -273,17 +270,6 @@ impl HostIndex {
         let li = self.thread(pid, tid)?.on_cpu?;
         Some(clipped(&trace.lanes[li], a, b).map(|(s, e)| e - s).sum())
     }
-}
-
-// Max end of rows 0..=(k + 1) * MAX_END_BLOCK - 1, per block k.
-fn running_max_end(end: &[Ns]) -> Vec<Ns> {
-    let mut m = Ns::MIN;
-    end.chunks(MAX_END_BLOCK)
-        .map(|c| {
-            m = c.iter().fold(m, |a, &e| a.max(e));
-            m
-        })
-        .collect()
 }
 
 // Events of a disjoint lane intersecting [a, b), clipped to it.
