@@ -411,6 +411,12 @@ pub enum LaneKind {
         /// CUDA stream id.
         stream: u32,
     },
+    /// Ranges annotating a GPU's timeline (the PyTorch profiler's `gpu_user_annotation`):
+    /// shown with the GPU, never counted as GPU work.
+    GpuRanges {
+        /// GPU device id.
+        device: u32,
+    },
     /// NVTX push/pop ranges of one thread at one nesting depth.
     Nvtx {
         /// Thread id.
@@ -468,9 +474,10 @@ impl LaneKind {
     /// GPU device of a GPU lane.
     pub fn device(self) -> Option<u32> {
         match self {
-            LaneKind::Kernels { device, .. } | LaneKind::Memory { device, .. } | LaneKind::Graphs { device, .. } => {
-                Some(device)
-            }
+            LaneKind::Kernels { device, .. }
+            | LaneKind::Memory { device, .. }
+            | LaneKind::Graphs { device, .. }
+            | LaneKind::GpuRanges { device } => Some(device),
             _ => None,
         }
     }
@@ -545,6 +552,7 @@ impl Lane {
             LaneKind::Kernels { stream, .. } => format!("kernels s{stream}"),
             LaneKind::Memory { stream, class, .. } => format!("{} s{stream}", class.label()),
             LaneKind::Graphs { stream, .. } => format!("graphs s{stream}"),
+            LaneKind::GpuRanges { .. } => "annotations".to_string(),
             LaneKind::Nvtx { depth, .. } => format!("NVTX {depth}"),
             LaneKind::NvtxStartEnd { row, .. } => format!("NVTX s/e {row}"),
             LaneKind::NvtxMarks { .. } => "NVTX marks".to_string(),

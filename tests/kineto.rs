@@ -171,6 +171,8 @@ fn every_event_kept_with_its_ns_times() {
             &json_spans(&top, &["cpu_op", "user_annotation", "python_function"]),
             ctx,
         );
+        // GPU annotations: a lane of their GPU, every one kept.
+        same(&spans(&t, |k| matches!(k, LaneKind::GpuRanges { .. })), &json_spans(&top, &["gpu_user_annotation"]), ctx);
         let syncs: usize = t.syncs.iter().map(|s| s.ev.len()).sum();
         assert_eq!(syncs, top.events.iter().filter(|e| e.x("cuda_sync")).count(), "{ctx}");
         // The extent: earliest start to latest end of all complete events, Trace span included.
@@ -385,4 +387,25 @@ fn kineto_ranks_merge_by_their_distributed_rank() {
     want.sort();
     assert_eq!(got, want);
     assert!(t.ranks.iter().all(|r| r.rank_source == "RANK"));
+}
+
+#[test]
+fn gpu_annotations_are_drawn_but_never_gpu_work() {
+    // GPU busy time is the union of the JSON's kernels, copies and memsets alone.
+    for f in ALL {
+        let (t, top) = (load(f), parse(f));
+        let mut ops = json_spans(&top, &["kernel", "gpu_memcpy", "gpu_memset"]);
+        ops.sort();
+        let (mut busy, mut reach) = (0i64, i64::MIN);
+        for (s, e, _) in ops {
+            let s = s.max(reach);
+            if e > s {
+                busy += e - s;
+                reach = e;
+            }
+        }
+        let a = lanescope::analysis::analyze(&t, &lanescope::analysis::Options::default());
+        let got: i64 = a.devices.iter().map(|d| d.busy.total()).sum();
+        assert_eq!(got, busy, "{f}");
+    }
 }

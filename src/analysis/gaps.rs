@@ -217,7 +217,7 @@ impl<'a> Ctx<'a> {
                     None => list.push((l.pid, vec![i])),
                 }
             }
-            if let Some(d) = l.kind.device() {
+            if let Some(d) = l.kind.device().filter(|_| l.kind.is_gpu()) {
                 match gpu_lanes.iter_mut().find(|(x, _)| *x == d) {
                     Some((_, v)) => v.push(i),
                     None => gpu_lanes.push((d, vec![i])),

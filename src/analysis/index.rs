@@ -74,7 +74,7 @@ impl Index {
                 LaneKind::Memory { class, .. } if class != MemClass::Memset => ix.copies.push((lane.pid, li)),
                 _ => {}
             }
-            if let Some(d) = lane.kind.device() {
+            if let Some(d) = lane.kind.device().filter(|_| lane.kind.is_gpu()) {
                 ix.gpu.push((lane.pid, li));
                 ix.pid_devices.push((lane.pid, d));
             }

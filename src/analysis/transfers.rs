@@ -162,7 +162,8 @@ pub fn totals_of(trace: &Trace, keep: impl Fn(&crate::model::Lane) -> bool) -> T
             LaneKind::NvtxMarks { .. }
             | LaneKind::Overhead { .. }
             | LaneKind::OnCpu { .. }
-            | LaneKind::Samples { .. } => {}
+            | LaneKind::Samples { .. }
+            | LaneKind::GpuRanges { .. } => {}
         }
     }
     t

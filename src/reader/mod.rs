@@ -291,6 +291,7 @@ pub(crate) fn order_lanes(trace: &mut Trace) {
             LaneKind::Kernels { device, stream } => (0, device, 0, 0, stream, 0),
             LaneKind::Graphs { device, stream } => (0, device, 0, 1, stream, 0),
             LaneKind::Memory { device, stream, class } => (0, device, 0, 2, class as u32, stream),
+            LaneKind::GpuRanges { device } => (0, device, 0, 3, 0, 0),
             LaneKind::Nvtx { tid, depth } => (1, pid, u32::from(tid != pid), 0, tid, u32::from(depth)),
             LaneKind::NvtxStartEnd { tid, row } => (1, pid, u32::from(tid != pid), 1, tid, u32::from(row)),
             LaneKind::NvtxMarks { tid } => (1, pid, u32::from(tid != pid), 2, tid, 0),

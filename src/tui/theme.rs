@@ -58,7 +58,7 @@ pub fn classify(lane: &Lane, i: usize) -> Class {
                 Class::Memory(class)
             }
         }
-        LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } => Class::Nvtx,
+        LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::GpuRanges { .. } => Class::Nvtx,
         LaneKind::NvtxMarks { .. } => Class::Mark,
         LaneKind::CudaApi { .. } => match ApiKind::from_flags(lane.ev.flags(i)) {
             ApiKind::Launch => Class::Launch,

@@ -15,7 +15,8 @@
 //! - `cuda_sync`: [`SyncRecords`] (`cuda_sync_kind` as nsys's sync type);
 //! - `overhead` named `Activity Buffer Request`, `Buffer Flush`, `Instrumentation`,
 //!   `Resource`: profiler overhead lanes; CUDA's own (lazy loading...) is only counted;
-//! - `gpu_user_annotation`, the `Trace` span, `ac2g`/`fwdbwd` flows, instants: counted,
+//! - `gpu_user_annotation`: an `annotations` lane of its GPU (ranges, not GPU work).
+//! - the `Trace` span, `ac2g`/`fwdbwd` flows, instants: counted,
 //!   and (`X` ones) part of the trace's extent; the model has no GPU range lane that
 //!   does not count as GPU busy, and flows repeat the `correlation` args.
 //!
@@ -174,6 +175,7 @@ enum Cat {
     Memset,
     Sync,
     Overhead,
+    GpuAnnotation,
     Other,
 }
 
@@ -193,6 +195,8 @@ fn category(cat: &str) -> Cat {
         Cat::Memset
     } else if is("cuda_sync") {
         Cat::Sync
+    } else if is("gpu_user_annotation") {
+        Cat::GpuAnnotation
     } else if is("overhead") {
         Cat::Overhead
     } else {
@@ -364,6 +368,20 @@ impl Builder {
                 let name = self.strings.intern(label);
                 let aux = (u64::from(device) << 32) | u64::from(stream);
                 self.syncs.push(SyncRow { corr, start, end, name, aux, ty });
+            }
+            Cat::GpuAnnotation => {
+                // Filed under the GPU's pseudo-process: its pid is the device.
+                let device = int(e.device).map_or(pid, id32);
+                let name = self.strings.intern(&e.name);
+                self.extra.push(start, end, 0, None, None, None);
+                self.gpu.entry(LaneKind::GpuRanges { device }).or_default().push(
+                    start,
+                    end,
+                    name,
+                    Some(0),
+                    Some(0),
+                    None,
+                );
             }
             Cat::Overhead if is_profiler_overhead(&e.name) => {
                 let name = self.strings.intern(&e.name);
