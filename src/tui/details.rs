@@ -163,12 +163,17 @@ pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
     if let Some(h) = &g.host {
         d.add("CPU", crate::analysis::host_cause::summary(h));
         if !h.producers.is_empty() {
-            let list: Vec<String> =
-                h.producers.iter().take(3).map(|p| format!("{} {:.0}%", clean(&p.name), p.on_cpu_share * 100.0)).collect();
+            let list: Vec<String> = h
+                .producers
+                .iter()
+                .take(3)
+                .map(|p| format!("{} {:.0}%", clean(&p.name), p.on_cpu_share * 100.0))
+                .collect();
             d.add("producers", format!("on CPU: {}", list.join(", ")));
         }
         if !h.top.is_empty() {
-            let list: Vec<String> = h.top.iter().map(|t| format!("{:.0}% {}", t.share * 100.0, clean(&t.label()))).collect();
+            let list: Vec<String> =
+                h.top.iter().map(|t| format!("{:.0}% {}", t.share * 100.0, clean(&t.label()))).collect();
             d.add("hot", format!("{} ({} samples)", list.join(", "), h.samples));
         }
     }

@@ -101,9 +101,15 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
             continue;
         }
         // Before a process's first thread: its CPU row, when the trace has its switches.
-        if last_pid != Some(pid) && trace.lanes.iter().any(|l| l.pid == pid && matches!(l.kind, LaneKind::OnCpu { .. })) {
+        if last_pid != Some(pid) && trace.lanes.iter().any(|l| l.pid == pid && matches!(l.kind, LaneKind::OnCpu { .. }))
+        {
             let name = text::clean(trace.process_name(pid)).into_owned();
-            out.push(Group { kind: GroupKind::Cpus { pid }, title: format!("CPUs {name} {pid}"), lanes: Vec::new(), collapsed: false });
+            out.push(Group {
+                kind: GroupKind::Cpus { pid },
+                title: format!("CPUs {name} {pid}"),
+                lanes: Vec::new(),
+                collapsed: false,
+            });
         }
         last_pid = Some(pid);
         out.push(Group {

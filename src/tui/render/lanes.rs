@@ -268,7 +268,8 @@ fn draw_cpus(buf: &mut Buffer, ctx: &Ctx, pid: u32, y: u16) {
             continue;
         }
         let share = busy as f64 / (f64::from(n) * cell);
-        let style = if share >= crate::analysis::host_cause::SATURATED { app.theme.gap() } else { app.theme.gpu_busy() };
+        let style =
+            if share >= crate::analysis::host_cause::SATURATED { app.theme.gap() } else { app.theme.gpu_busy() };
         // The digit says how many CPUs the tree used; the colour how busy they were.
         let ch = if n <= 9 { char::from_digit(n, 10).unwrap_or('+') } else { '+' };
         if let Some(cell) = buf.cell_mut((ctx.x0 + k as u16, y)) {
