@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::analysis::{self, Options};
 use crate::model::{Ns, Trace};
@@ -22,6 +22,9 @@ pub struct Cli {
     trace: Option<PathBuf>,
     #[command(flatten)]
     analysis: AnalysisArgs,
+    /// Leave the mouse to the terminal (no wheel zoom, clicks or drags in the viewer).
+    #[arg(long)]
+    no_mouse: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,6 +88,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
         format: InfoFormat,
     },
+    /// Print a shell completion script: `lanescope completions bash > ~/.local/share/bash-completion/completions/lanescope`.
+    Completions {
+        /// Shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `lanescope man > ~/.local/share/man/man1/lanescope.1`.
+    Man,
 }
 
 /// Options shared by every command that analyzes.
@@ -214,7 +224,12 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Some(Command::Scale { input, output, factor }) => crate::scale::scale(&input, &output, factor),
-        None => view(cli.trace.as_deref(), cli.analysis.into()),
+        Some(Command::Completions { shell }) => emit(|w| {
+            clap_complete::generate(shell, &mut Cli::command(), "lanescope", w);
+            Ok(())
+        }),
+        Some(Command::Man) => emit(|w| clap_mangen::Man::new(Cli::command()).render(w)),
+        None => view(cli.trace.as_deref(), cli.analysis.into(), crate::tui::Settings { mouse: !cli.no_mouse }),
     }
 }
 
@@ -253,7 +268,7 @@ fn print_diff(
     Err(Exit { code: EXIT_CONDITION, message: format!("--fail-if held: {}", held.join("; ")) }.into())
 }
 
-fn view(trace: Option<&Path>, options: Options) -> Result<()> {
+fn view(trace: Option<&Path>, options: Options, settings: crate::tui::Settings) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         // Not a terminal (piped, CI): print the report instead of drawing a screen.
         let t = match trace {
@@ -267,7 +282,7 @@ fn view(trace: Option<&Path>, options: Options) -> Result<()> {
         Some(p) => crate::tui::Source::Path(p.to_path_buf()),
         None => crate::tui::Source::Demo,
     };
-    crate::tui::run(source, options)
+    crate::tui::run(source, options, settings)
 }
 
 /// Load a trace for a headless command; errors name the file. Loads that take
@@ -338,7 +353,6 @@ mod tests {
 
     #[test]
     fn cli_shape_is_valid() {
-        use clap::CommandFactory;
         Cli::command().debug_assert();
     }
 }
