@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::analysis::{self, Options};
 use crate::model::{Ns, Trace};
@@ -23,6 +23,9 @@ pub struct Cli {
     trace: Vec<PathBuf>,
     #[command(flatten)]
     analysis: AnalysisArgs,
+    /// Leave the mouse to the terminal (no wheel zoom, clicks or drags in the viewer).
+    #[arg(long)]
+    no_mouse: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,6 +93,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
         format: InfoFormat,
     },
+    /// Print a shell completion script: `lanescope completions bash > ~/.local/share/bash-completion/completions/lanescope`.
+    Completions {
+        /// Shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `lanescope man > ~/.local/share/man/man1/lanescope.1`.
+    Man,
 }
 
 /// Options shared by every command that analyzes.
@@ -219,7 +229,12 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Some(Command::Scale { input, output, factor }) => crate::scale::scale(&input, &output, factor),
-        None => view(&cli.trace, cli.analysis.into()),
+        Some(Command::Completions { shell }) => emit(|w| {
+            clap_complete::generate(shell, &mut Cli::command(), "lanescope", w);
+            Ok(())
+        }),
+        Some(Command::Man) => emit(|w| clap_mangen::Man::new(Cli::command()).render(w)),
+        None => view(&cli.trace, cli.analysis.into(), crate::tui::Settings { mouse: !cli.no_mouse }),
     }
 }
 
@@ -258,7 +273,7 @@ fn print_diff(
     Err(Exit { code: EXIT_CONDITION, message: format!("--fail-if held: {}", held.join("; ")) }.into())
 }
 
-fn view(traces: &[PathBuf], options: Options) -> Result<()> {
+fn view(traces: &[PathBuf], options: Options, settings: crate::tui::Settings) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         // Not a terminal (piped, CI): print the report instead of drawing a screen.
         let t = if traces.is_empty() {
@@ -281,7 +296,7 @@ fn view(traces: &[PathBuf], options: Options) -> Result<()> {
             crate::tui::Source::Path(reader::inputs::group(many))
         }
     };
-    crate::tui::run(source, options)
+    crate::tui::run(source, options, settings)
 }
 
 /// Load the inputs of a command: one export, or several (files, directories, globs)
@@ -367,7 +382,6 @@ mod tests {
 
     #[test]
     fn cli_shape_is_valid() {
-        use clap::CommandFactory;
         Cli::command().debug_assert();
     }
 }

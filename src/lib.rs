@@ -14,5 +14,6 @@ pub mod model;
 pub mod reader;
 pub mod report;
 pub mod scale;
+pub mod text;
 pub mod tui;
 pub mod units;

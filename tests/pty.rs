@@ -201,3 +201,55 @@ fn signal_restores_the_terminal(signal: &str, number: u32) {
     let screen = s.contents();
     assert!(!screen.contains("GPU 0"), "SIG{signal}: the viewer is still on screen:\n{screen}");
 }
+
+impl Session {
+    fn mouse_mode(&self) -> (vt100::MouseProtocolMode, vt100::MouseProtocolEncoding) {
+        let p = self.screen.lock().expect("screen lock");
+        (p.screen().mouse_protocol_mode(), p.screen().mouse_protocol_encoding())
+    }
+}
+
+/// SGR (1006) mouse reports, as a terminal (or tmux, or screen) sends them over SSH:
+/// `ESC [ < button ; column ; row M` for a press or motion, `m` for a release,
+/// coordinates from 1.
+fn sgr(button: u8, col: u16, row: u16, press: bool) -> String {
+    format!("\x1b[<{button};{col};{row}{}", if press { 'M' } else { 'm' })
+}
+
+#[test]
+fn mouse_in_sgr_mode_clicks_wheels_and_drags() {
+    let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], 120, 40);
+    s.wait_for("▾ GPU 0");
+    // The viewer asked for press/drag reporting in SGR form, not every motion.
+    assert_eq!(s.mouse_mode(), (vt100::MouseProtocolMode::ButtonMotion, vt100::MouseProtocolEncoding::Sgr));
+    // Click the GPU group's label (screen row 3): it collapses, a second click expands it.
+    s.send(&(sgr(0, 3, 3, true) + &sgr(0, 3, 3, false)));
+    s.wait_for("▸ GPU 0");
+    s.send(&(sgr(0, 3, 3, true) + &sgr(0, 3, 3, false)));
+    s.wait_for("▾ GPU 0");
+    // Wheel up over the lanes zooms in around the pointer: half of 9.298 s.
+    s.send(&sgr(64, 60, 10, true));
+    s.wait_for("+ 4.649 s");
+    // Wheel down zooms back out.
+    s.send(&sgr(65, 60, 10, true));
+    s.wait_for("+ 9.298 s");
+    // Drag on the ruler (screen row 2): the status line measures the range.
+    s.send(&(sgr(0, 40, 2, true) + &sgr(32, 55, 2, true) + &sgr(32, 70, 2, true) + &sgr(0, 70, 2, false)));
+    s.wait_for("mark→cursor");
+    // A click on a GPU idle gap (the long one, in the middle of the GPU row) selects it.
+    s.send(&(sgr(0, 60, 3, true) + &sgr(0, 60, 3, false)));
+    s.wait_for("gap 2/");
+    s.send("q");
+    assert_eq!(s.exit_code(), 0);
+    // Quitting turned reporting off again.
+    assert_eq!(s.mouse_mode().0, vt100::MouseProtocolMode::None);
+}
+
+#[test]
+fn no_mouse_leaves_the_mouse_to_the_terminal() {
+    let mut s = Session::start(&["--no-mouse", "tests/fixtures/pageable.sqlite"], 100, 30);
+    s.wait_for("GPU 0");
+    assert_eq!(s.mouse_mode().0, vt100::MouseProtocolMode::None);
+    s.send("q");
+    assert_eq!(s.exit_code(), 0);
+}

@@ -9,7 +9,7 @@ use lanescope::tui::theme::{Depth, Theme};
 use lanescope::tui::{Action, App, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 fn pageable() -> &'static (Trace, Analysis) {
     static T: OnceLock<(Trace, Analysis)> = OnceLock::new();
@@ -249,6 +249,7 @@ const EVERY_ACTION: &[Action] = &[
     Action::FitAll,
     Action::ViewEnd,
     Action::FitSelection,
+    Action::FitSteady,
     Action::LaneUp,
     Action::LaneDown,
     Action::LanePageUp,
@@ -304,5 +305,205 @@ fn every_action_draws_on_an_empty_trace_and_a_tiny_screen() {
             a.finish_jobs();
             screen(&a);
         }
+    }
+}
+
+// ----- mouse -----
+
+fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16, modifiers: KeyModifiers) {
+    app.handle_mouse(MouseEvent { kind, column: x, row: y, modifiers });
+}
+
+fn click(app: &mut App, x: u16, y: u16) {
+    mouse(app, MouseEventKind::Down(MouseButton::Left), x, y, KeyModifiers::NONE);
+    mouse(app, MouseEventKind::Up(MouseButton::Left), x, y, KeyModifiers::NONE);
+}
+
+/// Rows of the 120x40 screen: header 0, ruler 1, first lane row (GPU 0) 2.
+const RULER: u16 = 1;
+const GPU_ROW: u16 = 2;
+
+#[test]
+fn wheel_zooms_around_the_pointer_and_shift_wheel_pans() {
+    let mut a = app(120, 40);
+    let x = a.timeline_x() + 30;
+    let span = a.view().span;
+    let col_time = |a: &App| {
+        let v = a.view();
+        v.t0 + (i128::from(v.span) * 30 / i128::from(120 - a.timeline_x())) as i64
+    };
+    let before = col_time(&a);
+    mouse(&mut a, MouseEventKind::ScrollUp, x, GPU_ROW + 3, KeyModifiers::NONE);
+    assert_eq!(a.view().span, span / 2, "wheel up zooms in");
+    assert!((col_time(&a) - before).abs() <= a.view().span / 50, "the time under the pointer stays put");
+    mouse(&mut a, MouseEventKind::ScrollDown, x, GPU_ROW + 3, KeyModifiers::NONE);
+    assert!(a.view().span.abs_diff(span) <= 1);
+    mouse(&mut a, MouseEventKind::ScrollUp, x, GPU_ROW + 3, KeyModifiers::NONE);
+    let t0 = a.view().t0;
+    mouse(&mut a, MouseEventKind::ScrollDown, x, GPU_ROW + 3, KeyModifiers::SHIFT);
+    assert!(a.view().t0 > t0, "shift-wheel pans forward");
+    let t0 = a.view().t0;
+    mouse(&mut a, MouseEventKind::ScrollLeft, x, GPU_ROW + 3, KeyModifiers::NONE);
+    assert!(a.view().t0 < t0, "the horizontal wheel pans back");
+}
+
+/// Screen column of time `t` at the current view.
+fn x_of(a: &App, t: i64) -> u16 {
+    let v = a.view();
+    let w = i128::from(a.size().0 - a.timeline_x());
+    a.timeline_x() + (i128::from(t - v.t0) * w / i128::from(v.span)) as u16
+}
+
+#[test]
+fn click_selects_the_gap_under_the_pointer() {
+    let mut a = app(120, 40);
+    a.apply(Action::NextGap);
+    a.apply(Action::NextGap);
+    let gap = a.selected_gap().cloned().expect("a gap");
+    // Select something else, then click the middle of the gap on the GPU row.
+    keys(&mut a, "jj\t");
+    assert!(a.selected_gap().is_none());
+    let x = x_of(&a, gap.start + gap.dur() / 2);
+    click(&mut a, x, GPU_ROW);
+    assert_eq!(a.selected_gap().map(|g| (g.start, g.end)), Some((gap.start, gap.end)));
+    assert!(screen(&a).contains("Details"), "the details panel opened");
+}
+
+#[test]
+fn click_selects_the_event_under_the_pointer() {
+    let mut a = app(120, 40);
+    keys(&mut a, "j\t");
+    let kernel = a.selected_event().expect("a kernel");
+    let ev = &a.trace().lanes[kernel.lane as usize].ev;
+    let (start, dur) = (ev.start[kernel.idx as usize], ev.dur(kernel.idx as usize));
+    keys(&mut a, "\t");
+    assert_ne!(a.selected_event(), Some(kernel));
+    a.set_view(start - dur / 2, dur * 2);
+    let x = x_of(&a, start + dur / 2);
+    click(&mut a, x, GPU_ROW + 1);
+    assert_eq!(a.selected_event(), Some(kernel));
+}
+
+#[test]
+fn click_on_a_label_collapses_and_expands_its_group() {
+    let mut a = app(120, 40);
+    assert!(screen(&a).contains("▾ GPU 0"));
+    click(&mut a, 2, GPU_ROW);
+    let s = screen(&a);
+    assert!(s.contains("▸ GPU 0") && !s.contains("kernels s7"), "{s}");
+    click(&mut a, 2, GPU_ROW);
+    assert!(screen(&a).contains("▾ GPU 0"));
+}
+
+#[test]
+fn drag_on_the_ruler_measures_a_range() {
+    let mut a = app(120, 40);
+    let x0 = a.timeline_x();
+    mouse(&mut a, MouseEventKind::Down(MouseButton::Left), x0 + 20, RULER, KeyModifiers::NONE);
+    mouse(&mut a, MouseEventKind::Drag(MouseButton::Left), x0 + 35, RULER, KeyModifiers::NONE);
+    mouse(&mut a, MouseEventKind::Drag(MouseButton::Left), x0 + 50, RULER, KeyModifiers::NONE);
+    mouse(&mut a, MouseEventKind::Up(MouseButton::Left), x0 + 50, RULER, KeyModifiers::NONE);
+    let (m, c) = (a.mark().expect("the drag set the mark"), a.cursor());
+    assert!(c > m);
+    assert_eq!(a.cursor_column(), 50);
+    insta::assert_snapshot!(screen(&a));
+    // f fits the dragged range.
+    a.apply(Action::FitSelection);
+    assert!(a.view().t0 <= m && c <= a.view().t0 + a.view().span && a.view().span < (c - m) * 2);
+    // A click without a drag moves the cursor and drops the mark.
+    click(&mut a, x0 + 5, RULER);
+    assert_eq!((a.mark(), a.cursor_column()), (None, 5));
+}
+
+#[test]
+fn clicks_in_the_gap_list_select_rows_and_a_second_click_zooms() {
+    let mut a = app(120, 40);
+    a.apply(Action::GapList);
+    // Bottom panel: 14 rows ending above the status line; border, header, then rows.
+    let first_row = 40 - 2 - 14 + 2;
+    click(&mut a, 30, first_row + 2);
+    assert!(a.selected_gap().is_none(), "one click only highlights");
+    click(&mut a, 30, first_row + 2);
+    let mut by_dur: Vec<_> = a.analysis().gaps.iter().map(lanescope::analysis::Gap::dur).collect();
+    by_dur.sort_unstable_by(|x, y| y.cmp(x));
+    assert_eq!(a.selected_gap().map(lanescope::analysis::Gap::dur), Some(by_dur[2]));
+    // The wheel scrolls the list; the phase table takes clicks too.
+    mouse(&mut a, MouseEventKind::ScrollDown, 30, first_row, KeyModifiers::NONE);
+    a.apply(Action::Phases);
+    click(&mut a, 30, first_row + 1);
+    click(&mut a, 30, first_row + 1);
+    assert!(a.message().is_some_and(|m| m.contains("slowest instance")), "{:?}", a.message());
+}
+
+#[test]
+fn the_first_view_marks_the_steady_state_and_f_fits_it() {
+    let mut a = app(120, 40);
+    let (s, e) = {
+        let w = a.analysis().windows;
+        (w.steady_start, w.steady_end)
+    };
+    let ruler = screen(&a).lines().nth(1).unwrap_or_default().to_string();
+    assert!(ruler.contains('[') && ruler.contains(']'), "{ruler}");
+    a.apply(Action::FitSteady);
+    let v = a.view();
+    assert!(v.t0 <= s && e <= v.t0 + v.span && v.span <= (e - s) * 3 / 2, "{v:?} vs {s}..{e}");
+}
+
+#[test]
+fn zoom_and_pan_at_the_limits_of_i64() {
+    use lanescope::model::{Events, Lane, LaneKind};
+    let mut t = Trace::default();
+    let name = t.strings.intern("edge_kernel");
+    let mut ev = Events::default();
+    ev.push(i64::MIN + 10, i64::MIN + 1_000, name, Some(1), None, None);
+    ev.push(i64::MAX - 1_000, i64::MAX - 10, name, Some(2), None, None);
+    t.lanes.push(Lane::new(LaneKind::Kernels { device: 0, stream: 7 }, 1, ev));
+    t.meta.start_ns = i64::MIN + 10;
+    t.meta.end_ns = i64::MAX - 10;
+    let an = analysis::analyze(&Trace::default(), &Options::default());
+    let mut a = App::new(t, an, (100, 30));
+    let x = a.timeline_x() + 40;
+    let script: &[Action] = &[
+        Action::FitAll,
+        Action::ViewEnd,
+        Action::PageRight,
+        Action::PageRight,
+        Action::CursorRight,
+        Action::Mark,
+        Action::FitAll,
+        Action::PageLeft,
+        Action::PageLeft,
+        Action::CursorLeft,
+        Action::FitSelection,
+        Action::LaneDown,
+        Action::NextEvent,
+        Action::NextEvent,
+        Action::PrevEvent,
+        Action::Select,
+        Action::FitSelection,
+        Action::FitSteady,
+    ];
+    for &act in script {
+        a.apply(act);
+        screen(&a);
+        for _ in 0..70 {
+            a.apply(Action::ZoomIn);
+        }
+        screen(&a);
+        a.apply(Action::PanRight);
+        mouse(&mut a, MouseEventKind::ScrollDown, x, 3, KeyModifiers::SHIFT);
+        mouse(&mut a, MouseEventKind::ScrollUp, x, 3, KeyModifiers::NONE);
+        screen(&a);
+        for _ in 0..70 {
+            a.apply(Action::ZoomOut);
+            mouse(&mut a, MouseEventKind::ScrollDown, x, 3, KeyModifiers::NONE);
+        }
+        mouse(&mut a, MouseEventKind::Down(MouseButton::Left), x, 1, KeyModifiers::NONE);
+        mouse(&mut a, MouseEventKind::Drag(MouseButton::Left), x + 30, 1, KeyModifiers::NONE);
+        mouse(&mut a, MouseEventKind::Up(MouseButton::Left), x + 30, 1, KeyModifiers::NONE);
+        let s = screen(&a);
+        assert!(s.contains("lanescope"), "{s}");
+        let v = a.view();
+        assert!(v.span >= 1 && i128::from(v.t0) + i128::from(v.span) <= i128::from(i64::MAX));
     }
 }

@@ -11,7 +11,6 @@ pub mod json;
 pub mod table;
 pub mod text;
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::analysis::Analysis;
@@ -53,38 +52,7 @@ pub fn write_with(
     }
 }
 
-/// True for characters that must not reach a terminal raw: C0 controls (ESC, CR, LF,
-/// TAB...), DEL, C1 controls, and the bidirectional overrides and isolates that can
-/// reorder what a terminal shows.
-fn is_unsafe(c: char) -> bool {
-    c.is_control() || is_bidi_control(c)
-}
-
-/// True for the bidirectional marks, overrides and isolates.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Replace every control character (C0 including ESC, DEL, C1) and bidirectional
-/// control with U+FFFD, so trace strings can be printed on a terminal. Borrows when
-/// there is nothing to replace.
-pub fn sanitize(s: &str) -> Cow<'_, str> {
-    if s.chars().any(is_unsafe) {
-        Cow::Owned(s.chars().map(|c| if is_unsafe(c) { '\u{fffd}' } else { c }).collect())
-    } else {
-        Cow::Borrowed(s)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sanitize_replaces_controls_and_borrows_clean_text() {
-        assert!(matches!(sanitize("step 7 – forward ü"), Cow::Borrowed(_)));
-        assert_eq!(sanitize("a\u{1b}[31mb"), "a\u{fffd}[31mb");
-        assert_eq!(sanitize("x\u{7f}\u{9b}y\n\t"), "x\u{fffd}\u{fffd}y\u{fffd}\u{fffd}");
-        assert_eq!(sanitize("\u{202e}evil"), "\u{fffd}evil");
-    }
-}
+pub(crate) use crate::text::is_bidi_control;
+/// Sanitizing lives in the neutral [`crate::text`] module; re-exported here for the
+/// report writers and existing callers.
+pub use crate::text::sanitize;

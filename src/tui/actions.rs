@@ -1,13 +1,15 @@
-//! What each [`Action`] does to the [`App`].
+//! Dispatch: each [`Action`] mapped onto the state that owns it (viewport, lane
+//! list, panels, overlays), plus the actions that join several (selection, jumps,
+//! gap stepping, search).
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::KeyEvent;
 
 use crate::model::{EventRef, LaneKind, Ns, Trace};
 
-use super::app::{App, PHASE_COLUMNS, Panel, Selection};
+use super::app::{App, Selection};
 use super::input::{self, Action, Mode};
+use super::panels::{Effect, Help, Panel, Search};
 use super::rows::{GroupKind, Row};
-use super::search::Search;
 use super::text;
 
 /// Threshold limits for `>` and `<`.
@@ -50,42 +52,21 @@ impl App {
     /// Handle one key press; returns true when the screen must be redrawn.
     pub fn handle_key(&mut self, key: KeyEvent) -> bool {
         let had_message = self.message.take().is_some();
-        if self.search.input.is_some() {
-            self.search_key(key);
+        let mode = self.mode();
+        if mode == Mode::Search {
+            let (run, quit) = self.search.on_key(&key);
+            self.quit |= quit;
+            if let Some(q) = run {
+                self.run_search(&q);
+            }
             return true;
         }
-        let mode = if self.help.is_some() {
-            Mode::Help
-        } else if matches!(self.panel, Some(Panel::Phases { .. } | Panel::Gaps { .. })) {
-            Mode::List
-        } else {
-            Mode::Timeline
-        };
         match input::action(mode, &key) {
             Some(a) => {
                 self.apply(a);
                 true
             }
             None => had_message,
-        }
-    }
-
-    fn search_key(&mut self, key: KeyEvent) {
-        let Some(buf) = self.search.input.as_mut() else { return };
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            KeyCode::Char('c') if ctrl => self.quit = true,
-            KeyCode::Char('u') if ctrl => buf.clear(),
-            KeyCode::Char(c) if !ctrl && buf.chars().count() < 200 => buf.push(c),
-            KeyCode::Backspace => {
-                buf.pop();
-            }
-            KeyCode::Esc => self.search.input = None,
-            KeyCode::Enter => {
-                let q = self.search.input.take().unwrap_or_default();
-                self.run_search(&q);
-            }
-            _ => {}
         }
     }
 
@@ -104,193 +85,146 @@ impl App {
 
     /// Apply one action.
     pub fn apply(&mut self, action: Action) {
+        let vp = &mut self.viewport;
         match action {
-            Action::ZoomIn => self.zoom(1, 2),
-            Action::ZoomOut => self.zoom(2, 1),
-            Action::PanLeft => self.pan(-(self.view.span / 8).max(self.ns_per_cell())),
-            Action::PanRight => self.pan((self.view.span / 8).max(self.ns_per_cell())),
-            Action::PageLeft => self.pan(-self.view.span),
-            Action::PageRight => self.pan(self.view.span),
-            Action::CursorLeft => self.move_cursor(-1),
-            Action::CursorRight => self.move_cursor(1),
-            Action::FitAll => self.fit_all(),
-            Action::ViewEnd => {
-                let end = self.trace.meta.end_ns;
-                self.view.t0 = end - self.view.span + self.view.span / 20;
-                self.cursor = end - 1;
-                self.clamp_view();
-            }
+            Action::ZoomIn => vp.zoom(1, 2),
+            Action::ZoomOut => vp.zoom(2, 1),
+            Action::PanLeft => vp.pan_eighths(-1),
+            Action::PanRight => vp.pan_eighths(1),
+            Action::PageLeft => vp.pan_screens(-1),
+            Action::PageRight => vp.pan_screens(1),
+            Action::CursorLeft => vp.move_cursor(-1),
+            Action::CursorRight => vp.move_cursor(1),
+            Action::FitAll => vp.fit_all(),
+            Action::ViewEnd => vp.view_end(),
             Action::FitSelection => self.fit_selection(),
-            Action::LaneUp => self.move_focus(-1),
-            Action::LaneDown => self.move_focus(1),
-            Action::LanePageUp => self.move_focus(-(self.scroll_rows_h() as isize)),
-            Action::LanePageDown => self.move_focus(self.scroll_rows_h() as isize),
-            Action::ToggleGroup => self.toggle_group(),
-            Action::ToggleAllGroups => {
-                let collapse = self.groups.iter().any(|g| !g.collapsed);
-                for g in &mut self.groups {
-                    g.collapsed = collapse;
+            Action::FitSteady => self.fit_steady(),
+            Action::Mark => vp.toggle_mark(),
+            Action::LaneUp => self.lanes.move_focus(-1),
+            Action::LaneDown => self.lanes.move_focus(1),
+            Action::LanePageUp => self.lanes.move_focus(-(self.lanes.scroll_rows_h() as isize)),
+            Action::LanePageDown => self.lanes.move_focus(self.lanes.scroll_rows_h() as isize),
+            Action::ToggleGroup => self.lanes.toggle_group(),
+            Action::ToggleAllGroups => self.lanes.toggle_all(),
+            Action::Pin => {
+                if let Err(m) = self.lanes.toggle_pin() {
+                    self.message = Some(m.to_string());
                 }
-                self.rebuild_rows();
             }
-            Action::Pin => self.toggle_pin(),
             Action::NextEvent => self.step_event(false),
             Action::PrevEvent => self.step_event(true),
-            Action::Select => self.select_at_cursor(),
+            Action::Select => self.select_at(self.viewport.cursor_col()),
             Action::Jump => self.jump(),
-            Action::Details => {
-                self.panel = if self.panel == Some(Panel::Details) { None } else { Some(Panel::Details) };
-                self.scroll_to_focus();
-            }
             Action::NextGap => self.step_gap(false),
             Action::PrevGap => self.step_gap(true),
-            Action::GapList => self.toggle_gap_list(),
             Action::ThresholdUp => self.change_threshold(2, 1),
             Action::ThresholdDown => self.change_threshold(1, 2),
-            Action::Phases => {
-                self.panel = if matches!(self.panel, Some(Panel::Phases { .. })) {
-                    None
-                } else {
-                    Some(Panel::Phases { sel: 0, sort: 2, desc: true })
-                };
-                self.sort_phases(2, true);
-                self.scroll_to_focus();
-            }
-            Action::Search => self.search.input = Some(String::new()),
+            Action::Details | Action::GapList | Action::Phases => self.toggle_panel(action),
+            Action::Search => self.search.open_prompt(),
             Action::NextMatch => self.next_match(false),
             Action::PrevMatch => self.next_match(true),
-            Action::Mark => self.mark = if self.mark == Some(self.cursor) { None } else { Some(self.cursor) },
-            Action::Help => self.help = if self.help.is_some() { None } else { Some(0) },
-            Action::Back => {
-                if self.help.is_some() {
-                    self.help = None;
-                } else if self.panel.is_some() {
-                    self.panel = None;
-                    self.scroll_to_focus();
-                } else {
-                    self.quit = true;
-                }
-            }
+            Action::Help => self.help = if self.help.is_some() { None } else { Some(Help::default()) },
+            Action::Back => self.back(),
             Action::Quit => self.quit = true,
             Action::Suspend => self.suspend = true,
-            Action::ListUp => self.list_move(-1),
-            Action::ListDown => self.list_move(1),
-            Action::ListPageUp => self.list_move(-10),
-            Action::ListPageDown => self.list_move(10),
-            Action::ListTop => self.list_move(isize::MIN / 2),
-            Action::ListBottom => self.list_move(isize::MAX / 2),
-            Action::ListEnter => self.list_enter(),
-            Action::SortNext | Action::SortReverse | Action::SortColumn(_) => self.sort(action),
+            Action::ListUp
+            | Action::ListDown
+            | Action::ListPageUp
+            | Action::ListPageDown
+            | Action::ListTop
+            | Action::ListBottom
+            | Action::ListEnter
+            | Action::SortNext
+            | Action::SortReverse
+            | Action::SortColumn(_) => self.list_action(action),
+            // The search prompt handles these itself (`Search::on_key`).
+            Action::SearchRun | Action::SearchCancel | Action::SearchClear | Action::SearchBackspace => {}
+        }
+        self.relayout();
+    }
+
+    // Open the panel `action` names, or close it when it is the one open.
+    fn toggle_panel(&mut self, action: Action) {
+        let Some(new) = Panel::for_action(action, self) else { return };
+        let same = self.panel.as_ref().is_some_and(|p| p.same_kind(&new));
+        self.panel = if same { None } else { Some(new) };
+    }
+
+    fn back(&mut self) {
+        if self.help.is_some() {
+            self.help = None;
+        } else if self.panel.is_some() {
+            self.panel = None;
+        } else {
+            self.quit = true;
         }
     }
 
-    fn zoom(&mut self, num: Ns, den: Ns) {
-        let old = self.view.span;
-        let span = (i128::from(old) * i128::from(num) / i128::from(den)) as Ns;
-        let span = span.clamp(self.min_span(), self.max_span());
-        let off = i128::from(self.cursor - self.view.t0) * i128::from(span) / i128::from(old.max(1));
-        self.view = super::app::View { t0: self.cursor - off as Ns, span };
-        let cursor = self.cursor;
-        self.clamp_view();
-        if self.col_of(cursor).is_some() {
-            self.cursor = cursor;
-        }
-    }
-
-    fn pan(&mut self, delta: Ns) {
-        let t0 = self.view.t0;
-        self.view.t0 += delta;
-        self.clamp_view();
-        self.cursor += self.view.t0 - t0;
-        self.clamp_view();
-    }
-
-    fn move_cursor(&mut self, cols: isize) {
-        let w = self.timeline_w() as isize;
-        let c = self.cursor_col() as isize + cols;
-        if c < 0 || c >= w {
-            self.pan(cols as Ns * self.ns_per_cell());
+    // List keys go to the help when it is open, else to the open panel.
+    fn list_action(&mut self, action: Action) {
+        if let Some(mut h) = self.help.take() {
+            h.on_action(action, self);
+            self.help = Some(h);
             return;
         }
-        let (a, b) = self.bucket(c as usize);
-        self.cursor = a + (b - a) / 2;
+        if let Some(mut p) = self.panel.take() {
+            let effect = p.on_action(action, self);
+            self.panel = Some(p);
+            self.run_effect(effect);
+        }
+    }
+
+    /// Carry out what a panel asked for.
+    pub(crate) fn run_effect(&mut self, effect: Effect) {
+        match effect {
+            Effect::None => {}
+            Effect::ShowGap(i) => self.show_gap(i),
+            Effect::ZoomTo(a, b, message) => {
+                self.viewport.zoom_to(a, b);
+                self.message = Some(message);
+            }
+        }
     }
 
     fn fit_selection(&mut self) {
-        let range = self.selection_range().or_else(|| self.mark.map(|m| (m.min(self.cursor), m.max(self.cursor))));
+        let vp = &self.viewport;
+        let range = self.selection_range().or_else(|| vp.mark.map(|m| (m.min(vp.cursor), m.max(vp.cursor))));
         match range {
-            Some((a, b)) => {
-                let len = (b - a).max(1);
-                let span = (len + len / 4).max(self.min_span());
-                let cursor = self.cursor;
-                self.view = super::app::View { t0: a + len / 2 - span / 2, span };
-                self.clamp_view();
-                // Keep the cursor when it stays in view (mark..cursor), else go to the start.
-                let keep = (a..=b).contains(&cursor) && self.col_of(cursor).is_some();
-                self.cursor = if keep { cursor } else { a.clamp(self.view.t0, self.view.t0 + self.view.span - 1) };
-            }
+            Some((a, b)) => self.viewport.fit_range(a, b),
             None => self.message = Some("nothing selected: Enter selects, m sets a mark".to_string()),
         }
     }
 
-    fn move_focus(&mut self, delta: isize) {
-        let n = self.row_count() as isize;
-        self.focus = (self.focus as isize + delta).clamp(0, (n - 1).max(0)) as usize;
-        self.scroll_to_focus();
-    }
-
-    fn toggle_group(&mut self) {
-        match self.row_at(self.focus) {
-            Some(Row::Group(g)) => {
-                self.groups[g].collapsed = !self.groups[g].collapsed;
-                self.rebuild_rows();
+    fn fit_steady(&mut self) {
+        match self.steady() {
+            Some((a, b)) => {
+                self.viewport.fit_range(a, b);
+                let name = text::clean(self.analysis.step_phase.as_deref().unwrap_or("steps")).into_owned();
+                self.message = Some(format!("steady state: `{name}` after the first, {}", text::dur(b - a)));
             }
-            Some(Row::Lane(l)) if self.focus >= self.pinned.len() => {
-                if let Some(g) = self.groups.iter().position(|g| g.lanes.contains(&l)) {
-                    self.groups[g].collapsed = true;
-                    self.rows = super::rows::rows(&self.groups);
-                    self.focus_row(Row::Group(g));
-                    self.scroll_to_focus();
-                }
-            }
-            _ => {}
+            None => self.message = Some("no step phase in this trace: F needs repeated NVTX ranges".to_string()),
         }
-    }
-
-    fn toggle_pin(&mut self) {
-        let Some(Row::Lane(l)) = self.row_at(self.focus) else {
-            self.message = Some("only lanes can be pinned: focus a lane with j/k".to_string());
-            return;
-        };
-        if let Some(i) = self.pinned.iter().position(|&p| p == l) {
-            self.pinned.remove(i);
-            self.focus_row(Row::Lane(l));
-        } else {
-            self.pinned.push(l);
-            self.focus = self.pinned.len() - 1;
-        }
-        self.scroll_to_focus();
     }
 
     fn here(&self, back: bool) -> (Ns, u32, u32) {
         match self.selection {
             Some(Selection::Event(r)) => (self.trace.lanes[r.lane as usize].ev.start[r.idx as usize], r.lane, r.idx),
-            _ if back => (self.cursor, u32::MAX, u32::MAX),
-            _ => (self.cursor, 0, 0),
+            _ if back => (self.viewport.cursor, u32::MAX, u32::MAX),
+            _ => (self.viewport.cursor, 0, 0),
         }
     }
 
     fn show_event(&mut self, r: EventRef, focus: bool) {
         self.select(Some(Selection::Event(r)));
         if focus {
-            self.focus_lane(r.lane);
+            self.lanes.focus_lane(r.lane);
         }
         let ev = &self.trace.lanes[r.lane as usize].ev;
-        self.reveal(ev.start[r.idx as usize]);
+        self.viewport.reveal(ev.start[r.idx as usize]);
     }
 
     fn step_event(&mut self, back: bool) {
-        let lanes = self.focused_lanes();
+        let lanes = self.lanes.focused_lanes();
         let here = self.here(back);
         match step(&self.trace, lanes.iter().map(|&l| (l, None)), here, back) {
             Some(r) => self.show_event(r, false),
@@ -298,27 +232,26 @@ impl App {
         }
     }
 
-    fn select_at_cursor(&mut self) {
-        let row = self.row_at(self.focus);
-        if let Some(Row::Group(g)) = row
-            && let GroupKind::Gpu(d) = self.groups[g].kind
-            && let Some(i) = self.gap_at_cursor(d)
+    /// Select what the focused row shows in column `col` (a gap on a GPU row, else the
+    /// longest event) and open the details.
+    pub(crate) fn select_at(&mut self, col: usize) {
+        if let Some(Row::Group(g)) = self.lanes.focused()
+            && let GroupKind::Gpu(d) = self.lanes.groups[g].kind
+            && let Some(i) = self.gap_at(d, col)
         {
             self.select(Some(Selection::Gap(i)));
             self.panel = Some(Panel::Details);
-            self.scroll_to_focus();
             return;
         }
-        let lanes = self.focused_lanes();
+        let lanes = self.lanes.focused_lanes();
         let best = lanes
             .iter()
-            .filter_map(|&l| self.event_at_cursor(l))
+            .filter_map(|&l| self.event_at(l, col))
             .max_by_key(|r| (self.trace.lanes[r.lane as usize].ev.dur(r.idx as usize), std::cmp::Reverse(r.lane)));
         match best {
             Some(r) => {
                 self.select(Some(Selection::Event(r)));
                 self.panel = Some(Panel::Details);
-                self.scroll_to_focus();
             }
             None => self.message = Some("nothing under the cursor here: Tab steps to the next event".to_string()),
         }
@@ -348,19 +281,19 @@ impl App {
 
     /// Select gap `i`, zoom to it and focus its GPU.
     pub(crate) fn show_gap(&mut self, i: usize) {
-        let g = &self.analysis.gaps[i];
-        let (a, b, d) = (g.start, g.end, g.device);
+        let Some(g) = self.analysis.gaps.get(i) else { return };
+        let (start, end, device) = (g.start, g.end, g.device);
         self.select(Some(Selection::Gap(i)));
-        self.zoom_to(a, b);
-        if let Some(g) = self.gpu_group(d) {
-            self.focus_row(Row::Group(g));
-            self.scroll_to_focus();
+        self.viewport.zoom_to(start, end);
+        if let Some(g) = self.lanes.gpu_group(device) {
+            self.lanes.focus_row(Row::Group(g));
         }
     }
 
     fn step_gap(&mut self, back: bool) {
         let gaps = &self.analysis.gaps;
-        let (v0, v1) = (self.view.t0, self.view.t0 + self.view.span);
+        let v = self.viewport.view();
+        let (v0, v1) = (v.t0, v.end());
         // Step from the selected gap while it is on screen, else from the screen's edge:
         // `]` on a fresh view goes to the first gap in sight.
         let selected = match self.selection {
@@ -385,21 +318,8 @@ impl App {
         }
     }
 
-    fn toggle_gap_list(&mut self) {
-        if matches!(self.panel, Some(Panel::Gaps { .. })) {
-            self.panel = None;
-        } else {
-            let sel = match self.selection {
-                Some(Selection::Gap(i)) => self.gap_index.by_dur.iter().position(|&g| g as usize == i).unwrap_or(0),
-                _ => 0,
-            };
-            self.panel = Some(Panel::Gaps { sel, by_start: false });
-        }
-        self.scroll_to_focus();
-    }
-
     fn change_threshold(&mut self, num: Ns, den: Ns) {
-        let t = (self.threshold() * num / den).clamp(MIN_THRESHOLD, MAX_THRESHOLD);
+        let t = (self.threshold().saturating_mul(num) / den).clamp(MIN_THRESHOLD, MAX_THRESHOLD);
         self.set_threshold(t);
         self.message = Some(format!("finding gaps ≥ {}…", text::dur(t)));
     }
@@ -415,113 +335,5 @@ impl App {
             Some(r) => self.show_event(r, true),
             None => self.message = Some(format!("no {} match", if back { "earlier" } else { "later" })),
         }
-    }
-
-    fn list_len(&self) -> usize {
-        match self.panel {
-            Some(Panel::Phases { .. }) => self.analysis.phases.len(),
-            Some(Panel::Gaps { .. }) => self.analysis.gaps.len(),
-            _ => 0,
-        }
-    }
-
-    fn list_move(&mut self, delta: isize) {
-        if self.help.is_some() {
-            let max = super::render::help_height(self).saturating_sub(usize::from(self.size.1.saturating_sub(4)));
-            let h = self.help.unwrap_or(0) as isize;
-            self.help = Some(h.saturating_add(delta).clamp(0, max as isize) as usize);
-            return;
-        }
-        let n = self.list_len() as isize;
-        if let Some(Panel::Phases { sel, .. } | Panel::Gaps { sel, .. }) = &mut self.panel {
-            *sel = (*sel as isize).saturating_add(delta).clamp(0, (n - 1).max(0)) as usize;
-        }
-    }
-
-    /// Gap ids in the gap list's order.
-    pub(crate) fn gap_at_row(&self, row: usize, by_start: bool) -> Option<usize> {
-        if by_start {
-            (row < self.analysis.gaps.len()).then_some(row)
-        } else {
-            self.gap_index.by_dur.get(row).map(|&g| g as usize)
-        }
-    }
-
-    fn list_enter(&mut self) {
-        match self.panel {
-            Some(Panel::Gaps { sel, by_start }) => {
-                if let Some(g) = self.gap_at_row(sel, by_start) {
-                    self.show_gap(g);
-                }
-            }
-            Some(Panel::Phases { sel, .. }) => {
-                if let Some(&p) = self.phase_order.get(sel) {
-                    let ph = &self.analysis.phases[p];
-                    let (a, b) = ph.slowest;
-                    let name = text::clean(&ph.name).into_owned();
-                    if b > a {
-                        self.zoom_to(a, b);
-                        self.message = Some(format!("{name}: slowest instance, {}", text::dur(b - a)));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn sort(&mut self, action: Action) {
-        match self.panel {
-            Some(Panel::Phases { sort, desc, .. }) => {
-                let (col, desc) = match action {
-                    Action::SortNext => ((sort + 1) % PHASE_COLUMNS.len(), sort + 1 != PHASE_COLUMNS.len()),
-                    Action::SortReverse => (sort, !desc),
-                    Action::SortColumn(n) => {
-                        let c = usize::from(n).saturating_sub(1).min(PHASE_COLUMNS.len() - 1);
-                        (c, if c == sort { !desc } else { c != 0 })
-                    }
-                    _ => (sort, desc),
-                };
-                self.sort_phases(col, desc);
-                self.panel = Some(Panel::Phases { sel: 0, sort: col, desc });
-            }
-            Some(Panel::Gaps { by_start, .. }) => {
-                let by_start = match action {
-                    Action::SortColumn(3) => true,
-                    Action::SortColumn(4) => false,
-                    Action::SortColumn(_) => by_start,
-                    _ => !by_start,
-                };
-                self.panel = Some(Panel::Gaps { sel: 0, by_start });
-            }
-            _ => {}
-        }
-    }
-
-    /// Order the phase table by column `col`.
-    pub(crate) fn sort_phases(&mut self, col: usize, desc: bool) {
-        let ph = &self.analysis.phases;
-        let mut order: Vec<usize> = (0..ph.len()).collect();
-        let busy = |p: &crate::analysis::Phase| {
-            let wall = p.wall.sum_ns.max(1) as f64;
-            p.gpu_busy_ns as f64 / wall
-        };
-        order.sort_by(|&a, &b| {
-            let (x, y) = (&ph[a], &ph[b]);
-            let o = match col {
-                0 => x.name.cmp(&y.name),
-                1 => x.count.cmp(&y.count),
-                2 => x.wall.sum_ns.cmp(&y.wall.sum_ns),
-                3 => x.wall.mean_ns.cmp(&y.wall.mean_ns),
-                4 => x.wall.p95_ns.cmp(&y.wall.p95_ns),
-                5 => x.wall.max_ns.cmp(&y.wall.max_ns),
-                6 => busy(x).total_cmp(&busy(y)),
-                7 => x.idle_ns.cmp(&y.idle_ns),
-                8 => x.exposed_copy_ns.cmp(&y.exposed_copy_ns),
-                9 => x.starved_share.total_cmp(&y.starved_share),
-                _ => x.h2d_gbps.unwrap_or(0.0).total_cmp(&y.h2d_gbps.unwrap_or(0.0)),
-            };
-            if desc { o.reverse() } else { o }
-        });
-        self.phase_order = order;
     }
 }

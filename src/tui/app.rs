@@ -1,28 +1,24 @@
-//! UI state: the viewport, the cursor, lanes and focus, the selection, the mark,
-//! panels, search and the gap threshold. Actions live in `actions.rs`.
+//! The viewer state, composed by concern: the loaded trace and its indexes, the
+//! [`Viewport`] (time axis, cursor, mark), the [`LaneList`] (order, focus, collapse,
+//! pins), the open [`Panel`] and the help and search overlays (each in its own file
+//! under `panels/`), the selection and the background gap job. `actions.rs` maps
+//! actions onto these; `mouse.rs` maps the mouse.
 
 use std::sync::{Arc, mpsc};
 
 use ratatui::layout::Rect;
 
+use crate::analysis::host::HostIndex;
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
-use super::details::{self, Details};
-use super::index::{CellInfo, Index, bucket_edge};
+use super::index::{CellInfo, GapIndex, Index};
+use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
-use super::rows::{self, Group, GroupKind, Row};
-use super::search::Search;
+use super::panels::{Details, Help, Panel, Search, details};
+use super::rows::{self, GroupKind, LaneList};
 use super::theme::Theme;
-
-/// The visible time window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct View {
-    /// Time at the left edge.
-    pub t0: Ns,
-    /// Width of the window in ns.
-    pub span: Ns,
-}
+use super::viewport::{View, Viewport};
 
 /// What is selected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,64 +29,6 @@ pub enum Selection {
     Gap(usize),
 }
 
-/// Columns of the phase table (sortable).
-pub const PHASE_COLUMNS: [&str; 11] =
-    ["phase", "n", "wall", "mean", "p95", "max", "GPU busy", "idle", "exposed copy", "starved", "H2D GB/s"];
-
-/// A slide-in panel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Panel {
-    /// Details of the selection.
-    Details,
-    /// Per-phase table.
-    Phases {
-        /// Highlighted row (in sorted order).
-        sel: usize,
-        /// Sort column (index into [`PHASE_COLUMNS`]).
-        sort: usize,
-        /// Descending order.
-        desc: bool,
-    },
-    /// Gap list.
-    Gaps {
-        /// Highlighted row (in sorted order).
-        sel: usize,
-        /// Sorted by start instead of duration.
-        by_start: bool,
-    },
-}
-
-/// Gaps by device, for the per-cell "is there a gap here" test, and by duration.
-#[derive(Debug, Clone, Default)]
-pub struct GapIndex {
-    /// Per device: (device, gap ids sorted by start).
-    pub by_device: Vec<(u32, Vec<u32>)>,
-    /// Gap ids, longest first.
-    pub by_dur: Vec<u32>,
-}
-
-impl GapIndex {
-    fn new(gaps: &[Gap]) -> Self {
-        let mut by_device: Vec<(u32, Vec<u32>)> = Vec::new();
-        for (i, g) in gaps.iter().enumerate() {
-            match by_device.iter_mut().find(|(d, _)| *d == g.device) {
-                Some((_, v)) => v.push(i as u32),
-                None => by_device.push((g.device, vec![i as u32])),
-            }
-        }
-        let mut by_dur: Vec<u32> = (0..gaps.len() as u32).collect();
-        by_dur.sort_by_key(|&i| (std::cmp::Reverse(gaps[i as usize].dur()), gaps[i as usize].start));
-        Self { by_device, by_dur }
-    }
-
-    /// The gap of `device` that overlaps `[a, b)`, if any (the first one).
-    pub fn overlapping(&self, gaps: &[Gap], device: u32, a: Ns, b: Ns) -> Option<u32> {
-        let (_, ids) = self.by_device.iter().find(|(d, _)| *d == device)?;
-        let p = ids.partition_point(|&i| gaps[i as usize].end <= a);
-        ids.get(p).copied().filter(|&i| gaps[i as usize].start < b)
-    }
-}
-
 /// Gaps being recomputed on a worker thread for a new threshold.
 #[derive(Debug)]
 pub struct GapJob {
@@ -99,42 +37,76 @@ pub struct GapJob {
     rx: mpsc::Receiver<Vec<Gap>>,
 }
 
+/// Per process with a CPU row: its tree's usable CPUs and the tree's own switches.
+#[derive(Debug)]
+pub struct CpuRow {
+    /// Process id.
+    pub pid: u32,
+    /// CPUs the process tree may run on.
+    pub cpus: Vec<u32>,
+    /// The tree's own context switches by CPU.
+    pub own: HostIndex,
+}
+
+/// A drag in progress on the ruler (mouse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Drag {
+    /// Where it started.
+    pub from: Ns,
+}
+
 /// The whole state of the viewer.
 #[derive(Debug)]
 pub struct App {
+    // Loaded data and indexes (fixed after load, except gaps on a new threshold).
     pub(crate) trace: Arc<Trace>,
     // Moved out of `analysis` and shared with the thread that recomputes gaps.
     pub(crate) devices: Arc<Vec<DeviceActivity>>,
     pub(crate) analysis: Analysis,
-    pub(crate) job: Option<GapJob>,
     pub(crate) index: Index,
-    // Context switches by CPU, and per process with a CPU row: its tree's usable CPUs
-    // and the tree's own switches by CPU.
-    pub(crate) host: crate::analysis::host::HostIndex,
-    pub(crate) cpu_rows: Vec<(u32, Vec<u32>, crate::analysis::host::HostIndex)>,
+    pub(crate) gap_index: GapIndex,
+    // Context switches by CPU, and the per-process CPU rows.
+    pub(crate) host: HostIndex,
+    pub(crate) cpu_rows: Vec<CpuRow>,
     pub(crate) title: String,
     pub(crate) demo: bool,
     pub(crate) theme: Theme,
     pub(crate) size: (u16, u16),
-    pub(crate) view: View,
-    pub(crate) cursor: Ns,
-    pub(crate) groups: Vec<Group>,
-    pub(crate) rows: Vec<Row>,
-    pub(crate) lane_labels: Vec<String>,
-    pub(crate) pinned: Vec<u32>,
-    pub(crate) focus: usize,
-    pub(crate) scroll: usize,
+    // One struct per concern.
+    pub(crate) viewport: Viewport,
+    pub(crate) lanes: LaneList,
+    pub(crate) panel: Option<Panel>,
+    pub(crate) help: Option<Help>,
+    pub(crate) search: Search,
     pub(crate) selection: Option<Selection>,
     pub(crate) details: Option<Details>,
-    pub(crate) mark: Option<Ns>,
-    pub(crate) panel: Option<Panel>,
-    pub(crate) help: Option<usize>,
-    pub(crate) phase_order: Vec<usize>,
-    pub(crate) search: Search,
-    pub(crate) gap_index: GapIndex,
+    pub(crate) drag: Option<Drag>,
+    // Flags and feedback.
+    pub(crate) job: Option<GapJob>,
     pub(crate) message: Option<String>,
     pub(crate) quit: bool,
     pub(crate) suspend: bool,
+}
+
+fn cpu_rows(trace: &Trace, host: &HostIndex, groups: &mut [rows::Group]) -> Vec<CpuRow> {
+    let out: Vec<CpuRow> = groups
+        .iter()
+        .filter_map(|g| match g.kind {
+            GroupKind::Cpus { pid } => {
+                let tree = crate::analysis::host_cause::process_tree(trace, pid);
+                let own = HostIndex::build_for(trace, |p| tree.contains(&p));
+                Some(CpuRow { pid, cpus: host.usable_cpus(&tree), own })
+            }
+            _ => None,
+        })
+        .collect();
+    for g in groups {
+        if let GroupKind::Cpus { pid } = g.kind {
+            let n = out.iter().find(|r| r.pid == pid).map_or(0, |r| r.cpus.len());
+            g.title = format!("{n} {}", g.title);
+        }
+    }
+    out
 }
 
 impl App {
@@ -143,32 +115,15 @@ impl App {
     pub fn new(trace: Trace, mut analysis: Analysis, size: (u16, u16)) -> Self {
         let devices = Arc::new(std::mem::take(&mut analysis.devices));
         let index = Index::build(&trace);
-        let groups = rows::groups(&trace);
-        let rows = rows::rows(&groups);
-        let lane_labels = rows::lane_labels(&trace, &groups);
+        let mut groups = rows::groups(&trace);
+        let host = HostIndex::build(&trace);
+        let cpu_rows = cpu_rows(&trace, &host, &mut groups);
+        let lanes = LaneList::new(&trace, groups);
         let title = std::path::Path::new(&trace.meta.path)
             .file_name()
             .map_or_else(|| trace.meta.path.clone(), |n| n.to_string_lossy().into_owned());
         let gap_index = GapIndex::new(&analysis.gaps);
-        let host = crate::analysis::host::HostIndex::build(&trace);
-        let cpu_rows: Vec<_> = groups
-            .iter()
-            .filter_map(|g| match g.kind {
-                GroupKind::Cpus { pid } => {
-                    let tree = crate::analysis::host_cause::process_tree(&trace, pid);
-                    let own = crate::analysis::host::HostIndex::build_for(&trace, |p| tree.contains(&p));
-                    Some((pid, host.usable_cpus(&tree), own))
-                }
-                _ => None,
-            })
-            .collect();
-        let mut groups = groups;
-        for g in &mut groups {
-            if let GroupKind::Cpus { pid } = g.kind {
-                let n = cpu_rows.iter().find(|(p, _, _)| *p == pid).map_or(0, |(_, c, _)| c.len());
-                g.title = format!("{n} {}", g.title);
-            }
-        }
+        let viewport = Viewport::new(trace.meta.start_ns, trace.meta.end_ns, 1);
         let mut app = Self {
             host,
             cpu_rows,
@@ -176,21 +131,14 @@ impl App {
             demo: false,
             theme: Theme::from_env(),
             size,
-            view: View { t0: 0, span: 1 },
-            cursor: 0,
-            groups,
-            rows,
-            lane_labels,
-            pinned: Vec::new(),
-            focus: 0,
-            scroll: 0,
-            selection: None,
-            details: None,
-            mark: None,
+            viewport,
+            lanes,
             panel: None,
             help: None,
-            phase_order: Vec::new(),
             search: Search::default(),
+            selection: None,
+            details: None,
+            drag: None,
             gap_index,
             message: None,
             quit: false,
@@ -201,8 +149,8 @@ impl App {
             job: None,
             index,
         };
-        app.sort_phases(2, true);
-        app.fit_all();
+        app.relayout();
+        app.viewport.fit_all();
         app
     }
 
@@ -219,8 +167,14 @@ impl App {
     /// Tell the state the terminal size changed.
     pub fn resize(&mut self, size: (u16, u16)) {
         self.size = size;
-        self.clamp_view();
-        self.scroll_to_focus();
+        self.relayout();
+    }
+
+    /// Lay the viewport and the lane list out for the current size and panel.
+    pub(crate) fn relayout(&mut self) {
+        let a = self.areas();
+        self.viewport.set_width(usize::from(a.timeline_w()));
+        self.lanes.set_height(usize::from(a.lanes.height));
     }
 
     /// Terminal size the state is laid out for (columns, rows).
@@ -271,12 +225,17 @@ impl App {
 
     /// The cursor time.
     pub fn cursor(&self) -> Ns {
-        self.cursor
+        self.viewport.cursor
+    }
+
+    /// The mark, when set.
+    pub fn mark(&self) -> Option<Ns> {
+        self.viewport.mark
     }
 
     /// The timeline column of the cursor.
     pub fn cursor_column(&self) -> usize {
-        self.cursor_col()
+        self.viewport.cursor_col()
     }
 
     /// The status message of the last action, if any.
@@ -286,7 +245,17 @@ impl App {
 
     /// The visible window.
     pub fn view(&self) -> View {
-        self.view
+        self.viewport.view()
+    }
+
+    /// Screen column of the timeline's first cell (mouse tests aim with it).
+    pub fn timeline_x(&self) -> u16 {
+        self.areas().timeline_x()
+    }
+
+    /// True while the help is open.
+    pub fn help_open(&self) -> bool {
+        self.help.is_some()
     }
 
     /// Heap bytes of the render index.
@@ -296,9 +265,33 @@ impl App {
 
     /// Show `[t0, t0 + span)` and put the cursor in its middle.
     pub fn set_view(&mut self, t0: Ns, span: Ns) {
-        self.view = View { t0, span };
-        self.clamp_view();
-        self.cursor = self.view.t0 + self.view.span / 2;
+        self.viewport.set_view(t0, span);
+    }
+
+    /// Where keys go now: the one place the mode is decided.
+    pub fn mode(&self) -> Mode {
+        if self.search.input.is_some() {
+            Mode::Search
+        } else if self.help.is_some() {
+            Mode::Help
+        } else {
+            self.panel.as_ref().map_or(Mode::Timeline, Panel::mode)
+        }
+    }
+
+    /// Facts that decide the status-line hints.
+    pub(crate) fn facts(&self) -> Facts {
+        Facts {
+            event_selected: matches!(self.selection, Some(Selection::Event(_))),
+            search_active: self.search.active(),
+            steady: self.steady().is_some(),
+        }
+    }
+
+    /// The steady-state window, when the trace has a step phase.
+    pub(crate) fn steady(&self) -> Option<(Ns, Ns)> {
+        let w = self.analysis.windows;
+        (self.analysis.step_phase.is_some() && w.steady_end > w.steady_start).then_some((w.steady_start, w.steady_end))
     }
 
     pub(crate) fn areas(&self) -> Areas {
@@ -306,178 +299,13 @@ impl App {
     }
 
     pub(crate) fn panel_shape(&self) -> PanelShape {
-        match self.panel {
-            None => PanelShape::None,
-            Some(Panel::Details) => PanelShape::Text,
-            Some(_) => PanelShape::Table,
-        }
+        self.panel.as_ref().map_or(PanelShape::None, Panel::shape)
     }
 
     /// Time `t` relative to the first event of the trace (what every screen shows,
     /// like `lanescope report`).
     pub(crate) fn rel(&self, t: Ns) -> Ns {
-        t - self.trace.meta.start_ns
-    }
-
-    /// Timeline columns at the current size.
-    pub(crate) fn timeline_w(&self) -> usize {
-        usize::from(self.areas().timeline_w()).max(1)
-    }
-
-    /// Nanoseconds per cell (at least 1).
-    pub(crate) fn ns_per_cell(&self) -> Ns {
-        (self.view.span / self.timeline_w() as Ns).max(1)
-    }
-
-    /// Bucket `[a, b)` of timeline column `col`.
-    pub(crate) fn bucket(&self, col: usize) -> (Ns, Ns) {
-        let w = self.timeline_w();
-        (bucket_edge(self.view.t0, self.view.span, w, col), bucket_edge(self.view.t0, self.view.span, w, col + 1))
-    }
-
-    /// Column holding time `t`, if it is in view.
-    pub(crate) fn col_of(&self, t: Ns) -> Option<usize> {
-        if t < self.view.t0 || t >= self.view.t0 + self.view.span {
-            return None;
-        }
-        let w = self.timeline_w() as i128;
-        let c = (i128::from(t - self.view.t0) * w / i128::from(self.view.span)) as usize;
-        // Integer edges: step back if t is left of the computed bucket.
-        Some(if self.bucket(c).0 > t { c.saturating_sub(1) } else { c }.min(self.timeline_w() - 1))
-    }
-
-    pub(crate) fn cursor_col(&self) -> usize {
-        self.col_of(self.cursor).unwrap_or(0)
-    }
-
-    pub(crate) fn min_span(&self) -> Ns {
-        self.timeline_w() as Ns
-    }
-
-    pub(crate) fn max_span(&self) -> Ns {
-        (self.trace.duration() * 2).max(self.min_span() * 2).max(1_000)
-    }
-
-    pub(crate) fn fit_all(&mut self) {
-        let d = self.trace.duration().max(self.min_span());
-        self.set_view(self.trace.meta.start_ns, d);
-    }
-
-    /// Keep the span within limits and the window near the trace.
-    pub(crate) fn clamp_view(&mut self) {
-        let (min, max) = (self.min_span(), self.max_span());
-        let v = &mut self.view;
-        v.span = v.span.clamp(min, max);
-        let (s, e) = (self.trace.meta.start_ns, self.trace.meta.end_ns.max(self.trace.meta.start_ns));
-        let lo = s - v.span / 2;
-        let hi = (e - v.span / 2).max(lo);
-        v.t0 = v.t0.clamp(lo, hi);
-        let (a, b) = (v.t0, v.t0 + v.span - 1);
-        self.cursor = self.cursor.clamp(a, b);
-    }
-
-    /// Show `[a, b)` over about 60% of the width, cursor in the middle.
-    pub(crate) fn zoom_to(&mut self, a: Ns, b: Ns) {
-        let len = (b - a).max(1);
-        let span = (len * 5 / 3).max(self.min_span());
-        self.set_view(a + len / 2 - span / 2, span);
-        self.cursor = (a + len / 2).clamp(self.view.t0, self.view.t0 + self.view.span - 1);
-    }
-
-    /// Pan so that `t` is in view, keeping the zoom; centre it when it was off screen.
-    pub(crate) fn reveal(&mut self, t: Ns) {
-        if self.col_of(t).is_none() {
-            self.view.t0 = t - self.view.span / 2;
-            self.clamp_view();
-        }
-        self.cursor = t.clamp(self.view.t0, self.view.t0 + self.view.span - 1);
-    }
-
-    // ----- rows and focus -----
-
-    /// All focusable rows: pinned lanes first, then the scrolling rows.
-    pub(crate) fn row_at(&self, i: usize) -> Option<Row> {
-        if i < self.pinned.len() {
-            Some(Row::Lane(self.pinned[i]))
-        } else {
-            self.rows.get(i - self.pinned.len()).copied()
-        }
-    }
-
-    pub(crate) fn row_count(&self) -> usize {
-        self.pinned.len() + self.rows.len()
-    }
-
-    /// Rows visible in the scrolling part of the lane area.
-    pub(crate) fn scroll_rows_h(&self) -> usize {
-        let a = self.areas();
-        let pinned = if self.pinned.is_empty() { 0 } else { self.pinned.len() + 1 };
-        usize::from(a.lanes.height).saturating_sub(pinned).max(1)
-    }
-
-    pub(crate) fn scroll_to_focus(&mut self) {
-        self.focus = self.focus.min(self.row_count().saturating_sub(1));
-        let h = self.scroll_rows_h();
-        self.scroll = self.scroll.min(self.rows.len().saturating_sub(h));
-        if self.focus < self.pinned.len() {
-            return;
-        }
-        let f = self.focus - self.pinned.len();
-        if f < self.scroll {
-            self.scroll = f;
-        } else if f >= self.scroll + h {
-            self.scroll = f + 1 - h;
-        }
-    }
-
-    pub(crate) fn rebuild_rows(&mut self) {
-        let focused = self.row_at(self.focus);
-        self.rows = rows::rows(&self.groups);
-        if let Some(r) = focused {
-            self.focus_row(r);
-        }
-        self.scroll_to_focus();
-    }
-
-    /// Focus `row` in the scrolling list (or a pinned copy of it when not listed).
-    pub(crate) fn focus_row(&mut self, row: Row) {
-        if let Some(i) = self.rows.iter().position(|&r| r == row) {
-            self.focus = self.pinned.len() + i;
-        } else if let Row::Lane(l) = row
-            && let Some(i) = self.pinned.iter().position(|&p| p == l)
-        {
-            self.focus = i;
-        }
-    }
-
-    /// Focus lane `lane`, expanding its group when collapsed.
-    pub(crate) fn focus_lane(&mut self, lane: u32) {
-        if let Some(i) = self.pinned.iter().position(|&p| p == lane) {
-            self.focus = i;
-            return;
-        }
-        if let Some(g) = self.groups.iter_mut().find(|g| g.lanes.contains(&lane))
-            && g.collapsed
-        {
-            g.collapsed = false;
-            self.rows = rows::rows(&self.groups);
-        }
-        self.focus_row(Row::Lane(lane));
-        self.scroll_to_focus();
-    }
-
-    /// Group index of the GPU `device`.
-    pub(crate) fn gpu_group(&self, device: u32) -> Option<usize> {
-        self.groups.iter().position(|g| g.kind == GroupKind::Gpu(device))
-    }
-
-    /// Lanes behind the focused row (one lane, or a group's lanes).
-    pub(crate) fn focused_lanes(&self) -> Vec<u32> {
-        match self.row_at(self.focus) {
-            Some(Row::Lane(l)) => vec![l],
-            Some(Row::Group(g)) => self.groups[g].lanes.clone(),
-            None => Vec::new(),
-        }
+        t.saturating_sub(self.trace.meta.start_ns)
     }
 
     // ----- selection -----
@@ -491,19 +319,19 @@ impl App {
         };
     }
 
-    /// The event of `lane` shown in the cursor's cell (the longest one there).
-    pub(crate) fn event_at_cursor(&self, lane: u32) -> Option<EventRef> {
+    /// The event of `lane` shown in column `col` (the longest one there).
+    pub(crate) fn event_at(&self, lane: u32, col: usize) -> Option<EventRef> {
         let l = &self.trace.lanes[lane as usize];
-        let (a, b) = self.bucket(self.cursor_col());
+        let (a, b) = self.viewport.bucket(col);
         let mut cells: Vec<CellInfo> = Vec::with_capacity(1);
         self.index.lanes[lane as usize].raster(&l.ev, a, (b - a).max(1), 1, None, &mut cells);
         let c = cells.first()?;
         (c.dom != CellInfo::NONE).then_some(EventRef { lane, idx: c.dom })
     }
 
-    /// The gap under the cursor on `device`.
-    pub(crate) fn gap_at_cursor(&self, device: u32) -> Option<usize> {
-        let (a, b) = self.bucket(self.cursor_col());
+    /// The gap of `device` in column `col`.
+    pub(crate) fn gap_at(&self, device: u32, col: usize) -> Option<usize> {
+        let (a, b) = self.viewport.bucket(col);
         self.gap_index.overlapping(&self.analysis.gaps, device, a, b).map(|i| i as usize)
     }
 
@@ -597,12 +425,13 @@ impl App {
             let keep = self.analysis.gaps.iter().position(|g| g.device == d && g.start <= s && s < g.end);
             self.select(keep.map(Selection::Gap));
         }
-        if let Some(Panel::Gaps { sel, .. }) = &mut self.panel {
-            *sel = (*sel).min(self.analysis.gaps.len().saturating_sub(1));
+        if let Some(mut p) = self.panel.take() {
+            p.gaps_changed(self);
+            self.panel = Some(p);
         }
     }
 
-    /// Number of gaps and the threshold.
+    /// The gap threshold.
     pub(crate) fn threshold(&self) -> Ns {
         self.analysis.options.min_gap_ns
     }

@@ -5,7 +5,7 @@
 //! The busy time before any instant is then one binary search plus at most
 //! `BLOCK` steps. A sparse table over per-block longest events answers "the longest
 //! event among rows `lo..hi`" (the name a cell shows) in O(1) plus two block scans.
-//! Cost: about 2.5 bytes per event.
+//! Cost: about 2.5 bytes per event. [`GapIndex`] finds the gap of a cell the same way.
 
 use crate::model::{Events, Ns, Trace};
 
@@ -216,9 +216,11 @@ impl LaneIndex {
     }
 }
 
-/// Left edge of bucket `k` when `[t0, t0 + span)` is cut into `width` cells (exact tiling).
+/// Left edge of bucket `k` when `[t0, t0 + span)` is cut into `width` cells (exact
+/// tiling; saturating at the limits of [`Ns`]).
 pub fn bucket_edge(t0: Ns, span: Ns, width: usize, k: usize) -> Ns {
-    t0 + (i128::from(span) * k as i128 / width.max(1) as i128) as Ns
+    let t = i128::from(t0) + i128::from(span) * k as i128 / width.max(1) as i128;
+    t.clamp(i128::from(Ns::MIN), i128::from(Ns::MAX)) as Ns
 }
 
 /// Render index of a whole trace: one [`LaneIndex`] per lane.
@@ -318,5 +320,37 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Gaps by device, for the per-cell "is there a gap here" test, and by duration.
+#[derive(Debug, Clone, Default)]
+pub struct GapIndex {
+    /// Per device: (device, gap ids sorted by start).
+    pub by_device: Vec<(u32, Vec<u32>)>,
+    /// Gap ids, longest first.
+    pub by_dur: Vec<u32>,
+}
+
+impl GapIndex {
+    /// Index `gaps` (sorted by start).
+    pub fn new(gaps: &[crate::analysis::Gap]) -> Self {
+        let mut by_device: Vec<(u32, Vec<u32>)> = Vec::new();
+        for (i, g) in gaps.iter().enumerate() {
+            match by_device.iter_mut().find(|(d, _)| *d == g.device) {
+                Some((_, v)) => v.push(i as u32),
+                None => by_device.push((g.device, vec![i as u32])),
+            }
+        }
+        let mut by_dur: Vec<u32> = (0..gaps.len() as u32).collect();
+        by_dur.sort_by_key(|&i| (std::cmp::Reverse(gaps[i as usize].dur()), gaps[i as usize].start));
+        Self { by_device, by_dur }
+    }
+
+    /// The gap of `device` that overlaps `[a, b)`, if any (the first one).
+    pub fn overlapping(&self, gaps: &[crate::analysis::Gap], device: u32, a: Ns, b: Ns) -> Option<u32> {
+        let (_, ids) = self.by_device.iter().find(|(d, _)| *d == device)?;
+        let p = ids.partition_point(|&i| gaps[i as usize].end <= a);
+        ids.get(p).copied().filter(|&i| gaps[i as usize].start < b)
     }
 }

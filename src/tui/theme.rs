@@ -93,6 +93,10 @@ pub mod glyph {
     pub const CURSOR: char = '▼';
     /// The mark in the ruler.
     pub const MARK_POS: char = 'M';
+    /// Start of the steady-state window on the ruler.
+    pub const STEADY_START: char = '[';
+    /// End of the steady-state window on the ruler.
+    pub const STEADY_END: char = ']';
 
     /// Shade for a busy share in `[0, 1]` (anything above zero shows).
     pub fn shade(busy: f32) -> char {

@@ -10,15 +10,15 @@ use crate::tui::text;
 /// Draw the title bar.
 pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     let t = &app.trace;
-    let v = app.view();
-    let res = app.ns_per_cell();
+    let v = app.viewport.view();
+    let res = app.viewport.ns_per_cell();
     let name = if app.demo && !app.title.contains("demo") { format!("demo: {}", app.title) } else { app.title.clone() };
     let mut parts: Vec<String> = vec![format!(" lanescope · {name}")];
     if !t.meta.nsys_version.is_empty() {
         parts.push(text::clean(&t.meta.producer()).into_owned());
     }
     parts.push(format!("view {} + {}", text::time(app.rel(v.t0), res), text::dur(v.span)));
-    parts.push(format!("trace {}", text::dur(t.duration())));
+    parts.push(format!("trace {}", text::dur(app.viewport.duration())));
     parts.push(format!("{} events", text::count(t.event_count() as u64)));
     let mut s = String::new();
     for p in parts {

@@ -31,7 +31,7 @@ impl Ctx<'_> {
         let li = lane as usize;
         if self.cache[li].is_none() {
             let app = self.app;
-            let v = app.view();
+            let v = app.viewport.view();
             let mut out = Vec::with_capacity(self.w);
             app.index.lanes[li].raster(&app.trace.lanes[li].ev, v.t0, v.span, self.w, app.search.lane(li), &mut out);
             self.cache[li] = Some(out);
@@ -43,7 +43,7 @@ impl Ctx<'_> {
 /// Draw the pinned rows and the visible scrolling rows; returns the first row left free.
 pub fn render(frame: &mut Frame, app: &App, a: &Areas) -> u16 {
     let w = usize::from(a.timeline_w());
-    let v = app.view();
+    let v = app.viewport.view();
     let mut ctx = Ctx {
         app,
         x0: a.timeline_x(),
@@ -55,7 +55,7 @@ pub fn render(frame: &mut Frame, app: &App, a: &Areas) -> u16 {
     let bottom = a.lanes.y + a.lanes.height;
     let mut y = a.lanes.y;
     let mut drawn: Vec<(u16, usize)> = Vec::new();
-    for (i, &l) in app.pinned.iter().enumerate() {
+    for (i, &l) in app.lanes.pinned.iter().enumerate() {
         if y >= bottom {
             break;
         }
@@ -63,17 +63,17 @@ pub fn render(frame: &mut Frame, app: &App, a: &Areas) -> u16 {
         drawn.push((y, i));
         y += 1;
     }
-    if !app.pinned.is_empty() && y < bottom {
+    if !app.lanes.pinned.is_empty() && y < bottom {
         let line = "─".repeat(usize::from(a.lanes.width));
         buf.set_stringn(a.lanes.x, y, &line, usize::from(a.lanes.width), app.theme.border());
         y += 1;
     }
     let first = y;
-    for (k, &row) in app.rows.iter().enumerate().skip(app.scroll) {
+    for (k, &row) in app.lanes.rows.iter().enumerate().skip(app.lanes.scroll) {
         if y >= bottom {
             break;
         }
-        let focus_index = app.pinned.len() + k;
+        let focus_index = app.lanes.pinned.len() + k;
         draw_row(buf, &mut ctx, a, row, focus_index, y, false);
         drawn.push((y, focus_index));
         y += 1;
@@ -89,22 +89,22 @@ fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: u
     let lw = usize::from(a.label_w);
     let (label, style) = match row {
         Row::Group(g) => {
-            let grp = &app.groups[g];
+            let grp = &app.lanes.groups[g];
             let arrow = if grp.collapsed { '▸' } else { '▾' };
             (format!("{arrow} {}", grp.title), theme.group())
         }
         Row::Lane(l) => {
             let prefix = if pinned { "* " } else { "  " };
-            (format!("{prefix}{}", app.lane_labels[l as usize]), Style::new())
+            (format!("{prefix}{}", app.lanes.labels[l as usize]), Style::new())
         }
     };
-    let style = if focus_index == app.focus { theme.focus() } else { style };
+    let style = if focus_index == app.lanes.focus { theme.focus() } else { style };
     let label = text::ellipsize(&label, lw);
     buf.set_stringn(a.lanes.x, y, format!("{label:<lw$}"), lw, style);
     buf.set_stringn(a.lanes.x + a.label_w, y, "│", 1, theme.border());
     match row {
         Row::Lane(l) => draw_lane(buf, ctx, l, y),
-        Row::Group(g) => match app.groups[g].kind {
+        Row::Group(g) => match app.lanes.groups[g].kind {
             GroupKind::Gpu(d) => {
                 if let Some(dev) = app.devices.iter().find(|x| x.device == d) {
                     draw_gpu(buf, ctx, dev, y);
@@ -125,7 +125,7 @@ fn selected_event(app: &App, lane: u32) -> Option<u32> {
 
 fn draw_lane(buf: &mut Buffer, ctx: &mut Ctx, lane: u32, y: u16) {
     let (app, x0) = (ctx.app, ctx.x0);
-    let cells = ctx.raster(lane).to_vec();
+    let cells = ctx.raster(lane);
     let l = &app.trace.lanes[lane as usize];
     let sel = selected_event(app, lane);
     let theme = app.theme;
@@ -250,7 +250,8 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
 fn draw_cpus(buf: &mut Buffer, ctx: &Ctx, pid: u32, y: u16) {
     use crate::analysis::host::ACTIVE_CPU_SHARE;
     let app = ctx.app;
-    let Some((_, cpus, own)) = app.cpu_rows.iter().find(|(p, _, _)| *p == pid) else { return };
+    let Some(row) = app.cpu_rows.iter().find(|r| r.pid == pid) else { return };
+    let (cpus, own) = (&row.cpus, &row.own);
     for k in 0..ctx.w {
         let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
         if b <= a {
@@ -280,9 +281,9 @@ fn draw_cpus(buf: &mut Buffer, ctx: &Ctx, pid: u32, y: u16) {
 
 fn draw_thread(buf: &mut Buffer, ctx: &mut Ctx, g: usize, y: u16) {
     let app = ctx.app;
-    let lanes = app.groups[g].lanes.clone();
+    let lanes = &app.lanes.groups[g].lanes;
     let mut best: Vec<(f32, u32, u32)> = vec![(0.0, u32::MAX, CellInfo::NONE); ctx.w];
-    for &l in &lanes {
+    for &l in lanes {
         let cells = ctx.raster(l);
         for (k, c) in cells.iter().enumerate() {
             if c.any && c.dom != CellInfo::NONE && (best[k].1 == u32::MAX || c.busy > best[k].0) {
@@ -305,12 +306,12 @@ fn draw_thread(buf: &mut Buffer, ctx: &mut Ctx, g: usize, y: u16) {
 
 fn scrollbar(buf: &mut Buffer, app: &App, a: &Areas, top: u16, bottom: u16) {
     let h = usize::from(bottom.saturating_sub(top));
-    let n = app.rows.len();
+    let n = app.lanes.rows.len();
     if h == 0 || n <= h {
         return;
     }
     let thumb = (h * h / n).max(1);
-    let pos = (app.scroll * (h - thumb)).checked_div(n - h).unwrap_or(0);
+    let pos = (app.lanes.scroll * (h - thumb)).checked_div(n - h).unwrap_or(0);
     let x = a.lanes.x + a.label_w;
     for i in 0..h {
         let ch = if i >= pos && i < pos + thumb { "┃" } else { "│" };
@@ -338,10 +339,10 @@ fn overlays(buf: &mut Buffer, ctx: &Ctx, drawn: &[(u16, usize)]) {
             }
         }
     }
-    let cx = ctx.x0 + app.cursor_col() as u16;
+    let cx = ctx.x0 + app.viewport.cursor_col() as u16;
     for &(y, fi) in drawn {
         if let Some(cell) = buf.cell_mut((cx, y)) {
-            if fi == app.focus {
+            if fi == app.lanes.focus {
                 cell.set_style(theme.cursor_cell());
             } else if theme.colored() {
                 cell.set_style(theme.cursor_column());

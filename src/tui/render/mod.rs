@@ -1,4 +1,5 @@
-//! Drawing: pure functions of the [`App`] state, one file per region.
+//! Drawing: pure functions of the [`App`] state, one file per region; each panel
+//! draws itself (`panels/`).
 //!
 //! ```text
 //! ┌ header: lanescope · trace · nsys version · view start + width ─────────────┐
@@ -15,13 +16,9 @@
 //! Panels go right on wide terminals and below the lanes on narrow ones; help
 //! overlays everything.
 
-mod details;
 mod findings;
-mod gaps;
 mod header;
-mod help;
 mod lanes;
-mod phases;
 mod ruler;
 mod status;
 
@@ -30,8 +27,9 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::{Block, Borders};
 
-use super::app::{App, Panel};
+use super::app::App;
 use super::layout::{Areas, MIN_SIZE};
+use super::panels::help;
 
 /// Draw the whole screen for `app`.
 pub fn draw(frame: &mut Frame, app: &App) {
@@ -49,16 +47,12 @@ pub fn draw(frame: &mut Frame, app: &App) {
         let r = Rect::new(areas.lanes.x, free + 1, areas.lanes.width, bottom - free - 1);
         findings::render(frame, app, r);
     }
-    if let (Some(r), Some(p)) = (areas.panel, app.panel) {
-        match p {
-            Panel::Details => details::render(frame, app, r),
-            Panel::Phases { .. } => phases::render(frame, app, r),
-            Panel::Gaps { .. } => gaps::render(frame, app, r),
-        }
+    if let (Some(r), Some(p)) = (areas.panel, &app.panel) {
+        p.render(frame, app, r);
     }
     status::render(frame, app, areas.status);
-    if app.help.is_some() {
-        help::render(frame, app, area);
+    if let Some(h) = app.help {
+        help::render(frame, app, h, areas.help);
     }
 }
 
@@ -76,13 +70,8 @@ fn too_small(frame: &mut Frame, area: Rect, too_small: bool) {
     frame.render_widget(para, Rect::new(area.x, area.y + y.saturating_sub(1), area.width, area.height - y + 1));
 }
 
-/// Lines of the help in its layout at the current size (for scroll limits).
-pub(crate) fn help_height(app: &App) -> usize {
-    help::height(app, app.size.0.saturating_sub(6))
-}
-
 /// A bordered panel block with a title.
-fn panel_block(app: &App, title: &str) -> Block<'static> {
+pub(crate) fn panel_block(app: &App, title: &str) -> Block<'static> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(app.theme.border())
@@ -91,7 +80,7 @@ fn panel_block(app: &App, title: &str) -> Block<'static> {
 }
 
 /// Window of `n` rows of height `h` that keeps `sel` visible, roughly centred.
-fn window(n: usize, h: usize, sel: usize) -> std::ops::Range<usize> {
+pub(crate) fn window(n: usize, h: usize, sel: usize) -> std::ops::Range<usize> {
     if n <= h {
         return 0..n;
     }

@@ -1,5 +1,6 @@
 //! Time ruler: tick labels in seconds at a 1-2-5 step that follows the zoom, the
-//! cursor (`▼`), the mark (`M`) and the measured range between them.
+//! steady-state window (`[` .. `]`), the cursor (`▼`), the mark (`M`) and the
+//! measured range between them.
 
 use ratatui::Frame;
 use ratatui::style::Modifier;
@@ -17,13 +18,37 @@ pub fn ticks(t0: Ns, span: Ns, width: usize) -> (Ns, usize) {
         for m in [1, 2, 5] {
             let s = step * m;
             let dec = text::decimals_for(s);
-            let len = text::secs(t0 + span, dec).len().max(text::secs(t0, dec).len());
+            let len = text::secs(t0.saturating_add(span), dec).len().max(text::secs(t0, dec).len());
             let cols = i128::from(s) * width as i128 / i128::from(span.max(1));
             if cols >= (len + 3) as i128 || s >= 1_000_000_000_000_000 {
                 return (s, dec);
             }
         }
         step *= 10;
+    }
+}
+
+// The steady-state window: `[` and `]` at its edges when in view, underlined between.
+fn steady(buf: &mut ratatui::buffer::Buffer, app: &App, a: &Areas) {
+    let Some((s, e)) = app.steady() else { return };
+    let (vp, x0, y) = (&app.viewport, a.timeline_x(), a.ruler.y);
+    let v = vp.view();
+    if e <= v.t0 || s >= v.end() {
+        return;
+    }
+    let lo = vp.col_of(s).unwrap_or(0);
+    let hi = vp.col_of(e.saturating_sub(1)).unwrap_or(vp.width() - 1);
+    for c in lo..=hi {
+        if let Some(cell) = buf.cell_mut((x0 + c as u16, y)) {
+            cell.modifier.insert(Modifier::UNDERLINED);
+        }
+    }
+    let style = app.theme.key();
+    if let Some(c) = vp.col_of(s) {
+        buf.set_stringn(x0 + c as u16, y, glyph::STEADY_START.to_string(), 1, style);
+    }
+    if let Some(c) = vp.col_of(e.saturating_sub(1)) {
+        buf.set_stringn(x0 + c as u16, y, glyph::STEADY_END.to_string(), 1, style);
     }
 }
 
@@ -37,28 +62,36 @@ pub fn render(frame: &mut Frame, app: &App, a: &Areas) {
     let label = if a.label_w >= 16 { " time (s)" } else { " s" };
     buf.set_stringn(a.ruler.x, y, label, usize::from(a.label_w), theme.dim());
     buf.set_stringn(x0 - 1, y, "│", 1, theme.border());
-    let v = app.view();
+    let vp = &app.viewport;
+    let v = vp.view();
     // Ticks at round times since the first event.
     let base = app.trace.meta.start_ns;
-    let (step, dec) = ticks(v.t0 - base, v.span, w);
-    let cur = app.cursor_col();
-    let mut t = (v.t0 - base).div_euclid(step) * step + base;
-    if t < v.t0 {
-        t += step;
-    }
-    while t < v.t0 + v.span {
-        if let Some(c) = app.col_of(t) {
-            let s = text::secs(t - base, dec);
+    let (step, dec) = ticks(app.rel(v.t0), v.span, w);
+    let cur = vp.cursor_col();
+    // In i128: relative times can exceed i64 on a trace spanning its whole range.
+    let rel0 = i128::from(v.t0) - i128::from(base);
+    let first = rel0.div_euclid(i128::from(step)) * i128::from(step) + i128::from(base);
+    let mut t = Some(first.clamp(i128::from(Ns::MIN), i128::from(Ns::MAX)) as Ns);
+    // At most one tick per column (and two more), whatever the arithmetic says.
+    let mut budget = w + 2;
+    while let Some(tt) = t
+        && tt < v.end()
+        && budget > 0
+    {
+        budget -= 1;
+        if let Some(c) = vp.col_of(tt) {
+            let s = text::secs(app.rel(tt), dec);
             let hides_cursor = cur >= c && cur <= c + s.len();
             if c + 1 + s.len() <= w && !hides_cursor {
                 buf.set_stringn(x0 + c as u16, y, "▏", 1, theme.dim());
                 buf.set_stringn(x0 + c as u16 + 1, y, &s, s.len(), theme.dim());
             }
         }
-        t += step;
+        t = tt.checked_add(step);
     }
-    if let Some(m) = app.mark {
-        let mc = app.col_of(m);
+    steady(buf, app, a);
+    if let Some(m) = vp.mark {
+        let mc = vp.col_of(m);
         let (lo, hi) = match mc {
             Some(mc) => (mc.min(cur), mc.max(cur)),
             None if m < v.t0 => (0, cur),

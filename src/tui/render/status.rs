@@ -5,7 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crate::tui::app::{App, Panel, Selection};
+use crate::tui::app::{App, Selection};
+use crate::tui::input::{self, Mode};
+use crate::tui::panels::search;
 use crate::tui::text;
 
 fn info(app: &App) -> Vec<(String, Style)> {
@@ -14,8 +16,8 @@ fn info(app: &App) -> Vec<(String, Style)> {
     if let Some(m) = &app.message {
         out.push((m.clone(), theme.warn()));
     }
-    if let Some(m) = app.mark {
-        out.push((format!("mark→cursor {}", text::dur(app.cursor - m)), theme.key()));
+    if let Some(d) = app.viewport.measured() {
+        out.push((format!("mark→cursor {}", text::dur(d)), theme.key()));
     }
     match app.selection {
         Some(Selection::Gap(i)) => {
@@ -55,33 +57,17 @@ fn info(app: &App) -> Vec<(String, Style)> {
             theme.key(),
         ));
     }
-    let res = app.ns_per_cell();
-    out.push((format!("cursor {}", text::time(app.rel(app.cursor), res)), Style::new()));
+    let res = app.viewport.ns_per_cell();
+    out.push((format!("cursor {}", text::time(app.rel(app.viewport.cursor), res)), Style::new()));
     let count = if app.busy() { "…".to_string() } else { text::count(app.analysis.gaps.len() as u64) };
     out.push((format!("gaps ≥ {}: {count}", text::dur(app.threshold())), Style::new()));
     out
 }
 
-// (key, what, priority: lower shows first when space is short)
+// (key, what, priority: lower shows first when space is short), from the key table.
 fn keys(app: &App) -> Vec<(&'static str, &'static str, u8)> {
-    let list = matches!(app.panel, Some(Panel::Phases { .. } | Panel::Gaps { .. }));
-    let mut k: Vec<(&str, &str, u8)> = Vec::new();
-    if list {
-        k.extend([("j/k", "move", 0), ("Enter", "zoom", 0), ("o", "sort", 2), ("Esc", "close", 1)]);
-    }
-    k.extend([("w/s", "zoom", 2), ("a/d", "pan", 2)]);
-    if !list {
-        k.extend([("j/k", "lane", 3), ("Enter", "select", 3)]);
-    }
-    if matches!(app.selection, Some(Selection::Event(_))) {
-        k.extend([("c", "call↔op", 3), ("f", "fit", 4)]);
-    }
-    k.extend([("]/[", "gap", 1), ("</>", "threshold", 5), ("g", "gaps", 4), ("p", "phases", 4), ("/", "search", 4)]);
-    if app.search.active() {
-        k.push(("n/N", "match", 3));
-    }
-    k.extend([("m", "mark", 5), ("?", "help", 0), ("q", "quit", 1)]);
-    k
+    let mode = if app.mode() == Mode::List { Mode::List } else { Mode::Timeline };
+    input::hints(mode, app.facts())
 }
 
 fn fit(spans: &mut Vec<Span<'static>>, used: &mut usize, width: usize, s: String, style: Style) -> bool {
@@ -141,13 +127,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     let width = usize::from(area.width);
     let theme = app.theme;
     if let Some(q) = &app.search.input {
-        let prompt = Line::from(vec![
-            Span::styled("/", theme.key()),
-            Span::raw(text::clean(q).into_owned()),
-            Span::styled("█", theme.key()),
-            Span::styled("   Enter search · Esc cancel · names contain the text, any case", theme.dim()),
-        ]);
-        frame.render_widget(prompt, Rect { height: 1, y: area.y + area.height - 1, ..area });
+        search::render_prompt(frame, app, area, q);
         if area.height > 1 {
             frame.render_widget(info_line(app, width), Rect { height: 1, ..area });
         }

@@ -1,4 +1,5 @@
-//! Help overlay, generated from the key table, plus the glyph legend.
+//! Help overlay: its scroll state, its keys (the key table's help section) and its
+//! drawing, generated from the key table (keys, mouse), plus the glyph legend.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,7 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use crate::tui::app::App;
-use crate::tui::input::{self, Section};
+use crate::tui::input::{self, Action, Section};
+use crate::tui::render::panel_block;
 use crate::tui::theme::glyph;
 
 fn section_lines(app: &App, s: &Section, out: &mut Vec<Line<'static>>) {
@@ -21,14 +23,46 @@ fn section_lines(app: &App, s: &Section, out: &mut Vec<Line<'static>>) {
     out.push(Line::default());
 }
 
+/// State of the help overlay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Help {
+    /// First line shown.
+    pub scroll: usize,
+}
+
+impl Help {
+    /// Scroll by a list action (the help keys); true when it was one.
+    pub fn on_action(&mut self, action: Action, app: &App) -> bool {
+        let delta: isize = match action {
+            Action::ListUp => -1,
+            Action::ListDown => 1,
+            Action::ListPageUp => -10,
+            Action::ListPageDown => 10,
+            _ => return false,
+        };
+        self.scroll_by(delta, app);
+        true
+    }
+
+    /// Scroll by `delta` lines, within what the help rectangle can show.
+    pub fn scroll_by(&mut self, delta: isize, app: &App) {
+        let inner = app.areas().help_inner();
+        let max = height(app, inner.width).saturating_sub(usize::from(inner.height));
+        self.scroll = (self.scroll as isize).saturating_add(delta).clamp(0, max as isize) as usize;
+    }
+}
+
 /// Every help line, in one column.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    for s in input::GLOBAL {
+    for s in input::sections() {
         section_lines(app, s, &mut out);
     }
-    section_lines(app, &input::LIST, &mut out);
-    section_lines(app, &input::HELP, &mut out);
+    out.push(Line::from(Span::styled("Mouse (off with --no-mouse)", Style::new().add_modifier(Modifier::BOLD))));
+    for (m, what) in input::MOUSE {
+        out.push(Line::from(vec![Span::styled(format!("  {m:<11}"), app.theme.key()), Span::raw(*what)]));
+    }
+    out.push(Line::default());
     out.push(Line::from(Span::styled("Legend", Style::new().add_modifier(Modifier::BOLD))));
     let legend = [
         (glyph::SHADES.iter().rev().collect::<String>(), "busy share of a cell: full, ≥½, ≥¼, >0"),
@@ -38,20 +72,11 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         (format!("{}", glyph::SYNC), "call blocking its thread (sync, sync copy)"),
         (format!("{}", glyph::MARK), "NVTX mark (instant)"),
         (format!("{} {}", glyph::CURSOR, glyph::MARK_POS), "cursor and mark on the ruler"),
+        (format!("{} {}", glyph::STEADY_START, glyph::STEADY_END), "steady state (steps after the first) on the ruler"),
         ("▾ ▸ *".to_string(), "expanded / collapsed group, pinned lane"),
     ];
     for (g, what) in legend {
         out.push(Line::from(vec![Span::styled(format!("  {g:<11}"), app.theme.key()), Span::raw(what)]));
-    }
-    out.push(Line::default());
-    out.push(Line::from(Span::styled("Panels", Style::new().add_modifier(Modifier::BOLD))));
-    for (k, what) in [
-        ("Enter / i", "details: times, bytes, GB/s, call, NVTX"),
-        ("p", "phases: NVTX ranges by name, GPU busy, idle"),
-        ("g", "gaps ≥ threshold, longest first, with cause"),
-        ("?", "this help"),
-    ] {
-        out.push(Line::from(vec![Span::styled(format!("  {k:<11}"), app.theme.key()), Span::raw(what)]));
     }
     out
 }
@@ -69,18 +94,15 @@ fn split(all: &[Line]) -> (usize, usize) {
     (at, (at + 1).min(all.len()))
 }
 
-/// Draw the help overlay.
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
-    let w = area.width.saturating_sub(4).min(190);
-    let h = area.height.saturating_sub(2);
-    let r = Rect::new(area.x + (area.width - w) / 2, area.y + 1, w, h);
+/// Draw the help overlay into `r` (`layout::Areas::help`).
+pub fn render(frame: &mut Frame, app: &App, help: Help, r: Rect) {
     frame.render_widget(Clear, r);
-    let block = super::panel_block(app, "Help: j/k scroll, ? or Esc close, q quit");
+    let block = panel_block(app, "Help: j/k scroll, ? or Esc close, q quit");
     let inner = block.inner(r);
     frame.render_widget(block, r);
     let mut all = lines(app);
     let max_scroll = height(app, inner.width).saturating_sub(usize::from(inner.height));
-    let scroll = (app.help.unwrap_or(0).min(max_scroll) as u16, 0);
+    let scroll = (help.scroll.min(max_scroll) as u16, 0);
     if inner.width >= 100 {
         let (at, right) = split(&all);
         let rest = all.split_off(right);

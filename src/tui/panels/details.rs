@@ -1,9 +1,18 @@
-//! The facts shown in the details panel, computed once per selection (never per frame).
+//! Details panel: the facts about the selected event or gap, computed once per
+//! selection (never per frame), and their drawing. No keys of its own.
 
 use crate::analysis::{Analysis, Gap};
 use crate::model::{ApiKind, EventRef, LaneKind, MemClass, MemFlags, Ns, SampleFlags, Trace};
 
-use super::text::{self, clean};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+
+use crate::tui::app::App;
+use crate::tui::render::panel_block;
+use crate::tui::text::{self, clean};
 
 /// Title and key/value lines of the details panel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,7 +68,7 @@ pub fn event(trace: &Trace, r: EventRef) -> Details {
     let name = trace.strings.get(ev.name[i]);
     let mut d = Details { title: clean(name).into_owned(), lines: Vec::new() };
     d.add("lane", clean(&where_label(trace, r.lane)));
-    d.add("start", text::time(ev.start[i] - trace.meta.start_ns, 1));
+    d.add("start", text::time(ev.start[i].saturating_sub(trace.meta.start_ns), 1));
     d.add("duration", text::dur(ev.dur(i)));
     match lane.kind {
         LaneKind::Kernels { stream, .. } | LaneKind::Graphs { stream, .. } => {
@@ -119,7 +128,7 @@ fn describe_links(trace: &Trace, kind: LaneKind, pid: u32, corr: u32, start: Ns,
             let tid = al.kind.tid().unwrap_or(0);
             d.add("launched by", format!("{} ({})", clean(trace.strings.get(al.ev.name[j])), text::dur(al.ev.dur(j))));
             d.add("thread", clean(&trace.thread_label(al.pid, tid)));
-            d.add("queued", format!("{} from call to start", text::dur(start - al.ev.start[j])));
+            d.add("queued", format!("{} from call to start", text::dur(start.saturating_sub(al.ev.start[j]))));
             nvtx_at = Some((al.pid, tid, al.ev.start[j]));
         } else {
             d.add("launched by", "-");
@@ -134,7 +143,7 @@ fn describe_links(trace: &Trace, kind: LaneKind, pid: u32, corr: u32, start: Ns,
                 "GPU op",
                 format!("{} on {} ({})", clean(trace.strings.get(ol.ev.name[j])), ol.title(), text::dur(ol.ev.dur(j))),
             );
-            d.add("starts", format!("{} after the call", text::dur(ol.ev.start[j] - start)));
+            d.add("starts", format!("{} after the call", text::dur(ol.ev.start[j].saturating_sub(start))));
         }
         nvtx_at = Some((pid, tid, start));
     }
@@ -150,7 +159,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
         title: format!("idle gap {}/{} on {}", gi + 1, analysis.gaps.len(), clean(&trace.gpu_label(g.device))),
         lines: Vec::new(),
     };
-    d.add("start", text::time(g.start - trace.meta.start_ns, 1));
+    d.add("start", text::time(g.start.saturating_sub(trace.meta.start_ns), 1));
     d.add("duration", text::dur(g.dur()));
     d.add("cause", g.cause.label());
     if !g.evidence.is_empty() {
@@ -193,8 +202,8 @@ pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
                 format!(
                     "{} at {} ({} before the op)",
                     clean(trace.strings.get(al.ev.name[j])),
-                    text::time(al.ev.start[j] - trace.meta.start_ns, 1000),
-                    text::dur(g.end - al.ev.start[j])
+                    text::time(al.ev.start[j].saturating_sub(trace.meta.start_ns), 1000),
+                    text::dur(g.end.saturating_sub(al.ev.start[j]))
                 ),
             );
         }
@@ -207,4 +216,41 @@ pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
         d.add("prev op", format!("{} ({})", clean(trace.strings.get(l.ev.name[i])), l.title()));
     }
     d
+}
+/// Draw the details panel.
+pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+    frame.render_widget(Clear, area);
+    let block = panel_block(app, "Details (i hides, c jumps call↔op, f fits)");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(d) = &app.details else {
+        let p = Paragraph::new(
+            "Nothing selected. Enter selects the event under the cursor, Tab the next one, ] the next gap.",
+        )
+        .wrap(Wrap { trim: true });
+        frame.render_widget(p, inner);
+        return;
+    };
+    let kw = d.lines.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0).min(12);
+    let line = |(k, v): &(String, String)| {
+        Line::from(vec![Span::styled(format!("{k:<kw$} "), app.theme.dim()), Span::raw(v.clone())])
+    };
+    let title = Line::from(Span::styled(d.title.clone(), Style::new().add_modifier(Modifier::BOLD)));
+    let rows = usize::from(inner.height.saturating_sub(1));
+    if d.lines.len() > rows && inner.width >= 100 {
+        // Wide and short (a bottom panel): two columns of facts.
+        frame.render_widget(title, Rect { height: 1, ..inner });
+        let half = inner.width / 2;
+        let split = d.lines.len().div_ceil(2);
+        let (left, right) = d.lines.split_at(split.min(d.lines.len()));
+        let body = Rect { y: inner.y + 1, height: inner.height.saturating_sub(1), ..inner };
+        let l: Vec<Line> = left.iter().map(line).collect();
+        let r: Vec<Line> = right.iter().map(line).collect();
+        frame.render_widget(Paragraph::new(l), Rect { width: half - 1, ..body });
+        frame.render_widget(Paragraph::new(r), Rect { x: body.x + half, width: inner.width - half, ..body });
+        return;
+    }
+    let mut lines = vec![title];
+    lines.extend(d.lines.iter().map(line));
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }

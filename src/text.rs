@@ -1,0 +1,125 @@
+//! Text shared by every output (report, evidence, diff, info and the viewer): making
+//! trace-derived strings safe for a terminal, and one formatter per unit (durations,
+//! sizes, rates, counts). A leaf module: it imports only `model::Ns`.
+
+use std::borrow::Cow;
+
+use crate::model::Ns;
+
+/// True for characters that must not reach a terminal raw: C0 controls (ESC, CR, LF,
+/// TAB...), DEL, C1 controls, and the bidirectional overrides and isolates that can
+/// reorder what a terminal shows.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || is_bidi_control(c)
+}
+
+/// True for the bidirectional marks, overrides and isolates.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Replace every control character (C0 including ESC, DEL, C1) and bidirectional
+/// control with U+FFFD, so trace strings can be printed on a terminal. Borrows when
+/// there is nothing to replace.
+pub fn sanitize(s: &str) -> Cow<'_, str> {
+    if s.chars().any(is_unsafe) {
+        Cow::Owned(s.chars().map(|c| if is_unsafe(c) { '\u{fffd}' } else { c }).collect())
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// Format nanoseconds with an adaptive unit: `850 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`.
+pub fn fmt_ns(ns: Ns) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let sign = if ns < 0 { "-" } else { "" };
+    if a < 1e3 {
+        format!("{ns} ns")
+    } else if a < 1e6 {
+        format!("{sign}{} µs", sig3(a / 1e3))
+    } else if a < 1e9 {
+        format!("{sign}{} ms", sig3(a / 1e6))
+    } else {
+        format!("{sign}{:.3} s", a / 1e9)
+    }
+}
+
+// Three significant digits, without trailing noise: 12.3, 4.56, 123.
+fn sig3(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Format a byte count with decimal units: `512 B`, `4.19 MB`, `3.52 GB`.
+pub fn fmt_bytes(b: u64) -> String {
+    let v = b as f64;
+    if v < 1e3 {
+        format!("{b} B")
+    } else if v < 1e6 {
+        format!("{} KB", sig3(v / 1e3))
+    } else if v < 1e9 {
+        format!("{} MB", sig3(v / 1e6))
+    } else {
+        format!("{} GB", sig3(v / 1e9))
+    }
+}
+
+/// Bandwidth in GB/s (decimal) of `bytes` moved in `ns`; None for a zero duration.
+pub fn gbps(bytes: u64, ns: Ns) -> Option<f64> {
+    (ns > 0).then(|| bytes as f64 / ns as f64)
+}
+
+/// Format a rate of `bytes` over `ns` as `12.34 GB/s`, `-` for no time.
+pub fn fmt_gbps(bytes: u64, ns: Ns) -> String {
+    gbps(bytes, ns).map_or_else(|| "-".to_string(), |g| format!("{g:.2} GB/s"))
+}
+
+/// Format a count with thousands separators: `27,059`.
+pub fn fmt_count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_replaces_controls_and_borrows_clean_text() {
+        assert!(matches!(sanitize("step 7 – forward ü"), Cow::Borrowed(_)));
+        assert_eq!(sanitize("a\u{1b}[31mb"), "a\u{fffd}[31mb");
+        assert_eq!(sanitize("x\u{7f}\u{9b}y\n\t"), "x\u{fffd}\u{fffd}y\u{fffd}\u{fffd}");
+        assert_eq!(sanitize("\u{202e}evil"), "\u{fffd}evil");
+    }
+
+    #[test]
+    fn adaptive_units() {
+        assert_eq!(fmt_ns(850), "850 ns");
+        assert_eq!(fmt_ns(12_345), "12.3 µs");
+        assert_eq!(fmt_ns(4_560_000), "4.56 ms");
+        assert_eq!(fmt_ns(83_523_000), "83.5 ms");
+        assert_eq!(fmt_ns(1_234_000_000), "1.234 s");
+        assert_eq!(fmt_ns(-12_345), "-12.3 µs");
+        assert_eq!(fmt_ns(Ns::MIN), "-9223372036.855 s");
+        assert_eq!(fmt_bytes(4_194_304), "4.19 MB");
+        assert_eq!(fmt_bytes(512), "512 B");
+        assert_eq!(gbps(6_000_000_000, 1_000_000_000), Some(6.0));
+        assert_eq!(gbps(1, 0), None);
+        assert_eq!(fmt_gbps(1_000_000_000, 1_000_000_000), "1.00 GB/s");
+        assert_eq!(fmt_gbps(1, 0), "-");
+        assert_eq!(fmt_count(27_059), "27,059");
+        assert_eq!(fmt_count(999), "999");
+    }
+}

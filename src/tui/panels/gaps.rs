@@ -1,0 +1,135 @@
+//! Gap list: idle gaps of at least the threshold, longest first (or by start), with
+//! cause. Keys: the list keys of the key table; `o`/`O`/`3`/`4` change the order.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::widgets::{Clear, Paragraph, Row, Table, Wrap};
+
+use crate::tui::app::{App, Selection};
+use crate::tui::input::Action;
+use crate::tui::render::{panel_block, window};
+use crate::tui::text;
+
+use super::Effect;
+
+/// Column of the gap list sorted by start (1-based, as the `1`-`9` keys count).
+const START_COLUMN: u8 = 3;
+/// Column of the gap list sorted by duration.
+const DURATION_COLUMN: u8 = 4;
+
+/// State of the gap list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GapList {
+    /// Highlighted row (in sorted order).
+    pub sel: usize,
+    /// Sorted by start instead of duration.
+    pub by_start: bool,
+}
+
+impl GapList {
+    /// Open on the selected gap, if any, sorted by duration.
+    pub fn open(app: &App) -> Self {
+        let sel = match app.selection {
+            Some(Selection::Gap(i)) => app.gap_index.by_dur.iter().position(|&g| g as usize == i).unwrap_or(0),
+            _ => 0,
+        };
+        Self { sel, by_start: false }
+    }
+
+    /// Gap id at row `row` of the list's order.
+    pub fn gap_at_row(&self, app: &App, row: usize) -> Option<usize> {
+        if self.by_start {
+            (row < app.analysis.gaps.len()).then_some(row)
+        } else {
+            app.gap_index.by_dur.get(row).map(|&g| g as usize)
+        }
+    }
+
+    /// Keep the highlight on a row after the gaps changed.
+    pub fn clamp(&mut self, app: &App) {
+        self.sel = self.sel.min(app.analysis.gaps.len().saturating_sub(1));
+    }
+
+    /// Handle a list action.
+    pub fn on_action(&mut self, action: Action, app: &App) -> Effect {
+        if super::list_move(&mut self.sel, app.analysis.gaps.len(), action) {
+            return Effect::None;
+        }
+        match action {
+            Action::ListEnter => self.gap_at_row(app, self.sel).map_or(Effect::None, Effect::ShowGap),
+            Action::SortNext | Action::SortReverse => {
+                *self = Self { sel: 0, by_start: !self.by_start };
+                Effect::None
+            }
+            Action::SortColumn(c @ (START_COLUMN | DURATION_COLUMN)) => {
+                *self = Self { sel: 0, by_start: c == START_COLUMN };
+                Effect::None
+            }
+            _ => Effect::None,
+        }
+    }
+
+    /// A click on a row highlights it; on the highlighted row, zooms to the gap.
+    pub fn on_click(&mut self, area: Rect, y: u16, app: &App) -> Effect {
+        let row = super::row_at(area, y, app.analysis.gaps.len(), self.sel);
+        if super::click(&mut self.sel, row) { self.on_action(Action::ListEnter, app) } else { Effect::None }
+    }
+
+    /// Draw the gap list.
+    pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
+        let Self { sel, by_start } = *self;
+        frame.render_widget(Clear, area);
+        let gaps = &app.analysis.gaps;
+        let title = format!(
+            "{} gaps ≥ {} by {} (Enter zooms, o sorts, < > threshold)",
+            text::count(gaps.len() as u64),
+            text::dur(app.threshold()),
+            if by_start { "start" } else { "duration" }
+        );
+        let block = panel_block(app, &title);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        if gaps.is_empty() {
+            let msg = format!("No idle gap of at least {}. < halves the threshold.", text::dur(app.threshold()));
+            frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), inner);
+            return;
+        }
+        let sorted = |c: &str, on: bool| if on { format!("{c} ▼") } else { c.to_string() };
+        let header = Row::new(vec![
+            "#".to_string(),
+            "GPU".to_string(),
+            sorted("start", by_start),
+            sorted("duration", !by_start),
+            "cause".to_string(),
+            "phase".to_string(),
+            "evidence".to_string(),
+        ])
+        .style(Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
+        let h = usize::from(inner.height.saturating_sub(1));
+        let rows = window(gaps.len(), h, sel).filter_map(|row| {
+            let gi = self.gap_at_row(app, row)?;
+            let g = &gaps[gi];
+            let r = Row::new(vec![
+                (gi + 1).to_string(),
+                g.device.to_string(),
+                text::time(app.rel(g.start), 1_000),
+                text::dur(g.dur()),
+                g.cause.label().to_string(),
+                g.phase.as_deref().map_or_else(|| "-".to_string(), |p| text::clean(p).into_owned()),
+                text::clean(&g.evidence).into_owned(),
+            ]);
+            Some(if row == sel { r.style(app.theme.row_selected()) } else { r })
+        });
+        let widths = [
+            Constraint::Length(6),
+            Constraint::Length(3),
+            Constraint::Length(12),
+            Constraint::Length(10),
+            Constraint::Length(14),
+            Constraint::Length(16),
+            Constraint::Min(10),
+        ];
+        frame.render_widget(Table::new(rows, widths).header(header).column_spacing(1), inner);
+    }
+}

@@ -1,0 +1,159 @@
+//! Panels: one file per panel, each owning its state, the keys it handles and its
+//! drawing. [`Panel`] is the slide-in panel that is open (details, phase table, gap
+//! list); help and search are overlays with their own state in [`App`].
+//!
+//! A panel answers actions with an [`Effect`] that the app carries out (zoom to a
+//! gap, show a message), so panels never hold `&mut App`.
+//!
+//! Adding a panel: a file here (state, `open`, `on_action`, `on_click`, `render`), a
+//! variant of [`Panel`] with its arms below, and the key that opens it in the key
+//! table (`input.rs`).
+
+pub(crate) mod details;
+pub(crate) mod gaps;
+pub(crate) mod help;
+pub(crate) mod phases;
+pub(crate) mod search;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use crate::model::Ns;
+
+use super::app::App;
+use super::input::{Action, Mode};
+use super::layout::PanelShape;
+
+pub use details::Details;
+pub use gaps::GapList;
+pub use help::Help;
+pub use phases::PhaseTable;
+pub use search::Search;
+
+/// The slide-in panel that is open.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Panel {
+    /// Details of the selection.
+    Details,
+    /// Per-phase table.
+    Phases(PhaseTable),
+    /// Gap list.
+    Gaps(GapList),
+}
+
+/// What the app does after a panel handled an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing more.
+    None,
+    /// Select gap `i` and zoom to it.
+    ShowGap(usize),
+    /// Zoom to `[a, b)` and say `message`.
+    ZoomTo(Ns, Ns, String),
+}
+
+impl Panel {
+    /// The panel `action` opens, if it opens one.
+    pub fn for_action(action: Action, app: &App) -> Option<Self> {
+        match action {
+            Action::Details => Some(Panel::Details),
+            Action::Phases => Some(Panel::Phases(PhaseTable::open(app))),
+            Action::GapList => Some(Panel::Gaps(GapList::open(app))),
+            _ => None,
+        }
+    }
+
+    /// True when both are the same kind of panel.
+    pub fn same_kind(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+
+    /// Where it goes on screen.
+    pub fn shape(&self) -> PanelShape {
+        match self {
+            Panel::Details => PanelShape::Text,
+            Panel::Phases(_) | Panel::Gaps(_) => PanelShape::Table,
+        }
+    }
+
+    /// The key mode while it is open.
+    pub fn mode(&self) -> Mode {
+        match self {
+            Panel::Details => Mode::Timeline,
+            Panel::Phases(_) | Panel::Gaps(_) => Mode::List,
+        }
+    }
+
+    /// Handle an action of its mode.
+    pub fn on_action(&mut self, action: Action, app: &App) -> Effect {
+        match self {
+            Panel::Details => Effect::None,
+            Panel::Phases(p) => p.on_action(action, app),
+            Panel::Gaps(g) => g.on_action(action, app),
+        }
+    }
+
+    /// Handle a click at row `y` of the screen, inside the panel's `area`.
+    pub fn on_click(&mut self, area: Rect, y: u16, app: &App) -> Effect {
+        match self {
+            Panel::Details => Effect::None,
+            Panel::Phases(p) => p.on_click(area, y, app),
+            Panel::Gaps(g) => g.on_click(area, y, app),
+        }
+    }
+
+    /// Keep the state valid after the gaps changed (new threshold).
+    pub fn gaps_changed(&mut self, app: &App) {
+        if let Panel::Gaps(g) = self {
+            g.clamp(app);
+        }
+    }
+
+    /// Draw it into `area`.
+    pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
+        match self {
+            Panel::Details => details::render(frame, app, area),
+            Panel::Phases(p) => p.render(frame, app, area),
+            Panel::Gaps(g) => g.render(frame, app, area),
+        }
+    }
+}
+
+/// Move a highlighted row `sel` of `n` rows by a list action; true when it was one.
+pub(crate) fn list_move(sel: &mut usize, n: usize, action: Action) -> bool {
+    let delta: isize = match action {
+        Action::ListUp => -1,
+        Action::ListDown => 1,
+        Action::ListPageUp => -10,
+        Action::ListPageDown => 10,
+        Action::ListTop => isize::MIN / 2,
+        Action::ListBottom => isize::MAX / 2,
+        _ => return false,
+    };
+    *sel = (*sel as isize).saturating_add(delta).clamp(0, (n as isize - 1).max(0)) as usize;
+    true
+}
+
+/// The table row under screen row `y` of a bordered table panel at `area` with a
+/// header line, given `n` rows and the highlighted `sel` (None: border or header).
+pub(crate) fn row_at(area: Rect, y: u16, n: usize, sel: usize) -> Option<usize> {
+    let first = area.y + 2;
+    let h = usize::from(area.height.saturating_sub(3));
+    if y < first || usize::from(y - first) >= h {
+        return None;
+    }
+    let row = super::render::window(n, h, sel).start + usize::from(y - first);
+    (row < n).then_some(row)
+}
+
+/// What a click on row `row` does: the first click highlights, a second zooms.
+pub(crate) fn click(sel: &mut usize, row: Option<usize>) -> bool {
+    match row {
+        Some(r) if r == *sel => true,
+        Some(r) => {
+            *sel = r;
+            false
+        }
+        None => false,
+    }
+}
