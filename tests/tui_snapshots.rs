@@ -507,3 +507,24 @@ fn zoom_and_pan_at_the_limits_of_i64() {
         assert!(v.span >= 1 && i128::from(v.t0) + i128::from(v.span) <= i128::from(i64::MAX));
     }
 }
+
+#[test]
+fn several_ranks_fold_their_threads_and_r_moves_between_their_gpus() {
+    // Two real exports on one timeline: rank 0 (pageable) and rank 1 (pinned), by file order.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let files = [format!("{dir}/pageable.sqlite").into(), format!("{dir}/pinned.sqlite").into()];
+    let t = lanescope::reader::load(&lanescope::reader::inputs::group(&files)).expect("both load");
+    let a = analysis::analyze(&t, &Options::default());
+    let mut app = App::new(t, a, (120, 40));
+    app.set_theme(Theme::new(Depth::Mono));
+    let s = screen(&app);
+    assert!(s.contains("rank 0 · GPU 0") && s.contains("rank 1 · GPU 0"), "{s}");
+    // Thread groups start folded: no lane of theirs shows, their headers do.
+    assert!(!s.contains("  CUDA API "), "{s}");
+    // Focus starts on rank 0's GPU: `r` moves to rank 1's, then wraps; the status line says which.
+    let status = |app: &App| screen(app).lines().rev().nth(1).unwrap_or_default().to_string();
+    for want in ["rank 1", "rank 0", "rank 1"] {
+        keys(&mut app, "r");
+        assert!(status(&app).contains(want), "{want}: {}", status(&app));
+    }
+}

@@ -117,6 +117,13 @@ impl App {
             Action::Jump => self.jump(),
             Action::NextGap => self.step_gap(false),
             Action::PrevGap => self.step_gap(true),
+            Action::NextRank => {
+                let trace = std::sync::Arc::clone(&self.trace);
+                self.message = Some(match self.lanes.focus_next_rank(&trace) {
+                    Some(r) => format!("rank {r}"),
+                    None => "one rank in this trace".to_string(),
+                });
+            }
             Action::ThresholdUp => self.change_threshold(2, 1),
             Action::ThresholdDown => self.change_threshold(1, 2),
             Action::Details | Action::GapList | Action::Phases => self.toggle_panel(action),

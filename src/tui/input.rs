@@ -58,6 +58,8 @@ pub enum Action {
     Details,
     /// Jump to the next idle gap of at least the threshold.
     NextGap,
+    /// Focus the next rank's GPU (several exports on one timeline).
+    NextRank,
     /// Jump to the previous idle gap of at least the threshold.
     PrevGap,
     /// Open the gap list.
@@ -318,6 +320,7 @@ pub const GLOBAL: &[Section] = &[
                 ("]/[", "gap", 1, 16, Always),
             ),
             b("[", &[C('[')], Action::PrevGap, "previous idle gap ≥ threshold"),
+            b("r", &[C('r')], Action::NextRank, "focus the next rank's GPU (several ranks)"),
             h("g", &[C('g')], Action::GapList, "gap list, longest first, with cause", ("g", "gaps", 4, 18, Always)),
             h(
                 "> <",

@@ -113,11 +113,12 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
             });
         }
         last_pid = Some(pid);
+        // Several ranks: each rank's threads start folded, its GPUs open.
         out.push(Group {
             kind: GroupKind::Thread { pid, tid },
             title: thread_title(trace, pid, tid, processes > 1),
             lanes,
-            collapsed: false,
+            collapsed: trace.ranks.len() > 1,
         });
     }
     if !others.is_empty() {
@@ -315,6 +316,33 @@ impl LaneList {
             self.rows = rows(&self.groups);
         }
         self.focus_row(Row::Lane(lane));
+    }
+
+    /// Focus the first GPU group of the next rank after the focused row's (wrapping);
+    /// None when the trace has one rank.
+    pub fn focus_next_rank(&mut self, trace: &Trace) -> Option<u32> {
+        if trace.ranks.len() < 2 {
+            return None;
+        }
+        let rank_of = |g: &Group| match g.kind {
+            GroupKind::Gpu(d) => trace.rank_of_device(d).map(|r| r.rank),
+            GroupKind::Thread { pid, .. } | GroupKind::Cpus { pid } => trace.rank_of_pid(pid).map(|r| r.rank),
+            GroupKind::Others => None,
+        };
+        let current = match self.focused() {
+            Some(Row::Group(g)) => rank_of(&self.groups[g]),
+            Some(Row::Lane(l)) => self.groups.iter().find(|g| g.lanes.contains(&l)).and_then(rank_of),
+            None => None,
+        };
+        let mut ranks: Vec<u32> = trace.ranks.iter().map(|r| r.rank).collect();
+        ranks.sort_unstable();
+        let next = match current {
+            Some(c) => ranks.iter().copied().find(|&r| r > c).unwrap_or(ranks[0]),
+            None => ranks[0],
+        };
+        let g = self.groups.iter().position(|g| matches!(g.kind, GroupKind::Gpu(_)) && rank_of(g) == Some(next))?;
+        self.focus_row(Row::Group(g));
+        Some(next)
     }
 
     /// Group index of the GPU `device`.
