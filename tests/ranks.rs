@@ -338,3 +338,28 @@ fn nsys_rep_is_exported_once_into_the_cache_and_rebuilt_when_it_changes() {
     assert!(err.contains("nsys export --type sqlite failed") && err.contains("bad report"), "{err}");
     assert!(entries().iter().all(|e| !e.contains("tmp")), "{:?}", entries());
 }
+
+#[test]
+fn the_viewer_draws_collective_wait_on_the_waiting_rank() {
+    use lanescope::tui::theme::{Depth, Theme};
+    // Rank 1 is slow in `forward`: rank 0 waits in ncclAllReduce, rank 1 hardly at all.
+    let d = TempDir::new().unwrap();
+    let files = two_ranks(d.path(), true).to_vec();
+    let t = lanescope::reader::load(&lanescope::reader::inputs::group(&files)).unwrap();
+    let a = lanescope::analysis::analyze(&t, &lanescope::analysis::Options::default());
+    let mut app = lanescope::tui::App::new(t, a, (160, 30));
+    app.set_theme(Theme::new(Depth::Mono));
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 30)).unwrap();
+    term.draw(|f| lanescope::tui::draw(f, &app)).unwrap();
+    let buf = term.backend().buffer();
+    let row = |label: &str| -> String {
+        (0..30u16)
+            .map(|y| (0..160u16).map(|x| buf[(x, y)].symbol().to_string()).collect::<String>())
+            .find(|l| l.contains(label))
+            .unwrap_or_default()
+    };
+    let waits = |l: &str| l.chars().filter(|&c| c == '≈').count();
+    let (r0, r1) = (row("rank 0 · GPU 0"), row("rank 1 · GPU 0"));
+    assert!(waits(&r0) > 0, "{r0}");
+    assert!(waits(&r0) > waits(&r1), "{r0}\n{r1}");
+}

@@ -89,6 +89,8 @@ pub mod glyph {
     pub const COPY_ONLY_LOW: char = '▂';
     /// An idle gap at least as long as the threshold.
     pub const GAP: char = '×';
+    /// A GPU mostly waiting inside a collective for another rank (busy for nsys, idle in truth).
+    pub const COLLECTIVE_WAIT: char = '≈';
     /// The cursor in the ruler.
     pub const CURSOR: char = '▼';
     /// The mark in the ruler.

@@ -68,6 +68,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         (glyph::SHADES.iter().rev().collect::<String>(), "busy share of a cell: full, ≥½, ≥¼, >0"),
         (format!("{}", glyph::GAP), "GPU idle gap ≥ threshold, even if short"),
         (format!("{}{}", glyph::COPY_ONLY, glyph::COPY_ONLY_LOW), "GPU only copying, no kernel (GPU row)"),
+        (format!("{}", glyph::COLLECTIVE_WAIT), "waiting in a collective for another rank"),
         (format!("{}", glyph::PAGEABLE), "copy from/to pageable host memory"),
         (format!("{}", glyph::SYNC), "call blocking its thread (sync, sync copy)"),
         (format!("{}", glyph::MARK), "NVTX mark (instant)"),

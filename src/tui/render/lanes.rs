@@ -187,6 +187,8 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
         _ => None,
     };
     let mut gap_of: Vec<Option<u32>> = Vec::with_capacity(ctx.w);
+    // Several ranks: time waiting in collectives for another rank (two binary searches).
+    let waits = app.analysis.collectives.waits.iter().find(|(d, _)| *d == dev.device).map(|(_, u)| u);
     for k in 0..ctx.w {
         let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
         let gap = app.gap_index.overlapping(gaps, dev.device, a, b);
@@ -194,6 +196,7 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
         let busy = dev.busy.busy_in(a, b);
         let kern = dev.kernels.busy_in(a, b);
         let frac = busy as f32 / (b - a).max(1) as f32;
+        let waiting = waits.map_or(0, |u| u.busy_in(a, b));
         let (ch, style) = if let Some(g) = gap {
             let style = if sel_gap == Some(g) { theme.gap_selected() } else { theme.gap() };
             // A mostly busy cell keeps its shade; the gap shows by colour and underline.
@@ -207,6 +210,8 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
             (ch, if ch == glyph::GAP { style } else { style.add_modifier(Modifier::UNDERLINED) })
         } else if busy == 0 {
             continue;
+        } else if 2 * waiting >= busy {
+            (glyph::COLLECTIVE_WAIT, theme.gap())
         } else if kern >= busy - kern {
             (glyph::shade(frac), theme.gpu_busy())
         } else if frac >= 0.5 {
