@@ -530,28 +530,23 @@ pub fn read_runtime(src: Src<'_>) -> Result<Partial> {
 }
 
 fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    const T: &str = "OSRT_API";
-    let Some(sql) = select(src.schema, T) else { return Ok(()) };
-    let lanes = &mut sink.lanes;
-    scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
-        let s = col(r, 0, 0)?;
-        let e = col(r, 1, s)?;
-        let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
-        lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, None);
-        Ok(())
-    })
+    read_thread_rows(src, sink, "OSRT_API", |tid| LaneKind::Osrt { tid })
 }
 
 // Profiler overhead rows, one lane per thread (names are StringIds like OS runtime calls).
 fn read_overhead(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    const T: &str = "PROFILER_OVERHEAD";
-    let Some(sql) = select(src.schema, T) else { return Ok(()) };
+    read_thread_rows(src, sink, "PROFILER_OVERHEAD", |tid| LaneKind::Overhead { tid })
+}
+
+// Rows of (start, end, globalTid, nameId) into one lane per thread of kind `kind(tid)`.
+fn read_thread_rows(src: Src<'_>, sink: &mut Sink, table: &str, kind: fn(u32) -> LaneKind) -> Result<()> {
+    let Some(sql) = select(src.schema, table) else { return Ok(()) };
     let lanes = &mut sink.lanes;
-    scan(src.conn, T, &sql, src.progress, &mut sink.out.stats, |r| {
+    scan(src.conn, table, &sql, src.progress, &mut sink.out.stats, |r| {
         let s = col(r, 0, 0)?;
         let e = col(r, 1, s)?;
         let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
-        lanes.get((LaneKind::Overhead { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, None);
+        lanes.get((kind(tid), pid)).push(s, e, col(r, 3, 0)? as u32, None, None, None);
         Ok(())
     })
 }
