@@ -1209,6 +1209,16 @@ mod tests {
     }
 
     #[test]
+    fn storage_calls_by_name() {
+        for n in ["read", "pread64", "openat", "open64", "fopen", "stat", "fstat", "newfstatat", "fsync"] {
+            assert!(is_io_call(n), "{n}");
+        }
+        for n in ["poll", "pthread_cond_wait", "munmap", "ioctl", "write", "mmap", "sem_wait"] {
+            assert!(!is_io_call(n), "{n}");
+        }
+    }
+
+    #[test]
     fn blocking_calls_by_name() {
         for n in
             ["poll", "pthread_cond_timedwait", "sem_clockwait", "read", "epoll_wait", "nanosleep", "pthread_mutex_lock"]
