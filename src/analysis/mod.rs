@@ -426,6 +426,9 @@ pub struct Totals {
 pub struct Analysis {
     /// Options used.
     pub options: Options,
+    /// Context switches by CPU and the host lanes by thread, built once; the viewer and
+    /// gap recomputations share it.
+    pub host: std::sync::Arc<host::HostIndex>,
     /// Per GPU busy unions.
     pub devices: Vec<DeviceActivity>,
     /// Gaps of at least `options.min_gap_ns`, sorted by start.
@@ -460,7 +463,7 @@ pub struct Analysis {
 /// the step phase and the findings.
 pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let index = index::Index::build(trace);
-    let ((groups, launched, (transfers, copies)), (devices, (mut gaps, hot_counts))) = both(
+    let ((groups, launched, (transfers, copies)), (devices, (mut gaps, hot_counts, host_ix))) = both(
         || {
             let groups = phases::instances(trace, options.exact_names);
             let launched = phases::project(trace, &index, &groups);
@@ -470,8 +473,9 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
             let devices: Vec<DeviceActivity> =
                 trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
             let mut gaps = gaps::find(trace, &devices, &index, options);
-            let hot = host_cause::refine(trace, &host::HostIndex::build(trace), &mut gaps);
-            (devices, (gaps, hot))
+            let host_ix = host::HostIndex::build(trace);
+            let hot = host_cause::refine(trace, &host_ix, &mut gaps);
+            (devices, (gaps, hot, host_ix))
         },
     );
     let grouped = options.exact_names.then(|| phases::instances(trace, false));
@@ -523,6 +527,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     }
     Analysis {
+        host: std::sync::Arc::new(host_ix),
         collectives,
         rank_phases,
         options: options.clone(),
@@ -552,8 +557,18 @@ fn both<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, 
 /// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes
 /// (the rule is in [`gaps`]).
 pub fn find_gaps(trace: &Trace, devices: &[DeviceActivity], options: &Options) -> Vec<Gap> {
+    find_gaps_with(trace, devices, options, &host::HostIndex::build(trace))
+}
+
+/// [`find_gaps`] with the host index already built (`Analysis::host`).
+pub fn find_gaps_with(
+    trace: &Trace,
+    devices: &[DeviceActivity],
+    options: &Options,
+    host: &host::HostIndex,
+) -> Vec<Gap> {
     let mut gaps = gaps::find(trace, devices, &index::Index::build(trace), options);
-    host_cause::refine(trace, &host::HostIndex::build(trace), &mut gaps);
+    host_cause::refine(trace, host, &mut gaps);
     gaps
 }
 

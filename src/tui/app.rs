@@ -66,7 +66,7 @@ pub struct App {
     pub(crate) index: Index,
     pub(crate) gap_index: GapIndex,
     // Context switches by CPU, and the per-process CPU rows.
-    pub(crate) host: HostIndex,
+    pub(crate) host: Arc<HostIndex>,
     pub(crate) cpu_rows: Vec<CpuRow>,
     pub(crate) title: String,
     pub(crate) demo: bool,
@@ -116,7 +116,7 @@ impl App {
         let devices = Arc::new(std::mem::take(&mut analysis.devices));
         let index = Index::build(&trace);
         let mut groups = rows::groups(&trace);
-        let host = HostIndex::build(&trace);
+        let host = Arc::clone(&analysis.host);
         let cpu_rows = cpu_rows(&trace, &host, &mut groups);
         let lanes = LaneList::new(&trace, groups);
         let title = std::path::Path::new(&trace.meta.path)
@@ -354,9 +354,9 @@ impl App {
         self.analysis.options.min_gap_ns = min_gap_ns;
         let (trace, devices, opts) =
             (Arc::clone(&self.trace), Arc::clone(&self.devices), self.analysis.options.clone());
-        let windows = self.analysis.windows;
+        let (windows, host) = (self.analysis.windows, Arc::clone(&self.analysis.host));
         let find = move || {
-            let mut gaps = crate::analysis::find_gaps(&trace, &devices, &opts);
+            let mut gaps = crate::analysis::find_gaps_with(&trace, &devices, &opts, &host);
             for g in &mut gaps {
                 g.window = windows.of(g.start, g.end);
             }
