@@ -112,38 +112,21 @@ impl NameClass {
     }
 }
 
+// Reads and syncs that wait on storage (or, for `read`, on a pipe): both blocking and
+// storage calls.
+const BLOCKING_READS: &[&str] = &["read", "readv", "pread", "pread64", "preadv", "fread", "fsync", "fdatasync"];
+
 /// True for OS runtime calls that touch storage: file reads, opens, stats and syncs.
 pub fn is_io_call(name: &str) -> bool {
-    const EXACT: &[&str] = &[
-        "read",
-        "readv",
-        "pread",
-        "pread64",
-        "preadv",
-        "preadv2",
-        "fread",
-        "fsync",
-        "fdatasync",
-        "sendfile",
-        "sendfile64",
-        "copy_file_range",
-        "readahead",
-        "posix_fadvise",
-        "posix_fadvise64",
-    ];
+    const EXACT: &[&str] =
+        &["preadv2", "sendfile", "sendfile64", "copy_file_range", "readahead", "posix_fadvise", "posix_fadvise64"];
     const PREFIX: &[&str] = &["open", "fopen", "stat", "fstat", "lstat", "newfstatat", "statx", "access", "getdents"];
-    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+    BLOCKING_READS.contains(&name) || EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
 }
 
 /// True for OS runtime calls that block waiting for another thread, a process or I/O.
 pub fn is_blocking_os_call(name: &str) -> bool {
     const EXACT: &[&str] = &[
-        "read",
-        "readv",
-        "pread",
-        "pread64",
-        "preadv",
-        "fread",
         "recv",
         "recvfrom",
         "recvmsg",
@@ -156,11 +139,10 @@ pub fn is_blocking_os_call(name: &str) -> bool {
         "pause",
         "flock",
         "lockf",
-        "fsync",
-        "fdatasync",
     ];
     const PARTS: &[&str] = &["wait", "poll", "select", "sleep", "_lock", "sigsuspend"];
-    EXACT.contains(&name)
+    BLOCKING_READS.contains(&name)
+        || EXACT.contains(&name)
         || (PARTS.iter().any(|p| name.contains(p)) && !name.contains("unlock") && !name.contains("trylock"))
 }
 
