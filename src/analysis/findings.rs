@@ -59,6 +59,8 @@ pub struct Inputs<'a> {
     pub steps: &'a Steps,
     /// The most sampled functions per cause.
     pub hot: &'a HashMap<Cause, Vec<super::host::TopSymbol>>,
+    /// Context switches and samples, for the causes of gap parts.
+    pub host: &'a super::host::HostIndex,
     /// Options.
     pub options: &'a Options,
 }
@@ -504,9 +506,11 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
             let lo = gaps.partition_point(|g| g.end <= s.start);
             for g in gaps[lo..].iter().take_while(|g| g.start < s.end).filter(|g| g.cause != Cause::Profiler) {
                 let (a, b) = (g.start.max(s.start), g.end.min(s.end));
-                // Most of the gap in the step: the gap's cause (rule 6 included).
-                let (cause, phase) =
-                    if 2 * (b - a) >= g.dur() { (g.cause, g.phase.clone()) } else { explainer.part(g, a, b) };
+                // A whole gap keeps its cause; a clipped part is decided again, rule 6 included.
+                let (cause, phase) = explainer.part(g, a, b);
+                let whole = (a, b) == (g.start, g.end);
+                let cause =
+                    if whole { cause } else { super::host_cause::part_cause(x.trace, x.host, g, (a, b), cause) };
                 idle[cause as usize] += b - a;
                 *by_phase.entry((cause, phase)).or_default() += b - a;
             }

@@ -85,6 +85,14 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
     hot
 }
 
+/// Rule 6 for the part `[start, end)` of `gap`, whose rules 1-5 gave `cause` (the
+/// starvation finding clips gaps to steps).
+pub fn part_cause(trace: &Trace, ix: &HostIndex, gap: &Gap, (start, end): (Ns, Ns), cause: Cause) -> Cause {
+    let Some(tid) = gap.tid.filter(|_| !ix.is_empty()) else { return cause };
+    let part = Gap { start, end, cause, evidence: String::new(), host: None, ..gap.clone() };
+    decide(trace, ix, &part, tid, &process_tree(trace, gap.pid)).0
+}
+
 /// The top `n` functions of each cause, with their share of that cause's samples.
 pub fn top_by_cause(hot: &HotByCause, n: usize) -> HashMap<Cause, Vec<TopSymbol>> {
     hot.iter()

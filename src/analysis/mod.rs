@@ -516,6 +516,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
                 phases: &phase_ctx,
                 steps: &steps,
                 hot: &hot,
+                host: &host_ix,
                 options,
             };
             findings::findings(&inputs, &mut gaps::Explainer::new(trace, &index, &devices, options))
