@@ -124,6 +124,12 @@ pub fn is_io_call(name: &str) -> bool {
     BLOCKING_READS.contains(&name) || EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
 }
 
+/// True for storage calls that only touch files: [`is_io_call`] but `read` and `readv`,
+/// which may read a pipe (a DataLoader worker's queue).
+pub fn is_file_call(name: &str) -> bool {
+    is_io_call(name) && !matches!(name, "read" | "readv")
+}
+
 /// True for OS runtime calls that block waiting for another thread, a process or I/O.
 pub fn is_blocking_os_call(name: &str) -> bool {
     const EXACT: &[&str] = &[

@@ -21,12 +21,13 @@
 
 use std::collections::HashMap;
 
-use super::gaps::{MAX_END_BLOCK, is_blocking_os_call, is_io_call, running_max_end};
+use super::gaps::{MAX_END_BLOCK, is_blocking_os_call, is_file_call, is_io_call, running_max_end};
 use crate::model::{Lane, LaneKind, Ns, StrId, Trace};
 
 // Name classes of OS calls.
 const BLOCKING: u8 = 1;
 const IO: u8 = 2;
+const FILE: u8 = 4;
 
 // Intervals per block of prefix sums in a CPU's columns.
 const BLOCK: usize = 32;
@@ -164,7 +165,11 @@ impl HostIndex {
         ix.blocking = trace
             .strings
             .iter()
-            .map(|(_, s)| (u8::from(is_blocking_os_call(s)) * BLOCKING) | (u8::from(is_io_call(s)) * IO))
+            .map(|(_, s)| {
+                (u8::from(is_blocking_os_call(s)) * BLOCKING)
+                    | (u8::from(is_io_call(s)) * IO)
+                    | (u8::from(is_file_call(s)) * FILE)
+            })
             .collect();
         ix
     }
@@ -310,6 +315,9 @@ pub struct ThreadTime {
     /// Off CPU inside a storage call ([`is_io_call`]: `read`, `pread`, `open`, `stat`...),
     /// part of `blocked_ns` and `os_call_ns`.
     pub io_ns: Ns,
+    /// The part of `io_ns` in calls that only touch files ([`is_file_call`]: not `read`,
+    /// which may be a pipe).
+    pub file_ns: Ns,
 }
 
 /// On/off-CPU split of thread (`pid`, `tid`) over `[a, b)`; None when the trace has no
@@ -317,7 +325,7 @@ pub struct ThreadTime {
 pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<ThreadTime> {
     let t = ix.thread(pid, tid)?;
     let on: Vec<(Ns, Ns)> = clipped(&trace.lanes[t.on_cpu?], a, b).collect();
-    let (mut blocking, mut all, mut io) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut blocking, mut all, mut io, mut file) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     if let Some(li) = t.os {
         let lane = &trace.lanes[li];
         for i in os_rows(lane, &t.os_max_end, a, b) {
@@ -331,10 +339,13 @@ pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: 
                 if class & IO != 0 {
                     io.push((s, e));
                 }
+                if class & FILE != 0 {
+                    file.push((s, e));
+                }
             }
         }
     }
-    let (blocking, all, io) = (merge(blocking), merge(all), merge(io));
+    let (blocking, all, io, file) = (merge(blocking), merge(all), merge(io), merge(file));
     let on_cpu_ns: Ns = on.iter().map(|(s, e)| e - s).sum();
     let len = |v: &[(Ns, Ns)]| v.iter().map(|(s, e)| e - s).sum::<Ns>();
     let blocked_ns = len(&blocking) - overlap(&blocking, &on);
@@ -347,6 +358,7 @@ pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: 
         os_call_ns: off_in_calls - blocked_ns,
         runnable_ns: window_ns - on_cpu_ns - off_in_calls,
         io_ns: len(&io) - overlap(&io, &on),
+        file_ns: len(&file) - overlap(&file, &on),
     })
 }
 
@@ -586,7 +598,15 @@ mod tests {
         let got = thread_time(&t, &ix, 1, 1, 0, 50).unwrap();
         assert_eq!(
             got,
-            ThreadTime { window_ns: 50, on_cpu_ns: 20, blocked_ns: 10, os_call_ns: 5, runnable_ns: 15, io_ns: 5 }
+            ThreadTime {
+                window_ns: 50,
+                on_cpu_ns: 20,
+                blocked_ns: 10,
+                os_call_ns: 5,
+                runnable_ns: 15,
+                io_ns: 5,
+                file_ns: 5
+            }
         );
         assert_eq!(thread_time(&t, &ix, 1, 2, 0, 50), None);
     }
@@ -695,8 +715,12 @@ mod tests {
                     let calls: Vec<usize> = covers(os, x).collect();
                     let blocking = calls.iter().any(|&i| is_blocking_os_call(t.strings.get(os.unwrap().ev.name[i])));
                     let io = calls.iter().any(|&i| is_io_call(t.strings.get(os.unwrap().ev.name[i])));
+                    let file = calls.iter().any(|&i| is_file_call(t.strings.get(os.unwrap().ev.name[i])));
                     if covers(on, x).next().is_none() && io {
                         want.io_ns += 1;
+                    }
+                    if covers(on, x).next().is_none() && file {
+                        want.file_ns += 1;
                     }
                     if covers(on, x).next().is_some() {
                         want.on_cpu_ns += 1;

@@ -13,7 +13,7 @@
 //!   `io-wait` (only where the process has an OS runtime trace: without one, off-CPU time
 //!   could be any wait). An `unknown` gap whose thread was on CPU for half of it:
 //!   `host-busy`; runnable on saturated CPUs for half of it: `cpu-contention`.
-//! - `host-wait`: the deciding thread in calls that only touch files (`pread`, `open`,
+//! - `host-wait`: the deciding thread off CPU in calls that only touch files (`pread`, `open`,
 //!   `stat`...; not `read`, which may be a pipe) for half of the gap: `io-wait`. Else it
 //!   waited for others: follow the wait to the *producers*, the
 //!   threads of the tree's other processes (else of the same process) that ran or
@@ -174,7 +174,7 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> (Ca
             (g.cause, None, me)
         }
         Cause::HostWait => {
-            let file = file_io_ns(trace, g.pid, tid, g.start, g.end);
+            let file = host::thread_time(trace, ix, g.pid, tid, g.start, g.end).map_or(0, |t| t.file_ns);
             if 2 * file >= dur {
                 let note =
                     format!("{who} in storage calls (pread, open, stat...) for {} of {}", fmt_ns(file), fmt_ns(dur));
@@ -184,35 +184,6 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> (Ca
         }
         _ => (g.cause, None, me),
     }
-}
-
-// Time of thread (`pid`, `tid`) in `[a, b)` inside OS calls that only touch files
-// (`read` may be a pipe from a DataLoader worker: not counted), overlaps merged.
-fn file_io_ns(trace: &Trace, pid: u32, tid: u32, a: Ns, b: Ns) -> Ns {
-    let Some(l) = trace.lanes.iter().find(|l| l.pid == pid && l.kind == LaneKind::Osrt { tid }) else { return 0 };
-    let ev = &l.ev;
-    // Calls of one thread nest shallowly: 64 rows before the window reach back far enough.
-    let lo = ev.start.partition_point(|&s| s < a).saturating_sub(64);
-    let hi = ev.start.partition_point(|&s| s < b);
-    let mut spans: Vec<(Ns, Ns)> = (lo..hi)
-        .filter(|&i| ev.end[i] > a && is_file_call(trace.strings.get(ev.name[i])))
-        .map(|i| (ev.start[i].max(a), ev.end[i].min(b)))
-        .collect();
-    spans.sort_unstable();
-    let (mut total, mut reach) = (0, Ns::MIN);
-    for (s, e) in spans {
-        let s = s.max(reach);
-        if e > s {
-            total += e - s;
-            reach = e;
-        }
-    }
-    total
-}
-
-// Storage calls that cannot be a pipe or a socket.
-fn is_file_call(name: &str) -> bool {
-    super::gaps::is_io_call(name) && !matches!(name, "read" | "readv")
 }
 
 // Threads that nsys itself runs in the profiled processes.
