@@ -24,7 +24,40 @@ pub struct Bench {
     memory: Memory,
     analysis_ms: f64,
     index_ms: f64,
+    report: ReportTime,
     frames: Frames,
+    /// The same measurements on a K-times larger export built from this one
+    /// (`--scale-to K`), with the per-event ratios against this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scale: Option<Scale>,
+}
+
+/// What `lanescope report` costs on this trace: the load, the analysis, and writing the
+/// JSON report (to a sink).
+#[derive(Debug, Serialize)]
+struct ReportTime {
+    write_ms: f64,
+    /// Load, analysis and writing, as the `report` command does them.
+    total_ms: f64,
+    /// `total_ms / load.total_ms`.
+    vs_load: f64,
+}
+
+/// `--scale-to K`: the export replicated K times (`lanescope scale`) in a temporary
+/// directory, measured by `bench` in a child process (its own peak RSS), then removed.
+#[derive(Debug, Serialize)]
+pub struct Scale {
+    factor: u32,
+    /// Time to build the larger export.
+    build_ms: f64,
+    file_bytes: u64,
+    events: u64,
+    /// Load time per event of the larger export over that of this one (1.0 is linear).
+    load_per_event_vs_base: Option<f64>,
+    /// Peak RSS with analysis and view index, per event, of the larger export.
+    bytes_per_event_with_view: Option<f64>,
+    /// The larger export's `bench` result, every key as above.
+    bench: serde_json::Value,
 }
 
 #[derive(Debug, Serialize)]
@@ -55,7 +88,11 @@ struct Memory {
     bytes_per_event: f64,
     model_heap_bytes: usize,
     index_bytes: usize,
+    peak_rss_after_analysis_bytes: u64,
     peak_rss_after_view_bytes: u64,
+    /// Peak RSS with the model, analysis and view index built, per event (the issue 13
+    /// target: at most 32).
+    bytes_per_event_with_view: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -96,6 +133,11 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let t = Instant::now();
     let analysis = analysis::analyze(&trace, &Options::default());
     let analysis_ms = ms(t);
+    let peak_analysis = rss("VmHWM");
+    let t = Instant::now();
+    crate::report::write_with(&mut io::sink(), &trace, &analysis, crate::report::Format::Json, false)?;
+    let write_ms = ms(t);
+    let report_total = load_ms + analysis_ms + write_ms;
     let t = Instant::now();
     let mut app = App::new(trace, analysis, size);
     let index_ms = ms(t);
@@ -123,12 +165,70 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
             bytes_per_event: peak_load.saturating_sub(baseline) as f64 / events.max(1) as f64,
             model_heap_bytes,
             index_bytes: app.index_bytes(),
+            peak_rss_after_analysis_bytes: peak_analysis,
             peak_rss_after_view_bytes: peak_view,
+            bytes_per_event_with_view: peak_view as f64 / events.max(1) as f64,
         },
         analysis_ms,
         index_ms,
+        report: ReportTime { write_ms, total_ms: report_total, vs_load: report_total / load_ms.max(1e-9) },
         frames,
+        scale: None,
     })
+}
+
+/// Build the export at `path` replicated `factor` times in a temporary directory, run
+/// `bench` on it in a child process (`exe`, this binary), and add the result to `base`.
+/// The directory is removed whatever happens.
+pub fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u16), exe: &Path) -> Result<()> {
+    let dir = TempDir::new()?;
+    let big = dir.0.join("scaled.sqlite");
+    let t = Instant::now();
+    crate::scale::scale(path, &big, factor).context("building the scaled export")?;
+    let build_ms = ms(t);
+    let file_bytes = std::fs::metadata(&big).map_or(0, |m| m.len());
+    let out = std::process::Command::new(exe)
+        .arg("bench")
+        .arg(&big)
+        .args(["--size", &format!("{}x{}", size.0, size.1), "--format", "json"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running bench on the scaled export")?;
+    if !out.status.success() {
+        anyhow::bail!("bench on the scaled export failed ({})", out.status);
+    }
+    let bench: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading the scaled bench result")?;
+    let events = bench["trace"]["events"].as_u64().unwrap_or(0);
+    let load_ms = bench["load"]["total_ms"].as_f64();
+    let base_per_event = base.load.total_ms / base.trace.events.max(1) as f64;
+    base.scale = Some(Scale {
+        factor,
+        build_ms,
+        file_bytes,
+        events,
+        load_per_event_vs_base: load_ms.map(|l| l / events.max(1) as f64 / base_per_event.max(1e-12)),
+        bytes_per_event_with_view: bench["memory"]["bytes_per_event_with_view"].as_f64(),
+        bench,
+    });
+    Ok(())
+}
+
+// A directory under the system temporary directory, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> Result<Self> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let p = std::env::temp_dir().join(format!("lanescope-scale-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?;
+        Ok(Self(p))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn ms(t: Instant) -> f64 {
@@ -306,7 +406,14 @@ pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
         m.index_bytes as f64 / 1e6,
         m.peak_rss_after_view_bytes as f64 / 1e6
     )?;
+    writeln!(w, "memory   peak RSS with analysis and view: {:.1} bytes/event", m.bytes_per_event_with_view)?;
     writeln!(w, "analysis {:.1} ms, view index {:.1} ms", b.analysis_ms, b.index_ms)?;
+    let r = &b.report;
+    writeln!(
+        w,
+        "report   {:.1} ms (load, analysis, JSON written in {:.1} ms): {:.2}x the load",
+        r.total_ms, r.write_ms, r.vs_load
+    )?;
     let f = &b.frames;
     writeln!(
         w,
@@ -325,7 +432,47 @@ pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
             lv.pan_bytes_max
         )?;
     }
+    if let Some(s) = &b.scale {
+        write_scale_text(w, s)?;
+    }
     Ok(())
+}
+
+fn write_scale_text(w: &mut dyn Write, s: &Scale) -> io::Result<()> {
+    let b = &s.bench;
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    writeln!(
+        w,
+        "scale    x{}: {} events, {:.1} MB, built in {:.1} s",
+        s.factor,
+        s.events,
+        s.file_bytes as f64 / 1e6,
+        s.build_ms / 1e3
+    )?;
+    writeln!(
+        w,
+        "           load {:.1} ms = {:.2}x the sqlite3 shell ({:.1} ms); per event {:.2}x the base",
+        f(&b["load"]["total_ms"]),
+        f(&b["load"]["vs_sqlite3_cli"]),
+        f(&b["load"]["sqlite3_cli_ms"]),
+        s.load_per_event_vs_base.unwrap_or(f64::NAN)
+    )?;
+    writeln!(
+        w,
+        "           peak RSS {:.1} bytes/event after load, {:.1} with analysis and view; report {:.1} ms = {:.2}x the load",
+        f(&b["memory"]["bytes_per_event"]),
+        s.bytes_per_event_with_view.unwrap_or(f64::NAN),
+        f(&b["report"]["total_ms"]),
+        f(&b["report"]["vs_load"])
+    )?;
+    writeln!(
+        w,
+        "           analysis {:.1} ms, view index {:.1} ms, frames p95 {:.2} ms, max {:.2} ms",
+        f(&b["analysis_ms"]),
+        f(&b["index_ms"]),
+        f(&b["frames"]["p95_ms"]),
+        f(&b["frames"]["max_ms"])
+    )
 }
 
 /// Write the result as JSON.

@@ -92,6 +92,10 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
         format: InfoFormat,
+        /// Also measure the export replicated K times (built in a temporary directory
+        /// with `lanescope scale`, then removed): adds a `scale` section.
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+        scale_to: Option<u32>,
     },
     /// Print a shell completion script: `lanescope completions bash > ~/.local/share/bash-completion/completions/lanescope`.
     Completions {
@@ -221,8 +225,12 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Diff { before, after, format, analysis, fail_if }) => {
             print_diff(&before, &after, &analysis.into(), format.into(), &fail_if)
         }
-        Some(Command::Bench { trace, size, format }) => {
-            let b = crate::bench::run(&trace, size)?;
+        Some(Command::Bench { trace, size, format, scale_to }) => {
+            let mut b = crate::bench::run(&trace, size)?;
+            if let Some(k) = scale_to {
+                let exe = std::env::current_exe().context("finding this program to run the scaled bench")?;
+                crate::bench::scale_to(&mut b, &trace, k, size, &exe)?;
+            }
             emit(|w| match format {
                 InfoFormat::Text => crate::bench::write_text(w, &b),
                 InfoFormat::Json => crate::bench::write_json(w, &b),

@@ -62,8 +62,11 @@ impl Strings {
 
 /// Columns of one lane's events, sorted by start.
 ///
-/// `corr`, `aux` and `flags` are empty for lanes that do not use them; the
-/// accessors then return 0.
+/// `corr`, aux and flags are empty for lanes that do not use them; the accessors then
+/// return 0. Aux values are kept as `u32` while they all fit (string ids, CPU ids, most
+/// byte counts) and widened to `u64` on the first one that does not. Flags that depend
+/// only on the name (CUDA API kinds, memcpy kinds) are kept once per distinct name
+/// instead of once per event, see [`Events::compact`].
 #[derive(Debug, Default, Clone)]
 pub struct Events {
     /// Start times.
@@ -74,11 +77,18 @@ pub struct Events {
     pub name: Vec<StrId>,
     /// CUDA correlation id (GPU operations and CUDA API calls).
     pub corr: Vec<u32>,
-    /// Bytes for memory operations; demangled name id for kernels.
-    pub aux: Vec<u64>,
-    /// Kind bits: see [`MemFlags`], [`ApiKind`], NVTX domain id.
-    pub flags: Vec<u32>,
+    // Bytes for memory operations; demangled name id for kernels: narrow while every
+    // value fits in a u32, else wide (then `aux32` is empty).
+    aux32: Vec<u32>,
+    aux64: Vec<u64>,
+    // Kind bits (see [`MemFlags`], [`ApiKind`], NVTX domain id): one per event, or,
+    // after `compact`, one per distinct name in `flags_by_name` (sorted by name).
+    flags: Vec<u32>,
+    flags_by_name: Vec<(StrId, u32)>,
 }
+
+/// Most distinct names a lane may have for its flags to be kept per name.
+const FLAGS_BY_NAME_MAX: usize = 4096;
 
 impl Events {
     /// Number of events.
@@ -103,12 +113,80 @@ impl Events {
 
     /// Aux value of event `i` (0 when unused).
     pub fn aux(&self, i: usize) -> u64 {
-        self.aux.get(i).copied().unwrap_or(0)
+        match self.aux32.get(i) {
+            Some(&a) => u64::from(a),
+            None => self.aux64.get(i).copied().unwrap_or(0),
+        }
+    }
+
+    /// True when the lane keeps aux values.
+    pub fn has_aux(&self) -> bool {
+        !self.aux32.is_empty() || !self.aux64.is_empty()
+    }
+
+    /// Every aux value in row order (empty when the lane keeps none).
+    pub fn aux_values(&self) -> impl Iterator<Item = u64> + '_ {
+        self.aux32.iter().map(|&a| u64::from(a)).chain(self.aux64.iter().copied())
+    }
+
+    /// Replace every aux value `a` by `f(a)`, widening the column if a result needs it.
+    pub fn map_aux(&mut self, mut f: impl FnMut(u64) -> u64) {
+        for i in 0..self.aux32.len() {
+            let v = f(u64::from(self.aux32[i]));
+            match u32::try_from(v) {
+                Ok(n) => self.aux32[i] = n,
+                Err(_) => {
+                    self.widen_aux();
+                    self.aux64[i] = v;
+                    for a in &mut self.aux64[i + 1..] {
+                        *a = f(*a);
+                    }
+                    return;
+                }
+            }
+        }
+        for a in &mut self.aux64 {
+            *a = f(*a);
+        }
+    }
+
+    fn widen_aux(&mut self) {
+        if self.aux64.is_empty() {
+            self.aux64 = self.aux32.iter().map(|&a| u64::from(a)).collect();
+            self.aux32 = Vec::new();
+        }
     }
 
     /// Flags of event `i` (0 when unused).
     pub fn flags(&self, i: usize) -> u32 {
-        self.flags.get(i).copied().unwrap_or(0)
+        if let Some(&f) = self.flags.get(i) {
+            return f;
+        }
+        if self.flags_by_name.is_empty() {
+            return 0;
+        }
+        let n = self.name[i];
+        self.flags_by_name.binary_search_by_key(&n, |p| p.0).map_or(0, |k| self.flags_by_name[k].1)
+    }
+
+    /// True when the lane keeps flags (per event or per name).
+    pub fn has_flags(&self) -> bool {
+        !self.flags.is_empty() || !self.flags_by_name.is_empty()
+    }
+
+    /// Replace every flags word `f` by `g(f)`.
+    pub fn map_flags(&mut self, mut g: impl FnMut(u32) -> u32) {
+        self.map_flags_named(|_, f| g(f));
+    }
+
+    /// Replace every flags word `f` of an event named `n` by `g(n, f)`.
+    pub fn map_flags_named(&mut self, mut g: impl FnMut(StrId, u32) -> u32) {
+        for (f, &n) in self.flags.iter_mut().zip(&self.name) {
+            *f = g(n, *f);
+        }
+        for p in &mut self.flags_by_name {
+            p.1 = g(p.0, p.1);
+        }
     }
 
     /// Append one event; optional columns are kept only when `Some`.
@@ -120,21 +198,77 @@ impl Events {
             self.corr.push(c);
         }
         if let Some(a) = aux {
-            self.aux.push(a);
+            match u32::try_from(a) {
+                Ok(n) if self.aux64.is_empty() => self.aux32.push(n),
+                _ => {
+                    self.widen_aux();
+                    self.aux64.push(a);
+                }
+            }
         }
         if let Some(f) = flags {
+            self.expand_flags();
             self.flags.push(f);
+        }
+    }
+
+    // Back to one flags word per event (before rows are added or moved).
+    fn expand_flags(&mut self) {
+        if !self.flags_by_name.is_empty() {
+            let by = std::mem::take(&mut self.flags_by_name);
+            let look = |n: StrId| by.binary_search_by_key(&n, |p| p.0).map_or(0, |k| by[k].1);
+            self.flags = self.name.iter().map(|&n| look(n)).collect();
         }
     }
 
     /// Move all events of `other` to the end of `self` (both must use the same columns).
     pub fn append_from(&mut self, mut other: Events) {
+        self.expand_flags();
+        other.expand_flags();
+        if !self.aux64.is_empty() || !other.aux64.is_empty() {
+            self.widen_aux();
+            other.widen_aux();
+        }
         self.start.append(&mut other.start);
         self.end.append(&mut other.end);
         self.name.append(&mut other.name);
         self.corr.append(&mut other.corr);
-        self.aux.append(&mut other.aux);
+        self.aux32.append(&mut other.aux32);
+        self.aux64.append(&mut other.aux64);
         self.flags.append(&mut other.flags);
+    }
+
+    /// Keep flags once per distinct name when every event of a name has the same flags
+    /// (and there are at most [`FLAGS_BY_NAME_MAX`] names): CUDA API kinds and memcpy
+    /// kinds follow from the name. Otherwise (and for lanes of fewer than 1,024 events)
+    /// nothing changes.
+    pub fn compact(&mut self) {
+        if self.flags.len() != self.name.len() || self.flags.is_empty() {
+            return;
+        }
+        // A table indexed by name (names are dense small ids): one load per event.
+        // Small lanes are not worth it.
+        let top = self.name.iter().copied().max().unwrap_or(0) as usize;
+        if self.flags.len() < 1024 || top >= 16 * self.flags.len() {
+            return;
+        }
+        let mut by: Vec<Option<u32>> = vec![None; top + 1];
+        let mut distinct = 0;
+        for (&n, &f) in self.name.iter().zip(&self.flags) {
+            match &mut by[n as usize] {
+                Some(g) if *g != f => return,
+                Some(_) => {}
+                slot @ None => {
+                    distinct += 1;
+                    if distinct > FLAGS_BY_NAME_MAX {
+                        return;
+                    }
+                    *slot = Some(f);
+                }
+            }
+        }
+        self.flags_by_name = by.iter().enumerate().filter_map(|(n, f)| Some((n as StrId, (*f)?))).collect();
+        self.flags = Vec::new();
     }
 
     /// Keep only the rows whose (start, end) pass `keep`; returns how many were removed.
@@ -152,7 +286,8 @@ impl Events {
             filter(&mut self.end, &rows);
             filter(&mut self.name, &rows);
             filter(&mut self.corr, &rows);
-            filter(&mut self.aux, &rows);
+            filter(&mut self.aux32, &rows);
+            filter(&mut self.aux64, &rows);
             filter(&mut self.flags, &rows);
         }
         removed
@@ -169,14 +304,16 @@ impl Events {
             permute(&mut self.end, &order);
             permute(&mut self.name, &order);
             permute(&mut self.corr, &order);
-            permute(&mut self.aux, &order);
+            permute(&mut self.aux32, &order);
+            permute(&mut self.aux64, &order);
             permute(&mut self.flags, &order);
         }
         self.start.shrink_to_fit();
         self.end.shrink_to_fit();
         self.name.shrink_to_fit();
         self.corr.shrink_to_fit();
-        self.aux.shrink_to_fit();
+        self.aux32.shrink_to_fit();
+        self.aux64.shrink_to_fit();
         self.flags.shrink_to_fit();
     }
 
@@ -186,8 +323,10 @@ impl Events {
             + self.end.capacity() * 8
             + self.name.capacity() * 4
             + self.corr.capacity() * 4
-            + self.aux.capacity() * 8
+            + self.aux32.capacity() * 4
+            + self.aux64.capacity() * 8
             + self.flags.capacity() * 4
+            + self.flags_by_name.capacity() * 8
     }
 }
 
@@ -542,6 +681,7 @@ impl Lane {
     /// Build a lane, sorting its events.
     pub fn new(kind: LaneKind, pid: u32, mut ev: Events) -> Self {
         ev.sort_by_start();
+        ev.compact();
         let disjoint = (1..ev.len()).all(|i| ev.end[i - 1] <= ev.start[i]);
         Self { kind, pid, ev, disjoint }
     }
@@ -977,8 +1117,97 @@ mod tests {
         assert_eq!(e.start, vec![10, 20, 30]);
         assert_eq!(e.name, vec![1, 2, 3]);
         assert_eq!(e.corr, vec![1, 2, 3]);
-        assert!(e.aux.is_empty());
+        assert!(!e.has_aux());
         assert_eq!(e.aux(1), 0);
+    }
+
+    #[test]
+    fn aux_widens_on_the_first_value_over_u32() {
+        let mut e = Events::default();
+        e.push(0, 1, 0, None, Some(7), None);
+        e.push(1, 2, 0, None, Some(u64::from(u32::MAX)), None);
+        assert_eq!(e.heap_bytes() % 8, 0);
+        assert!(e.aux64.is_empty(), "narrow while every value fits");
+        e.push(2, 3, 0, None, Some(1 << 40), None);
+        assert!(e.aux32.is_empty() && e.aux64.len() == 3, "widened whole");
+        assert_eq!((e.aux(0), e.aux(1), e.aux(2)), (7, u64::from(u32::MAX), 1 << 40));
+    }
+
+    #[test]
+    fn map_aux_widens_when_a_result_overflows() {
+        let mut e = Events::default();
+        for i in 0..4 {
+            e.push(i, i + 1, 0, None, Some(i as u64), None);
+        }
+        e.map_aux(|a| if a == 2 { 1 << 33 } else { a + 1 });
+        assert_eq!(e.aux_values().collect::<Vec<_>>(), vec![1, 2, 1 << 33, 4]);
+    }
+
+    #[test]
+    fn flags_by_name_only_when_the_name_decides() {
+        let mut e = Events::default();
+        for i in 0..2048 {
+            e.push(i, i + 1, (i % 3) as StrId, None, None, Some((i % 3) as u32 * 10));
+        }
+        let before: Vec<u32> = (0..e.len()).map(|i| e.flags(i)).collect();
+        e.compact();
+        assert!(e.flags.is_empty() && e.flags_by_name.len() == 3);
+        assert_eq!((0..e.len()).map(|i| e.flags(i)).collect::<Vec<_>>(), before);
+        // One event whose flags differ from its name's: kept per event.
+        let mut e = Events::default();
+        for i in 0..2048 {
+            e.push(i, i + 1, 1, None, None, Some(u32::from(i == 5)));
+        }
+        e.compact();
+        assert_eq!(e.flags.len(), 2048);
+        assert_eq!(e.flags(5), 1);
+    }
+
+    proptest::proptest! {
+        // Whatever the values, the narrow/wide aux column and flags kept per name give
+        // back exactly what was pushed, through sorting, filtering and appending.
+        #[test]
+        fn columns_roundtrip(
+            rows in proptest::collection::vec((0i64..1000, 0i64..50, 0u32..6, proptest::option::of(0u64..(1 << 34)), 0u32..3), 0..3000),
+            cut in 0i64..1000,
+        ) {
+            let mut e = Events::default();
+            let mut want: Vec<(Ns, Ns, StrId, u64, u32)> = Vec::new();
+            // aux is pushed for every row or none (a lane uses a column or not).
+            let with_aux = rows.first().is_some_and(|r| r.3.is_some());
+            for &(s, d, n, a, f) in &rows {
+                let a = if with_aux { a.unwrap_or(0) } else { 0 };
+                let f = n * 7 + f.min(u32::from(n == 5) * 2); // name decides, except for name 5
+                e.push(s, s + d, n, None, with_aux.then_some(a), Some(f));
+                want.push((s, s + d, n, a, f));
+            }
+            let half = e.len() / 2;
+            let mut tail = Events::default();
+            for i in half..e.len() {
+                tail.push(e.start[i], e.end[i], e.name[i], None, with_aux.then_some(e.aux(i)), Some(e.flags(i)));
+            }
+            let mut head = Events::default();
+            for i in 0..half {
+                head.push(e.start[i], e.end[i], e.name[i], None, with_aux.then_some(e.aux(i)), Some(e.flags(i)));
+            }
+            head.sort_by_start();
+            head.compact();
+            head.append_from(tail);
+            head.retain_times(|s, _| s != cut);
+            head.sort_by_start();
+            head.compact();
+            want.retain(|r| r.0 != cut);
+            want.sort_by_key(|r| (r.0, r.1));
+            let got: Vec<(Ns, Ns, StrId, u64, u32)> =
+                (0..head.len()).map(|i| (head.start[i], head.end[i], head.name[i], head.aux(i), head.flags(i))).collect();
+            // Rows equal in (start, end) may come in either order: compare as multisets.
+            let mut g = got.clone();
+            let mut w = want.clone();
+            g.sort_unstable();
+            w.sort_unstable();
+            proptest::prop_assert_eq!(g, w);
+            proptest::prop_assert_eq!(got.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>(), want.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>());
+        }
     }
 
     #[test]

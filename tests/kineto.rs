@@ -214,7 +214,9 @@ fn gpu_lanes_per_device_and_stream_with_kinds_and_bytes() {
         for l in &t.lanes {
             let (key, bytes) = match l.kind {
                 LaneKind::Kernels { device, stream } => ((device, stream, "kernel"), 0),
-                LaneKind::Memory { device, stream, class } => ((device, stream, class.label()), l.ev.aux.iter().sum()),
+                LaneKind::Memory { device, stream, class } => {
+                    ((device, stream, class.label()), l.ev.aux_values().sum())
+                }
                 _ => continue,
             };
             let g = got.entry(key).or_default();
@@ -227,7 +229,7 @@ fn gpu_lanes_per_device_and_stream_with_kinds_and_bytes() {
             if let LaneKind::Memory { class: MemClass::H2D | MemClass::D2H, .. } = l.kind {
                 for i in 0..l.ev.len() {
                     let name = t.strings.get(l.ev.name[i]);
-                    let m = MemFlags::unpack(l.ev.flags[i]);
+                    let m = MemFlags::unpack(l.ev.flags(i));
                     assert_eq!(m.is_pageable(), name.contains("Pageable"), "{f}: {name}");
                 }
             }
@@ -261,7 +263,7 @@ fn launches_link_to_gpu_ops_as_the_ac2g_flows_say() {
             let call = t.api_call_for(host_pid, c as u32).unwrap();
             assert!(t.lanes[op.lane as usize].kind.is_gpu());
             let lane = &t.lanes[call.lane as usize];
-            let kind = ApiKind::from_flags(lane.ev.flags[call.idx as usize]);
+            let kind = ApiKind::from_flags(lane.ev.flags(call.idx as usize));
             assert_ne!(kind, ApiKind::Sync, "{f}: {c}");
         }
     }

@@ -63,18 +63,18 @@ fn a_2022_export_without_enum_tables_loads() {
     assert_eq!(t.strings.get(outer.ev.name[0]), "registered range");
     // Memory kinds come from built-in tables: pageable H2D.
     let mem = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::Memory { .. })).unwrap();
-    let f = lanescope::model::MemFlags::unpack(mem.ev.flags[0]);
+    let f = lanescope::model::MemFlags::unpack(mem.ev.flags(0));
     assert!(f.is_pageable());
     assert!(matches!(mem.kind, LaneKind::Memory { class: lanescope::model::MemClass::H2D, .. }));
     // API names lose their version suffix and are classified.
     let api = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::CudaApi { .. })).unwrap();
     assert_eq!(api.pid, PID as u32);
     assert_eq!(t.strings.get(api.ev.name[1]), "cudaMemcpy");
-    assert_eq!(ApiKind::from_flags(api.ev.flags[1]), ApiKind::MemcpySync);
+    assert_eq!(ApiKind::from_flags(api.ev.flags(1)), ApiKind::MemcpySync);
     assert_eq!(t.thread_name(PID as u32, PID as u32), "main");
     // Kernel demangled names are kept for the details view.
     let k = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::Kernels { .. })).unwrap();
-    assert_eq!(t.strings.get(k.ev.aux[0] as u32), "vecAdd(double*, double*, double*, int)");
+    assert_eq!(t.strings.get(k.ev.aux(0) as u32), "vecAdd(double*, double*, double*, int)");
 }
 
 #[test]
@@ -110,13 +110,13 @@ fn a_new_export_with_domains_graphs_and_backtraces_loads() {
     // The backtrace row (eventClass 67) repeats the call and is not counted twice.
     let api = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::CudaApi { .. })).unwrap();
     assert_eq!(api.ev.len(), 1);
-    assert_eq!(ApiKind::from_flags(api.ev.flags[0]), ApiKind::Launch);
+    assert_eq!(ApiKind::from_flags(api.ev.flags(0)), ApiKind::Launch);
     // Overlapping start/end ranges are packed into two rows; the third reuses row 0.
     let rows: Vec<_> = t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::NvtxStartEnd { .. })).collect();
     assert_eq!(rows.len(), 2);
     let row0 = rows.iter().find(|l| matches!(l.kind, LaneKind::NvtxStartEnd { row: 0, .. })).unwrap();
     assert_eq!(row0.ev.len(), 2);
-    assert_eq!(t.strings.get(row0.ev.flags[0]), "CCCL", "domain name kept");
+    assert_eq!(t.strings.get(row0.ev.flags(0)), "CCCL", "domain name kept");
     let marks = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::NvtxMarks { .. })).unwrap();
     assert_eq!((marks.ev.start[0], marks.ev.end[0]), (300, 300));
     assert_eq!(t.gpus.len(), 1);

@@ -58,7 +58,7 @@ fn memcpy_and_memset_match_sql() {
             if let LaneKind::Memory { class, .. } = l.kind {
                 let e = got.entry(class.label()).or_default();
                 e.0 += l.ev.len();
-                e.1 += l.ev.aux.iter().sum::<u64>();
+                e.1 += l.ev.aux_values().sum::<u64>();
             }
         }
         let c = sql(&f);

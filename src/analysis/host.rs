@@ -751,7 +751,7 @@ mod tests {
                 let busy = (a..b).filter(|&x| !runs(x, cpu).is_empty()).count() as Ns;
                 prop_assert_eq!(ix.cpu_busy_ns(cpu, a, b), busy);
             }
-            let mut usable: Vec<u32> = on_lanes.iter().filter(|l| l.pid == 1).flat_map(|l| l.ev.aux.iter().map(|&c| c as u32)).collect();
+            let mut usable: Vec<u32> = on_lanes.iter().filter(|l| l.pid == 1).flat_map(|l| l.ev.aux_values().map(|c| c as u32)).collect();
             usable.sort_unstable();
             usable.dedup();
             let load = cpu_load(&ix, &[1], a, b);

@@ -175,12 +175,14 @@ pub fn host_data(
     for l in lanes {
         match l.kind {
             LaneKind::OnCpu { tid } => {
-                cpus.extend(l.ev.aux.iter().map(|&c| c as u32));
+                cpus.extend(l.ev.aux_values().map(|c| c as u32));
                 *on_cpu.entry((l.pid, tid)).or_default() += (0..l.ev.len()).map(|i| l.ev.dur(i)).sum::<Ns>();
             }
             LaneKind::Samples { .. } => {
-                cpus.extend(l.ev.flags.iter().map(|&f| SampleFlags::unpack(f).cpu));
-                modules.extend(l.ev.aux.iter().map(|&m| m as u32));
+                if l.ev.has_flags() {
+                    cpus.extend((0..l.ev.len()).map(|i| SampleFlags::unpack(l.ev.flags(i)).cpu));
+                }
+                modules.extend(l.ev.aux_values().map(|m| m as u32));
             }
             _ => {}
         }

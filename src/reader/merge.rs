@@ -100,14 +100,10 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
             }
             match l.kind {
                 LaneKind::Kernels { .. } | LaneKind::Samples { .. } => {
-                    for a in &mut l.ev.aux {
-                        *a = u64::from(id(*a as StrId));
-                    }
+                    l.ev.map_aux(|a| u64::from(id(a as StrId)));
                 }
                 LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => {
-                    for f in l.ev.flags.iter_mut().filter(|f| **f != 0) {
-                        *f = id(*f);
-                    }
+                    l.ev.map_flags(|f| if f == 0 { 0 } else { id(f) });
                 }
                 _ => {}
             }
@@ -119,9 +115,7 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
             for n in &mut s.ev.name {
                 *n = id(*n);
             }
-            for a in &mut s.ev.aux {
-                *a = (u64::from(dev((*a >> 32) as u32)) << 32) | (*a & 0xFFFF_FFFF);
-            }
+            s.ev.map_aux(|a| (u64::from(dev((a >> 32) as u32)) << 32) | (a & 0xFFFF_FFFF));
             shift(&mut s.ev.start, &mut s.ev.end, offset);
             out.syncs.push(s);
         }

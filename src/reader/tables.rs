@@ -113,23 +113,16 @@ impl Names {
         }
         match kind {
             LaneKind::Kernels { .. } | LaneKind::Samples { .. } => {
-                for a in &mut ev.aux {
-                    *a = u64::from(self.intern_ref(*a as u32, local, false));
-                }
+                ev.map_aux(|a| u64::from(self.intern_ref(a as u32, local, false)));
             }
             LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => {
-                for f in &mut ev.flags {
-                    if *f != 0 {
-                        *f = self.intern_ref(*f, local, false);
-                    }
-                }
+                ev.map_flags(|f| if f == 0 { 0 } else { self.intern_ref(f, local, false) });
             }
             LaneKind::CudaApi { .. } => {
-                for (f, &n) in ev.flags.iter_mut().zip(&ev.name) {
-                    let strings = &self.strings;
-                    let k = *self.api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n)));
-                    *f |= k as u32;
-                }
+                let (strings, api_kind) = (&self.strings, &mut self.api_kind);
+                ev.map_flags_named(|n, f| {
+                    f | *api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n))) as u32
+                });
             }
             _ => {}
         }

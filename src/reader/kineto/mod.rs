@@ -587,13 +587,13 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
         }
         let mut by_pid: HashMap<u32, Events> = HashMap::new();
         for i in 0..ev.len() {
-            let f = (!ev.flags.is_empty()).then(|| ev.flags[i]);
+            let f = ev.has_flags().then(|| ev.flags(i));
             by_pid.entry(b.owner(ev.corr[i])).or_default().push(
                 ev.start[i],
                 ev.end[i],
                 ev.name[i],
                 Some(ev.corr[i]),
-                Some(ev.aux[i]),
+                Some(ev.aux(i)),
                 f,
             );
         }
