@@ -63,7 +63,8 @@ impl Strings {
 /// Columns of one lane's events, sorted by start.
 ///
 /// `corr`, aux and flags are empty for lanes that do not use them; the accessors then
-/// return 0. Aux values are kept as `u32` while they all fit (string ids, CPU ids, most
+/// return 0. Ends are kept as `u32` durations while every event of the lane lasts less
+/// than 4.29 s (kernels, API calls), else as absolute `i64` ends. Aux values are kept as `u32` while they all fit (string ids, CPU ids, most
 /// byte counts) and widened to `u64` on the first one that does not. Flags that depend
 /// only on the name (CUDA API kinds, memcpy kinds) are kept once per distinct name
 /// instead of once per event, see [`Events::compact`].
@@ -71,8 +72,10 @@ impl Strings {
 pub struct Events {
     /// Start times.
     pub start: Vec<Ns>,
-    /// End times (`>= start`).
-    pub end: Vec<Ns>,
+    // End times (`>= start`): durations while every one fits in a u32, else absolute
+    // ends (then `dur32` is empty). Read them with `end(i)`, `ends()`, `dur(i)`.
+    dur32: Vec<u32>,
+    end64: Vec<Ns>,
     /// Display name.
     pub name: Vec<StrId>,
     /// CUDA correlation id (GPU operations and CUDA API calls).
@@ -103,7 +106,83 @@ impl Events {
 
     /// Duration of event `i`.
     pub fn dur(&self, i: usize) -> Ns {
-        self.end[i] - self.start[i]
+        match self.dur32.get(i) {
+            Some(&d) => Ns::from(d),
+            None => self.end64[i] - self.start[i],
+        }
+    }
+
+    /// End of event `i`.
+    #[inline]
+    pub fn end(&self, i: usize) -> Ns {
+        match self.dur32.get(i) {
+            Some(&d) => self.start[i].saturating_add(Ns::from(d)),
+            None => self.end64[i],
+        }
+    }
+
+    /// Every end, in row order.
+    pub fn ends(&self) -> impl DoubleEndedIterator<Item = Ns> + ExactSizeIterator + '_ {
+        (0..self.len()).map(|i| self.end(i))
+    }
+
+    /// The first row whose end fails `pred` (ends must be partitioned by it, as in a
+    /// lane whose events do not overlap): the `partition_point` of the ends.
+    pub fn end_partition_point(&self, pred: impl Fn(Ns) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.end(mid)) { lo = mid + 1 } else { hi = mid }
+        }
+        lo
+    }
+
+    /// True when ends are kept as `u32` durations.
+    pub fn narrow_ends(&self) -> bool {
+        self.end64.is_empty()
+    }
+
+    /// Replace every end `e` by `f(e)` (kept `>= start`); ends are narrowed again when
+    /// every duration fits.
+    pub fn map_ends(&mut self, mut f: impl FnMut(Ns) -> Ns) {
+        self.widen_ends();
+        for (e, &s) in self.end64.iter_mut().zip(&self.start) {
+            *e = f(*e).max(s);
+        }
+        self.try_narrow_ends();
+    }
+
+    /// Move every event by `offset` (saturating at the ends of the time axis).
+    pub fn shift(&mut self, offset: Ns) {
+        if offset == 0 {
+            return;
+        }
+        let narrow = self.narrow_ends();
+        for v in self.start.iter_mut().chain(self.end64.iter_mut()) {
+            *v = v.saturating_add(offset);
+        }
+        if narrow && self.start.iter().any(|&s| s == Ns::MAX || s == Ns::MIN) {
+            // A start pinned at the end of the axis: keep what the old ends saturate to.
+            self.widen_ends();
+        }
+    }
+
+    fn widen_ends(&mut self) {
+        if self.end64.is_empty() && !self.start.is_empty() {
+            self.end64 = self.ends().collect();
+            self.dur32 = Vec::new();
+        }
+    }
+
+    fn try_narrow_ends(&mut self) {
+        if self.end64.is_empty() {
+            return;
+        }
+        let fits = |(&s, &e): (&Ns, &Ns)| e.checked_sub(s).and_then(|d| u32::try_from(d).ok()).is_some();
+        if self.start.iter().zip(&self.end64).all(fits) {
+            self.dur32 = self.start.iter().zip(&self.end64).map(|(&s, &e)| (e - s) as u32).collect();
+            self.end64 = Vec::new();
+        }
     }
 
     /// Correlation id of event `i` (0 when unknown).
@@ -191,8 +270,15 @@ impl Events {
 
     /// Append one event; optional columns are kept only when `Some`.
     pub fn push(&mut self, start: Ns, end: Ns, name: StrId, corr: Option<u32>, aux: Option<u64>, flags: Option<u32>) {
+        let end = end.max(start);
+        match end.checked_sub(start).and_then(|d| u32::try_from(d).ok()) {
+            Some(d) if self.end64.is_empty() => self.dur32.push(d),
+            _ => {
+                self.widen_ends();
+                self.end64.push(end);
+            }
+        }
         self.start.push(start);
-        self.end.push(end.max(start));
         self.name.push(name);
         if let Some(c) = corr {
             self.corr.push(c);
@@ -229,8 +315,13 @@ impl Events {
             self.widen_aux();
             other.widen_aux();
         }
+        if !self.end64.is_empty() || !other.end64.is_empty() {
+            self.widen_ends();
+            other.widen_ends();
+        }
         self.start.append(&mut other.start);
-        self.end.append(&mut other.end);
+        self.dur32.append(&mut other.dur32);
+        self.end64.append(&mut other.end64);
         self.name.append(&mut other.name);
         self.corr.append(&mut other.corr);
         self.aux32.append(&mut other.aux32);
@@ -273,7 +364,7 @@ impl Events {
 
     /// Keep only the rows whose (start, end) pass `keep`; returns how many were removed.
     pub fn retain_times(&mut self, keep: impl Fn(Ns, Ns) -> bool) -> usize {
-        let rows: Vec<bool> = self.start.iter().zip(&self.end).map(|(&s, &e)| keep(s, e)).collect();
+        let rows: Vec<bool> = (0..self.len()).map(|i| keep(self.start[i], self.end(i))).collect();
         let removed = rows.iter().filter(|&&k| !k).count();
         if removed > 0 {
             fn filter<T: Copy>(v: &mut Vec<T>, rows: &[bool]) {
@@ -283,7 +374,8 @@ impl Events {
                 }
             }
             filter(&mut self.start, &rows);
-            filter(&mut self.end, &rows);
+            filter(&mut self.dur32, &rows);
+            filter(&mut self.end64, &rows);
             filter(&mut self.name, &rows);
             filter(&mut self.corr, &rows);
             filter(&mut self.aux32, &rows);
@@ -296,12 +388,13 @@ impl Events {
     /// Sort every column by (start, end) and release spare capacity.
     pub fn sort_by_start(&mut self) {
         let n = self.len();
-        let sorted = (1..n).all(|i| (self.start[i - 1], self.end[i - 1]) <= (self.start[i], self.end[i]));
+        let sorted = (1..n).all(|i| (self.start[i - 1], self.end(i - 1)) <= (self.start[i], self.end(i)));
         if !sorted {
             let mut order: Vec<u32> = (0..n as u32).collect();
-            order.sort_unstable_by_key(|&i| (self.start[i as usize], self.end[i as usize]));
+            order.sort_unstable_by_key(|&i| (self.start[i as usize], self.end(i as usize)));
             permute(&mut self.start, &order);
-            permute(&mut self.end, &order);
+            permute(&mut self.dur32, &order);
+            permute(&mut self.end64, &order);
             permute(&mut self.name, &order);
             permute(&mut self.corr, &order);
             permute(&mut self.aux32, &order);
@@ -309,7 +402,8 @@ impl Events {
             permute(&mut self.flags, &order);
         }
         self.start.shrink_to_fit();
-        self.end.shrink_to_fit();
+        self.dur32.shrink_to_fit();
+        self.end64.shrink_to_fit();
         self.name.shrink_to_fit();
         self.corr.shrink_to_fit();
         self.aux32.shrink_to_fit();
@@ -320,7 +414,8 @@ impl Events {
     /// Heap bytes used by the columns.
     pub fn heap_bytes(&self) -> usize {
         self.start.capacity() * 8
-            + self.end.capacity() * 8
+            + self.dur32.capacity() * 4
+            + self.end64.capacity() * 8
             + self.name.capacity() * 4
             + self.corr.capacity() * 4
             + self.aux32.capacity() * 4
@@ -682,7 +777,7 @@ impl Lane {
     pub fn new(kind: LaneKind, pid: u32, mut ev: Events) -> Self {
         ev.sort_by_start();
         ev.compact();
-        let disjoint = (1..ev.len()).all(|i| ev.end[i - 1] <= ev.start[i]);
+        let disjoint = (1..ev.len()).all(|i| ev.end(i - 1) <= ev.start[i]);
         Self { kind, pid, ev, disjoint }
     }
 
@@ -1134,6 +1229,31 @@ mod tests {
     }
 
     #[test]
+    fn ends_are_durations_until_one_does_not_fit() {
+        let mut e = Events::default();
+        e.push(-5, 10, 0, None, None, None);
+        e.push(0, i64::from(u32::MAX) - 1, 0, None, None, None);
+        assert!(e.narrow_ends());
+        e.sort_by_start(); // releases spare capacity
+        assert_eq!(e.heap_bytes(), 2 * 8 + 2 * 4 + 2 * 4, "start, duration, name");
+        e.push(1, 5_000_000_000, 0, None, None, None); // 5 s: does not fit
+        assert!(!e.narrow_ends());
+        assert_eq!(e.ends().collect::<Vec<_>>(), vec![10, i64::from(u32::MAX) - 1, 5_000_000_000]);
+        assert_eq!(e.dur(2), 4_999_999_999);
+        // An open end (i64::MAX) from a negative start does not overflow.
+        let mut o = Events::default();
+        o.push(-3, i64::MAX, 0, None, None, None);
+        assert_eq!(o.end(0), i64::MAX);
+        // Closing it narrows the lane again.
+        o.map_ends(|x| if x == i64::MAX { 7 } else { x });
+        assert!(o.narrow_ends());
+        assert_eq!((o.end(0), o.dur(0)), (7, 10));
+        o.shift(100);
+        assert_eq!((o.start[0], o.end(0)), (97, 107));
+        assert_eq!(o.end_partition_point(|x| x <= 107), 1);
+    }
+
+    #[test]
     fn map_aux_widens_when_a_result_overflows() {
         let mut e = Events::default();
         for i in 0..4 {
@@ -1170,12 +1290,15 @@ mod tests {
         fn columns_roundtrip(
             rows in proptest::collection::vec((0i64..1000, 0i64..50, 0u32..6, proptest::option::of(0u64..(1 << 34)), 0u32..3), 0..3000),
             cut in 0i64..1000,
+            long in proptest::option::of(0usize..3000),
         ) {
             let mut e = Events::default();
             let mut want: Vec<(Ns, Ns, StrId, u64, u32)> = Vec::new();
             // aux is pushed for every row or none (a lane uses a column or not).
             let with_aux = rows.first().is_some_and(|r| r.3.is_some());
-            for &(s, d, n, a, f) in &rows {
+            for (k, &(s, d, n, a, f)) in rows.iter().enumerate() {
+                // At most one event too long for a u32 duration: the lane is kept wide.
+                let d = if long == Some(k) { d + (1 << 33) } else { d };
                 let a = if with_aux { a.unwrap_or(0) } else { 0 };
                 let f = n * 7 + f.min(u32::from(n == 5) * 2); // name decides, except for name 5
                 e.push(s, s + d, n, None, with_aux.then_some(a), Some(f));
@@ -1184,11 +1307,11 @@ mod tests {
             let half = e.len() / 2;
             let mut tail = Events::default();
             for i in half..e.len() {
-                tail.push(e.start[i], e.end[i], e.name[i], None, with_aux.then_some(e.aux(i)), Some(e.flags(i)));
+                tail.push(e.start[i], e.end(i), e.name[i], None, with_aux.then_some(e.aux(i)), Some(e.flags(i)));
             }
             let mut head = Events::default();
             for i in 0..half {
-                head.push(e.start[i], e.end[i], e.name[i], None, with_aux.then_some(e.aux(i)), Some(e.flags(i)));
+                head.push(e.start[i], e.end(i), e.name[i], None, with_aux.then_some(e.aux(i)), Some(e.flags(i)));
             }
             head.sort_by_start();
             head.compact();
@@ -1199,7 +1322,7 @@ mod tests {
             want.retain(|r| r.0 != cut);
             want.sort_by_key(|r| (r.0, r.1));
             let got: Vec<(Ns, Ns, StrId, u64, u32)> =
-                (0..head.len()).map(|i| (head.start[i], head.end[i], head.name[i], head.aux(i), head.flags(i))).collect();
+                (0..head.len()).map(|i| (head.start[i], head.end(i), head.name[i], head.aux(i), head.flags(i))).collect();
             // Rows equal in (start, end) may come in either order: compare as multisets.
             let mut g = got.clone();
             let mut w = want.clone();

@@ -92,7 +92,7 @@ fn spans(trace: &Trace, want: impl Fn(LaneKind) -> bool) -> Vec<(i64, i64, Strin
         .iter()
         .filter(|l| want(l.kind))
         .flat_map(|l| {
-            (0..l.ev.len()).map(move |i| (l.ev.start[i], l.ev.end[i], trace.strings.get(l.ev.name[i]).into()))
+            (0..l.ev.len()).map(move |i| (l.ev.start[i], l.ev.end(i), trace.strings.get(l.ev.name[i]).into()))
         })
         .collect();
     v.sort();

@@ -114,7 +114,7 @@ proptest! {
         let Ok(trace) = lanescope::reader::load(&path) else { return Ok(()) };
         for l in &trace.lanes {
             prop_assert!(l.ev.start.windows(2).all(|w| w[0] <= w[1]), "lane {:?} not sorted", l.kind);
-            prop_assert!(l.ev.start.iter().zip(&l.ev.end).all(|(s, e)| e >= s), "end before start in {:?}", l.kind);
+            prop_assert!(l.ev.start.iter().zip(l.ev.ends()).all(|(&s, e)| e >= s), "end before start in {:?}", l.kind);
             prop_assert!(l.ev.name.iter().all(|&n| (n as usize) < trace.strings.len()), "dangling name id");
         }
         let a = analyze(&trace, &Options::default());

@@ -57,7 +57,7 @@ fn a_2022_export_without_enum_tables_loads() {
     let nvtx: Vec<_> = t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Nvtx { .. })).collect();
     assert_eq!(nvtx.len(), 2, "outer range and the nested open one");
     let inner = nvtx.iter().find(|l| matches!(l.kind, LaneKind::Nvtx { depth: 1, .. })).unwrap();
-    assert_eq!(inner.ev.end[0], 6000);
+    assert_eq!(inner.ev.end(0), 6000);
     assert_eq!(t.strings.get(inner.ev.name[0]), "never closed");
     let outer = nvtx.iter().find(|l| matches!(l.kind, LaneKind::Nvtx { depth: 0, .. })).unwrap();
     assert_eq!(t.strings.get(outer.ev.name[0]), "registered range");
@@ -118,7 +118,7 @@ fn a_new_export_with_domains_graphs_and_backtraces_loads() {
     assert_eq!(row0.ev.len(), 2);
     assert_eq!(t.strings.get(row0.ev.flags(0)), "CCCL", "domain name kept");
     let marks = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::NvtxMarks { .. })).unwrap();
-    assert_eq!((marks.ev.start[0], marks.ev.end[0]), (300, 300));
+    assert_eq!((marks.ev.start[0], marks.ev.end(0)), (300, 300));
     assert_eq!(t.gpus.len(), 1);
     assert_eq!(t.gpus[0].device, 1);
 }

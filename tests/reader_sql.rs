@@ -149,8 +149,8 @@ fn nvtx_ranges_nest_by_depth() {
     for child in depth(1) {
         let parent = top.iter().find(|p| p.kind.tid() == child.kind.tid()).unwrap();
         for i in 0..child.ev.len() {
-            let (s, e) = (child.ev.start[i], child.ev.end[i]);
-            let inside = (0..parent.ev.len()).any(|j| parent.ev.start[j] <= s && e <= parent.ev.end[j]);
+            let (s, e) = (child.ev.start[i], child.ev.end(i));
+            let inside = (0..parent.ev.len()).any(|j| parent.ev.start[j] <= s && e <= parent.ev.end(j));
             assert!(inside, "child range {s}..{e} not inside a step");
         }
     }

@@ -225,7 +225,7 @@ impl<'a> Ctx<'a> {
             if matches!(l.kind, LaneKind::CudaApi { .. } | LaneKind::Osrt { .. } | LaneKind::Overhead { .. })
                 && !l.disjoint
             {
-                max_end[i] = running_max_end(&l.ev.end);
+                max_end[i] = running_max_end(&l.ev);
             }
         }
         os_traced.sort_unstable();
@@ -306,7 +306,7 @@ impl<'a> Ctx<'a> {
             for i in self.overlapping(li, a, b) {
                 let ev = &self.trace.lanes[li].ev;
                 let d = ev.dur(i);
-                if ev.end[i] > a && best.is_none_or(|x| d > x.0) && self.name_class(ev.name[i]) == class {
+                if ev.end(i) > a && best.is_none_or(|x| d > x.0) && self.name_class(ev.name[i]) == class {
                     best = Some((d, li, i));
                 }
             }
@@ -370,7 +370,7 @@ impl<'a> Ctx<'a> {
         let ev = &self.trace.lanes[li].ev;
         let first = match &self.max_end[li] {
             // No overlaps: only the last row starting before `a` can reach into it.
-            m if m.is_empty() => lo - usize::from(lo > 0 && ev.end[lo - 1] > a),
+            m if m.is_empty() => lo - usize::from(lo > 0 && ev.end(lo - 1) > a),
             m => m.partition_point(|&e| e <= a) * MAX_END_BLOCK,
         };
         first.min(lo)..hi
@@ -385,8 +385,8 @@ impl<'a> Ctx<'a> {
         for li in api.into_iter().chain(os) {
             let ev = &trace.lanes[li].ev;
             for i in self.overlapping(li, a, b) {
-                if ev.end[i] > a && ev.end[i] > ev.start[i] {
-                    calls.push((ev.start[i], ev.end[i], self.act(li, i)));
+                if ev.end(i) > a && ev.end(i) > ev.start[i] {
+                    calls.push((ev.start[i], ev.end(i), self.act(li, i)));
                 }
             }
         }
@@ -448,11 +448,12 @@ fn device_lanes(gpu_lanes: &[(u32, Vec<usize>)], device: u32) -> &[usize] {
 }
 
 // Max end of rows 0..=k * MAX_END_BLOCK + MAX_END_BLOCK - 1, per block k.
-pub(crate) fn running_max_end(end: &[Ns]) -> Vec<Ns> {
+pub(crate) fn running_max_end(ev: &crate::model::Events) -> Vec<Ns> {
     let mut m = Ns::MIN;
-    end.chunks(MAX_END_BLOCK)
-        .map(|c| {
-            m = c.iter().fold(m, |a, &e| a.max(e));
+    (0..ev.len())
+        .step_by(MAX_END_BLOCK)
+        .map(|lo| {
+            m = (lo..(lo + MAX_END_BLOCK).min(ev.len())).fold(m, |a, i| a.max(ev.end(i)));
             m
         })
         .collect()
@@ -688,7 +689,7 @@ fn call_name(trace: &Trace, at: crate::model::EventRef) -> &str {
 fn clipped(ctx: &mut Ctx<'_>, li: usize, a: Ns, b: Ns) -> Vec<(Ns, Ns, usize)> {
     let ev = &ctx.trace.lanes[li].ev;
     let r = ctx.overlapping(li, a, b);
-    r.filter(|&i| ev.end[i] > a && ev.start[i] < b).map(|i| (ev.start[i].max(a), ev.end[i].min(b), i)).collect()
+    r.filter(|&i| ev.end(i) > a && ev.start[i] < b).map(|i| (ev.start[i].max(a), ev.end(i).min(b), i)).collect()
 }
 
 // Rule 1: profiler overhead time in `[a, b)` that stalls thread `tid`: overhead rows of
@@ -761,7 +762,7 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Api
     let mut best: Option<ApiCall> = None;
     for i in ctx.overlapping(li, start, start + 1) {
         let ev = &ctx.trace.lanes[li].ev;
-        let (s, e) = (ev.start[i], ev.end[i]);
+        let (s, e) = (ev.start[i], ev.end(i));
         if s < start && e >= start && e <= start + DRAIN_SLACK_NS && matches!(ctx.act(li, i), Act::Sync | Act::Pageable)
         {
             let kind = ApiKind::from_flags(ctx.trace.lanes[li].ev.flags(i));
@@ -859,7 +860,7 @@ fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, 
         let ev = &trace.lanes[li].ev;
         for i in candidates(ctx, li, start, end) {
             let d = ev.dur(i);
-            if ev.end[i] > start && best.is_none_or(|(b, _, _)| d > b) && acts.contains(&ctx.act(li, i)) {
+            if ev.end(i) > start && best.is_none_or(|(b, _, _)| d > b) && acts.contains(&ctx.act(li, i)) {
                 best = Some((d, li, i));
             }
         }
@@ -898,11 +899,11 @@ fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -
         // Ranges of one NVTX lane do not overlap: those overlapping [a, b) are the
         // last ones starting before b, back to the first ending after a.
         let mut i = ctx.starts.find(li, &ev.start, |&s| s < b);
-        while i > 0 && ev.end[i - 1] > a {
+        while i > 0 && ev.end(i - 1) > a {
             i -= 1;
-            let cover = ev.end[i].min(b) - ev.start[i].max(a);
-            if 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end[i]) > (s, ne)) {
-                best = Some((ev.start[i], -ev.end[i], ev.name[i]));
+            let cover = ev.end(i).min(b) - ev.start[i].max(a);
+            if 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end(i)) > (s, ne)) {
+                best = Some((ev.start[i], -ev.end(i), ev.name[i]));
             }
             if ev.start[i] <= a {
                 break;

@@ -152,7 +152,7 @@ impl HostIndex {
                     let t = by_thread.entry((l.pid, tid)).or_default();
                     t.os = Some(li);
                     if !l.disjoint {
-                        t.os_max_end = running_max_end(&l.ev.end);
+                        t.os_max_end = running_max_end(&l.ev);
                     }
                 }
                 _ => {}
@@ -183,7 +183,7 @@ impl HostIndex {
             let seen = pid_cpus.entry(self.threads[w].0).or_default();
             for i in 0..ev.len() {
                 let cpu = ev.aux(i) as u32;
-                per_cpu.entry(cpu).or_default().push((ev.start[i], ev.end[i], w as u32));
+                per_cpu.entry(cpu).or_default().push((ev.start[i], ev.end(i), w as u32));
                 if !seen.contains(&cpu) {
                     seen.push(cpu);
                 }
@@ -281,9 +281,9 @@ impl HostIndex {
 fn clipped(lane: &Lane, a: Ns, b: Ns) -> impl Iterator<Item = (Ns, Ns)> + '_ {
     let ev = &lane.ev;
     let lo = ev.start.partition_point(|&s| s < a);
-    let lo = lo - usize::from(lo > 0 && ev.end[lo - 1] > a);
+    let lo = lo - usize::from(lo > 0 && ev.end(lo - 1) > a);
     let hi = ev.start.partition_point(|&s| s < b).max(lo);
-    (lo..hi).map(move |i| (ev.start[i].max(a), ev.end[i].min(b))).filter(|(s, e)| s < e)
+    (lo..hi).map(move |i| (ev.start[i].max(a), ev.end(i).min(b))).filter(|(s, e)| s < e)
 }
 
 // Rows of OS lane `lane` that may overlap [a, b) (every row that does is in the range).
@@ -292,7 +292,7 @@ fn os_rows(lane: &Lane, max_end: &[Ns], a: Ns, b: Ns) -> std::ops::Range<usize> 
     let lo = ev.start.partition_point(|&s| s < a);
     let hi = ev.start.partition_point(|&s| s < b);
     let first = if max_end.is_empty() {
-        lo - usize::from(lo > 0 && ev.end[lo - 1] > a)
+        lo - usize::from(lo > 0 && ev.end(lo - 1) > a)
     } else {
         max_end.partition_point(|&e| e <= a) * MAX_END_BLOCK
     };
@@ -329,7 +329,7 @@ pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: 
     if let Some(li) = t.os {
         let lane = &trace.lanes[li];
         for i in os_rows(lane, &t.os_max_end, a, b) {
-            let (s, e) = (lane.ev.start[i].max(a), lane.ev.end[i].min(b));
+            let (s, e) = (lane.ev.start[i].max(a), lane.ev.end(i).min(b));
             if s < e {
                 all.push((s, e));
                 let class = ix.blocking.get(lane.ev.name[i] as usize).copied().unwrap_or(0);
@@ -688,7 +688,7 @@ mod tests {
     }
 
     fn covers(lane: Option<&Lane>, t: Ns) -> impl Iterator<Item = usize> + '_ {
-        lane.into_iter().flat_map(move |l| (0..l.ev.len()).filter(move |&i| l.ev.start[i] <= t && t < l.ev.end[i]))
+        lane.into_iter().flat_map(move |l| (0..l.ev.len()).filter(move |&i| l.ev.start[i] <= t && t < l.ev.end(i)))
     }
 
     fn lane(t: &Trace, kind: LaneKind, pid: u32) -> Option<&Lane> {
@@ -743,7 +743,7 @@ mod tests {
             let on_lanes: Vec<&Lane> = t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::OnCpu { .. })).collect();
             let runs = |x: Ns, cpu: u32| -> Vec<(u32, u32)> {
                 on_lanes.iter()
-                    .filter(|l| (0..l.ev.len()).any(|i| l.ev.aux(i) == u64::from(cpu) && l.ev.start[i] <= x && x < l.ev.end[i]))
+                    .filter(|l| (0..l.ev.len()).any(|i| l.ev.aux(i) == u64::from(cpu) && l.ev.start[i] <= x && x < l.ev.end(i)))
                     .map(|l| (l.pid, l.kind.tid().unwrap_or(0)))
                     .collect()
             };

@@ -132,7 +132,7 @@ impl Index {
                 at: EventRef { lane: li as u32, idx: j as u32 },
                 tid,
                 start: ev.start[j],
-                end: ev.end[j],
+                end: ev.end(j),
                 kind: ApiKind::from_flags(ev.flags(j)),
             })
         })

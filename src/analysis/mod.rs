@@ -75,7 +75,7 @@ impl DeviceActivity {
         let mut busy = Builder::with_capacity(rows(is_kernel) + rows(is_copy));
         let tagged = lanes.iter().filter(|l| is_kernel(l.kind) || is_copy(l.kind)).map(|l| {
             let kernel = is_kernel(l.kind);
-            l.ev.start.iter().zip(&l.ev.end).map(move |(&s, &e)| (s, e, kernel))
+            l.ev.start.iter().zip(l.ev.ends()).map(move |(&s, e)| (s, e, kernel))
         });
         for (s, e, kernel) in itertools::kmerge_by(tagged, |a: &(Ns, Ns, bool), b: &(Ns, Ns, bool)| a.0 < b.0) {
             busy.add(s, e);
@@ -104,7 +104,7 @@ impl DeviceActivity {
 /// start: they are merged as they are, with no copy and no sort.
 pub fn lanes_union(trace: &Trace, want: impl Fn(crate::model::LaneKind) -> bool) -> Union {
     let lanes = trace.lanes.iter().filter(|l| want(l.kind));
-    let rows = lanes.map(|l| l.ev.start.iter().copied().zip(l.ev.end.iter().copied()));
+    let rows = lanes.map(|l| l.ev.start.iter().copied().zip(l.ev.ends()));
     Union::from_sorted(itertools::kmerge_by(rows, |a: &(Ns, Ns), b: &(Ns, Ns)| a.0 < b.0))
 }
 

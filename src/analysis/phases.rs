@@ -64,7 +64,7 @@ pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
                     groups.len() - 1
                 })
             });
-            groups[g].1.push(Instance { pid: l.pid, tid, start: l.ev.start[i], end: l.ev.end[i], depth });
+            groups[g].1.push(Instance { pid: l.pid, tid, start: l.ev.start[i], end: l.ev.end(i), depth });
         }
     }
     groups.sort_by(|a, b| a.0.cmp(&b.0));
@@ -176,7 +176,7 @@ impl<'a> PhaseCtx<'a> {
             }
             // Copies outside the windows add 0.0: skipping them leaves the sum as it is.
             let bytes: f64 =
-                copies_in(&l.ev, l.disjoint, w).map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end[i], w)).sum();
+                copies_in(&l.ev, l.disjoint, w).map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end(i), w)).sum();
             if class == MemClass::H2D { g.h2d_bytes += bytes } else { g.d2h_bytes += bytes }
         }
     }
@@ -191,7 +191,7 @@ fn copies_in<'a>(ev: &'a Events, disjoint: bool, w: &'a Union) -> Box<dyn Iterat
     let mut next = 0;
     Box::new(w.iter().flat_map(move |(a, b)| {
         // Ending at `a` or later: a copy of length 0 at `a` lies in the window.
-        let lo = ev.end.partition_point(|&e| e < a).max(next);
+        let lo = ev.end_partition_point(|e| e < a).max(next);
         let hi = ev.start.partition_point(|&s| s < b).max(lo);
         next = hi;
         lo..hi
@@ -288,7 +288,7 @@ impl Sweep<'_> {
                 }
                 keep
             });
-            let (ce, corr) = (ev.end[i], ev.corr(i));
+            let (ce, corr) = (ev.end(i), ev.corr(i));
             if corr != 0 && open.iter().any(|o| ce <= o.end) {
                 self.add_ops(corr, ce, &mut open, out, corrs);
             }
@@ -304,7 +304,7 @@ impl Sweep<'_> {
         for &g in self.gpu {
             let ops = &self.trace.lanes[g].ev;
             for j in self.index.rows(self.trace, g, corr, corrs) {
-                let (s, e) = (ops.start[j], ops.end[j]);
+                let (s, e) = (ops.start[j], ops.end(j));
                 for o in open.iter_mut().filter(|o| ce <= o.end) {
                     out[o.group].count += 1;
                     out[o.group].gpu_ns += e - s;
@@ -389,7 +389,7 @@ mod tests {
         for l in t.lanes.iter().filter(|l| l.kind.is_gpu()) {
             for i in 0..l.ev.len() {
                 if let Some(c) = index.api_call(t, l.pid, l.ev.corr(i), &mut hints) {
-                    ops.push((l.pid, c.tid, c.start, c.end, l.ev.start[i], l.ev.end[i]));
+                    ops.push((l.pid, c.tid, c.start, c.end, l.ev.start[i], l.ev.end(i)));
                 }
             }
         }
@@ -469,7 +469,7 @@ mod tests {
             let got: Vec<usize> = copies_in(&ev, true, &w).collect();
             prop_assert!(got.windows(2).all(|p| p[0] < p[1]));
             for i in 0..ev.len() {
-                if prorated(1000, ev.start[i], ev.end[i], &w) != 0.0 {
+                if prorated(1000, ev.start[i], ev.end(i), &w) != 0.0 {
                     prop_assert!(got.contains(&i), "copy {} missing", i);
                 }
             }

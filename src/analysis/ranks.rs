@@ -293,7 +293,7 @@ fn collective_kernels(trace: &Trace, devices: &[(u32, u32)]) -> Vec<Kernel> {
         for i in 0..l.ev.len() {
             let n = l.ev.name[i];
             if *is_nccl.entry(n).or_insert_with(|| trace.strings.get(n).to_ascii_lowercase().contains("nccl")) {
-                out.push(Kernel { start: l.ev.start[i], end: l.ev.end[i], name: n, pid: l.pid, corr: l.ev.corr(i) });
+                out.push(Kernel { start: l.ev.start[i], end: l.ev.end(i), name: n, pid: l.pid, corr: l.ev.corr(i) });
             }
         }
     }

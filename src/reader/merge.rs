@@ -107,7 +107,7 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
                 }
                 _ => {}
             }
-            shift(&mut l.ev.start, &mut l.ev.end, offset);
+            l.ev.shift(offset);
             out.lanes.push(l);
         }
         for mut s in t.syncs {
@@ -116,7 +116,7 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
                 *n = id(*n);
             }
             s.ev.map_aux(|a| (u64::from(dev((a >> 32) as u32)) << 32) | (a & 0xFFFF_FFFF));
-            shift(&mut s.ev.start, &mut s.ev.end, offset);
+            s.ev.shift(offset);
             out.syncs.push(s);
         }
         for mut g in t.gpus {
@@ -181,15 +181,6 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
     out.meta.end_ns = end;
     super::order_lanes(&mut out);
     out
-}
-
-fn shift(start: &mut [Ns], end: &mut [Ns], offset: Ns) {
-    if offset == 0 {
-        return;
-    }
-    for v in start.iter_mut().chain(end.iter_mut()) {
-        *v = v.saturating_add(offset);
-    }
 }
 
 // Each input's rank (in input order) and where the ranks come from.

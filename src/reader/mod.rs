@@ -241,14 +241,14 @@ pub(crate) fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
     let mut first = None;
     for l in lanes.iter_mut() {
         if first.is_none()
-            && let Some(i) = (0..l.ev.len()).find(|&i| !ok(l.ev.start[i], l.ev.end[i]))
+            && let Some(i) = (0..l.ev.len()).find(|&i| !ok(l.ev.start[i], l.ev.end(i)))
         {
-            first = Some(format!("{}: {}..{}", l.title(), l.ev.start[i], l.ev.end[i]));
+            first = Some(format!("{}: {}..{}", l.title(), l.ev.start[i], l.ev.end(i)));
         }
         let n = l.ev.retain_times(ok);
         if n > 0 {
             dropped += n as u64;
-            l.disjoint = (1..l.ev.len()).all(|i| l.ev.end[i - 1] <= l.ev.start[i]);
+            l.disjoint = (1..l.ev.len()).all(|i| l.ev.end(i - 1) <= l.ev.start[i]);
         }
     }
     (dropped, first)
@@ -263,10 +263,10 @@ pub(crate) fn extent(lanes: &[Lane]) -> (i64, i64) {
     let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);
     // In a disjoint lane ends are sorted (an open range can only be the last event), so
     // the latest closed end is found from the back; other lanes need a full scan.
-    let closed = |e: &&i64| **e != OPEN_END;
+    let closed = |e: &i64| *e != OPEN_END;
     let latest = |l: &Lane| {
-        let end = if l.disjoint { l.ev.end.iter().rev().find(closed) } else { l.ev.end.iter().filter(closed).max() };
-        end.copied().max(l.ev.start.last().copied())
+        let end = if l.disjoint { l.ev.ends().rev().find(closed) } else { l.ev.ends().filter(closed).max() };
+        end.max(l.ev.start.last().copied())
     };
     let end = lanes.iter().copied().filter_map(latest).max().unwrap_or(start);
     (start, end.max(start))
@@ -275,10 +275,8 @@ pub(crate) fn extent(lanes: &[Lane]) -> (i64, i64) {
 // NVTX ranges that were never closed run to the end of the trace, as nsys reports do.
 fn close_open_ranges(lanes: &mut [Lane], end: i64) {
     for l in lanes.iter_mut().filter(|l| matches!(l.kind, LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. })) {
-        for e in &mut l.ev.end {
-            if *e == OPEN_END {
-                *e = end;
-            }
+        if !l.ev.narrow_ends() {
+            l.ev.map_ends(|e| if e == OPEN_END { end } else { e });
         }
     }
 }

@@ -340,7 +340,7 @@ impl App {
         match self.selection? {
             Selection::Event(r) => {
                 let ev = &self.trace.lanes[r.lane as usize].ev;
-                Some((ev.start[r.idx as usize], ev.end[r.idx as usize]))
+                Some((ev.start[r.idx as usize], ev.end(r.idx as usize)))
             }
             Selection::Gap(i) => self.analysis.gaps.get(i).map(|g| (g.start, g.end)),
         }

@@ -66,10 +66,10 @@ impl LaneIndex {
             let mut best = lo as u32;
             for j in lo..(lo + BLOCK).min(n) {
                 let s = ev.start[j].max(m);
-                if ev.end[j] > s {
-                    u += ev.end[j] - s;
+                if ev.end(j) > s {
+                    u += ev.end(j) - s;
                 }
-                m = m.max(ev.end[j]);
+                m = m.max(ev.end(j));
                 best = better(ev, best, j as u32);
             }
             level0.push(best);
@@ -98,14 +98,14 @@ impl LaneIndex {
         } else if k == 0 {
             Ns::MIN
         } else {
-            ev.end[k * BLOCK - 1]
+            ev.end(k * BLOCK - 1)
         };
         for j in k * BLOCK..i {
             let s = ev.start[j].max(m);
-            if ev.end[j] > s {
-                u += ev.end[j] - s;
+            if ev.end(j) > s {
+                u += ev.end(j) - s;
             }
-            m = m.max(ev.end[j]);
+            m = m.max(ev.end(j));
         }
         (u, m)
     }
@@ -129,14 +129,14 @@ impl LaneIndex {
     /// First row whose event ends after `a`.
     pub fn first_ending_after(&self, ev: &Events, a: Ns) -> usize {
         if self.disjoint {
-            return ev.end.partition_point(|&e| e <= a);
+            return ev.end_partition_point(|e| e <= a);
         }
         let k = self.maxend.partition_point(|&m| m <= a);
         if k >= self.maxend.len() {
             return ev.len();
         }
         let mut j = (k - 1) * BLOCK;
-        while j < ev.len() && ev.end[j] <= a {
+        while j < ev.len() && ev.end(j) <= a {
             j += 1;
         }
         j
@@ -193,7 +193,7 @@ impl LaneIndex {
                 let lo = if ia == 0 {
                     0
                 } else if self.disjoint {
-                    if ev.end[ia - 1] > a { ia - 1 } else { ia }
+                    if ev.end(ia - 1) > a { ia - 1 } else { ia }
                 } else {
                     self.first_ending_after(ev, a).min(ia)
                 };
@@ -258,7 +258,7 @@ mod tests {
 
     fn brute_busy(ev: &Events, t: Ns) -> Ns {
         let lo = ev.start.iter().copied().min().unwrap_or(0);
-        (lo..t).filter(|&x| (0..ev.len()).any(|i| ev.start[i] <= x && x < ev.end[i])).count() as Ns
+        (lo..t).filter(|&x| (0..ev.len()).any(|i| ev.start[i] <= x && x < ev.end(i))).count() as Ns
     }
 
     fn arb() -> impl Strategy<Value = Vec<(Ns, Ns)>> {
@@ -269,7 +269,7 @@ mod tests {
         #[test]
         fn busy_before_matches_brute_force(p in arb(), t in -5i64..450) {
             let ev = events(&p);
-            let disjoint = (1..ev.len()).all(|i| ev.end[i - 1] <= ev.start[i]);
+            let disjoint = (1..ev.len()).all(|i| ev.end(i - 1) <= ev.start[i]);
             let idx = LaneIndex::build(&ev, disjoint);
             prop_assert_eq!(idx.busy_before(&ev, t), brute_busy(&ev, t));
             let slow = LaneIndex::build(&ev, false);
@@ -292,7 +292,7 @@ mod tests {
         fn first_ending_after_matches_brute_force(p in arb(), a in -5i64..450) {
             let ev = events(&p);
             let idx = LaneIndex::build(&ev, false);
-            let brute = (0..ev.len()).find(|&i| ev.end[i] > a).unwrap_or(ev.len());
+            let brute = (0..ev.len()).find(|&i| ev.end(i) > a).unwrap_or(ev.len());
             prop_assert_eq!(idx.first_ending_after(&ev, a), brute);
         }
 
@@ -312,11 +312,11 @@ mod tests {
             for (k, c) in cells.iter().enumerate() {
                 let (a, b) = (bucket_edge(t0, span, w, k), bucket_edge(t0, span, w, k + 1));
                 // Overlaps the bucket, or is an instant inside it.
-                let touched = (0..ev.len()).any(|i| ev.start[i] < b && (ev.end[i] > a || ev.start[i] >= a));
+                let touched = (0..ev.len()).any(|i| ev.start[i] < b && (ev.end(i) > a || ev.start[i] >= a));
                 prop_assert_eq!(c.any, touched, "cell {}", k);
                 if touched {
                     let d = c.dom as usize;
-                    prop_assert!(ev.end[d] > a || ev.start[d] >= a, "dominant event touches the cell");
+                    prop_assert!(ev.end(d) > a || ev.start[d] >= a, "dominant event touches the cell");
                 }
             }
         }

@@ -590,7 +590,7 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
             let f = ev.has_flags().then(|| ev.flags(i));
             by_pid.entry(b.owner(ev.corr[i])).or_default().push(
                 ev.start[i],
-                ev.end[i],
+                ev.end(i),
                 ev.name[i],
                 Some(ev.corr[i]),
                 Some(ev.aux(i)),
@@ -615,7 +615,7 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
     lanes.push(Lane::new(extent_kind, u32::MAX, extra));
     meta.outliers = super::drop_outliers(&mut lanes);
     let start = lanes.iter().filter_map(|l| l.ev.start.first()).min().copied().unwrap_or(0);
-    let end = lanes.iter().filter_map(|l| l.ev.end.iter().max()).max().copied().unwrap_or(start).max(start);
+    let end = lanes.iter().filter_map(|l| l.ev.ends().max()).max().unwrap_or(start).max(start);
     lanes.retain(|l| !(l.kind == extent_kind && l.pid == u32::MAX));
     meta.start_ns = start;
     meta.end_ns = end;

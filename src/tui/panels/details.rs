@@ -49,7 +49,7 @@ pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
         };
         // Ranges on one lane may nest only in start/end lanes; take the last one that contains t.
         let i = l.ev.start.partition_point(|&s| s <= t);
-        if let Some(j) = (0..i).rev().take(64).find(|&j| l.ev.end[j] > t) {
+        if let Some(j) = (0..i).rev().take(64).find(|&j| l.ev.end(j) > t) {
             found.push((depth, trace.strings.get(l.ev.name[j])));
         }
     }
@@ -209,8 +209,8 @@ pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
         }
     }
     let before = ops().filter_map(|l| {
-        let i = l.ev.end.partition_point(|&e| e <= g.start);
-        (l.disjoint && i > 0 && l.ev.end[i - 1] == g.start).then(|| (l, i - 1))
+        let i = l.ev.end_partition_point(|e| e <= g.start);
+        (l.disjoint && i > 0 && l.ev.end(i - 1) == g.start).then(|| (l, i - 1))
     });
     if let Some((l, i)) = before.into_iter().next() {
         d.add("prev op", format!("{} ({})", clean(trace.strings.get(l.ev.name[i])), l.title()));
