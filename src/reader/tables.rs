@@ -46,12 +46,53 @@ impl Partial {
 }
 
 /// Lanes being filled, keyed by (kind, pid), with the last key cached: rows of one
-/// stream or thread tend to come in runs.
+/// stream or thread tend to come in runs. When they do not (threads interleave), every
+/// row looks its lane up: a multiply-rotate hash, not SipHash (the keys are ours).
 #[derive(Default)]
 pub struct LaneMap {
-    index: HashMap<(LaneKind, u32), usize>,
+    index: HashMap<(LaneKind, u32), usize, std::hash::BuildHasherDefault<FastHasher>>,
     lanes: Vec<((LaneKind, u32), Events)>,
     last: Option<((LaneKind, u32), usize)>,
+}
+
+/// A multiply-rotate hasher (as in rustc's FxHash) for small keys of our own.
+#[derive(Default, Clone, Copy)]
+pub struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_isize(&mut self, v: isize) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
 }
 
 impl LaneMap {
