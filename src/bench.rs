@@ -54,6 +54,12 @@ pub struct Scale {
     events: u64,
     /// Load time per event of the larger export over that of this one (1.0 is linear).
     load_per_event_vs_base: Option<f64>,
+    /// The larger export's load over the `sqlite3` shell printing its columns.
+    load_vs_sqlite3_cli: Option<f64>,
+    /// The larger export's load, analysis and view index over the `sqlite3` shell.
+    first_frame_vs_sqlite3_cli: Option<f64>,
+    /// The larger export's `report` time over its load time.
+    report_vs_load: Option<f64>,
     /// Peak RSS with analysis and view index, per event, of the larger export.
     bytes_per_event_with_view: Option<f64>,
     /// The larger export's `bench` result, every key as above.
@@ -79,6 +85,10 @@ struct Load {
     sqlite3_cli_ms: Option<f64>,
     /// `total_ms / sqlite3_cli_ms` (below 1 is faster than the shell).
     vs_sqlite3_cli: Option<f64>,
+    /// What the viewer needs before its first usable frame: load, analysis, view index.
+    to_first_frame_ms: f64,
+    /// `to_first_frame_ms / sqlite3_cli_ms`.
+    first_frame_vs_sqlite3_cli: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -141,6 +151,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let t = Instant::now();
     let mut app = App::new(trace, analysis, size);
     let index_ms = ms(t);
+    let first_frame_ms = load_ms + analysis_ms + index_ms;
     let frames = frames(&mut app, size)?;
     let peak_view = rss("VmHWM");
 
@@ -158,6 +169,8 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
             sqlite_scan_ms,
             sqlite3_cli_ms,
             vs_sqlite3_cli: sqlite3_cli_ms.map(|c| load_ms / c),
+            to_first_frame_ms: first_frame_ms,
+            first_frame_vs_sqlite3_cli: sqlite3_cli_ms.map(|c| first_frame_ms / c),
         },
         memory: Memory {
             baseline_rss_bytes: baseline,
@@ -207,6 +220,9 @@ pub fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u16), ex
         file_bytes,
         events,
         load_per_event_vs_base: load_ms.map(|l| l / events.max(1) as f64 / base_per_event.max(1e-12)),
+        load_vs_sqlite3_cli: bench["load"]["vs_sqlite3_cli"].as_f64(),
+        first_frame_vs_sqlite3_cli: bench["load"]["first_frame_vs_sqlite3_cli"].as_f64(),
+        report_vs_load: bench["report"]["vs_load"].as_f64(),
         bytes_per_event_with_view: bench["memory"]["bytes_per_event_with_view"].as_f64(),
         bench,
     });
@@ -390,8 +406,12 @@ pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
         writeln!(w, "           {:<38} {:>9} rows {:>8.1} ms", t.name, t.rows, t.ms)?;
     }
     writeln!(w, "sqlite    in-process scan of the same columns {:.1} ms", l.sqlite_scan_ms)?;
-    if let (Some(c), Some(r)) = (l.sqlite3_cli_ms, l.vs_sqlite3_cli) {
-        writeln!(w, "sqlite3   shell printing them to /dev/null {c:.1} ms  (lanescope load = {r:.2}x)")?;
+    if let (Some(c), Some(r), Some(f)) = (l.sqlite3_cli_ms, l.vs_sqlite3_cli, l.first_frame_vs_sqlite3_cli) {
+        writeln!(
+            w,
+            "sqlite3   shell printing them to /dev/null {c:.1} ms  (lanescope load = {r:.2}x; to the first frame, {:.1} ms = {f:.2}x)",
+            l.to_first_frame_ms
+        )?;
     } else {
         writeln!(w, "sqlite3   shell not installed: no comparison")?;
     }
@@ -451,10 +471,11 @@ fn write_scale_text(w: &mut dyn Write, s: &Scale) -> io::Result<()> {
     )?;
     writeln!(
         w,
-        "           load {:.1} ms = {:.2}x the sqlite3 shell ({:.1} ms); per event {:.2}x the base",
+        "           load {:.1} ms = {:.2}x the sqlite3 shell ({:.1} ms), first frame {:.2}x; per event {:.2}x the base",
         f(&b["load"]["total_ms"]),
         f(&b["load"]["vs_sqlite3_cli"]),
         f(&b["load"]["sqlite3_cli_ms"]),
+        f(&b["load"]["first_frame_vs_sqlite3_cli"]),
         s.load_per_event_vs_base.unwrap_or(f64::NAN)
     )?;
     writeln!(

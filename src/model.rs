@@ -212,16 +212,15 @@ impl Events {
     pub fn map_aux(&mut self, mut f: impl FnMut(u64) -> u64) {
         for i in 0..self.aux32.len() {
             let v = f(u64::from(self.aux32[i]));
-            match u32::try_from(v) {
-                Ok(n) => self.aux32[i] = n,
-                Err(_) => {
-                    self.widen_aux();
-                    self.aux64[i] = v;
-                    for a in &mut self.aux64[i + 1..] {
-                        *a = f(*a);
-                    }
-                    return;
+            if let Ok(n) = u32::try_from(v) {
+                self.aux32[i] = n;
+            } else {
+                self.widen_aux();
+                self.aux64[i] = v;
+                for a in &mut self.aux64[i + 1..] {
+                    *a = f(*a);
                 }
+                return;
             }
         }
         for a in &mut self.aux64 {

@@ -47,7 +47,7 @@ impl Partial {
 
 /// Lanes being filled, keyed by (kind, pid), with the last key cached: rows of one
 /// stream or thread tend to come in runs. When they do not (threads interleave), every
-/// row looks its lane up: a multiply-rotate hash, not SipHash (the keys are ours).
+/// row looks its lane up: a multiply-rotate hash, not `SipHash` (the keys are ours).
 #[derive(Default)]
 pub struct LaneMap {
     index: HashMap<(LaneKind, u32), usize, std::hash::BuildHasherDefault<FastHasher>>,
@@ -55,7 +55,7 @@ pub struct LaneMap {
     last: Option<((LaneKind, u32), usize)>,
 }
 
-/// A multiply-rotate hasher (as in rustc's FxHash) for small keys of our own.
+/// A multiply-rotate hasher (as in rustc's `FxHash`) for small keys of our own.
 #[derive(Default, Clone, Copy)]
 pub struct FastHasher(u64);
 
