@@ -298,12 +298,18 @@ impl Events {
     }
 
     // Back to one flags word per event (before rows are added or moved).
+    #[inline]
     fn expand_flags(&mut self) {
         if !self.flags_by_name.is_empty() {
-            let by = std::mem::take(&mut self.flags_by_name);
-            let look = |n: StrId| by.binary_search_by_key(&n, |p| p.0).map_or(0, |k| by[k].1);
-            self.flags = self.name.iter().map(|&n| look(n)).collect();
+            self.expand_flags_by_name();
         }
+    }
+
+    #[cold]
+    fn expand_flags_by_name(&mut self) {
+        let by = std::mem::take(&mut self.flags_by_name);
+        let look = |n: StrId| by.binary_search_by_key(&n, |p| p.0).map_or(0, |k| by[k].1);
+        self.flags = self.name.iter().map(|&n| look(n)).collect();
     }
 
     /// Move all events of `other` to the end of `self` (both must use the same columns).
@@ -363,7 +369,9 @@ impl Events {
 
     /// Keep only the rows whose (start, end) pass `keep`; returns how many were removed.
     pub fn retain_times(&mut self, keep: impl Fn(Ns, Ns) -> bool) -> usize {
-        let rows: Vec<bool> = (0..self.len()).map(|i| keep(self.start[i], self.end(i))).collect();
+        // Nothing to drop (the common case): one pass, no allocation.
+        let Some(first) = (0..self.len()).position(|i| !keep(self.start[i], self.end(i))) else { return 0 };
+        let rows: Vec<bool> = (0..self.len()).map(|i| i != first && keep(self.start[i], self.end(i))).collect();
         let removed = rows.iter().filter(|&&k| !k).count();
         if removed > 0 {
             fn filter<T: Copy>(v: &mut Vec<T>, rows: &[bool]) {
@@ -387,7 +395,11 @@ impl Events {
     /// Sort every column by (start, end) and release spare capacity.
     pub fn sort_by_start(&mut self) {
         let n = self.len();
-        let sorted = (1..n).all(|i| (self.start[i - 1], self.end(i - 1)) <= (self.start[i], self.end(i)));
+        // Ends are read only where starts tie.
+        let sorted = (1..n).all(|i| {
+            let (a, b) = (self.start[i - 1], self.start[i]);
+            a < b || (a == b && self.end(i - 1) <= self.end(i))
+        });
         if !sorted {
             let mut order: Vec<u32> = (0..n as u32).collect();
             order.sort_unstable_by_key(|&i| (self.start[i as usize], self.end(i as usize)));

@@ -240,9 +240,9 @@ pub(crate) fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
     let mut dropped = 0u64;
     let mut first = None;
     for l in lanes.iter_mut() {
-        if first.is_none()
-            && let Some(i) = (0..l.ev.len()).find(|&i| !ok(l.ev.start[i], l.ev.end(i)))
-        {
+        // One pass over a lane without outliers (the common case).
+        let Some(i) = (0..l.ev.len()).position(|i| !ok(l.ev.start[i], l.ev.end(i))) else { continue };
+        if first.is_none() {
             first = Some(format!("{}: {}..{}", l.title(), l.ev.start[i], l.ev.end(i)));
         }
         let n = l.ev.retain_times(ok);

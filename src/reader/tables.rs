@@ -160,9 +160,17 @@ impl Names {
                 ev.map_flags(|f| if f == 0 { 0 } else { self.intern_ref(f, local, false) });
             }
             LaneKind::CudaApi { .. } => {
+                // Kinds by name id, looked up once per name: a table, not a hash per call.
                 let (strings, api_kind) = (&self.strings, &mut self.api_kind);
+                let mut kinds: Vec<Option<ApiKind>> = Vec::new();
                 ev.map_flags_named(|n, f| {
-                    f | *api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n))) as u32
+                    let i = n as usize;
+                    if i >= kinds.len() {
+                        kinds.resize(i + 1, None);
+                    }
+                    let k = *kinds[i]
+                        .get_or_insert_with(|| *api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n))));
+                    f | k as u32
                 });
             }
             _ => {}
