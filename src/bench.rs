@@ -194,6 +194,9 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
 /// `bench` on it in a child process (`exe`, this binary), and add the result to `base`.
 /// The directory is removed whatever happens.
 pub fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u16), exe: &Path) -> Result<()> {
+    if crate::reader::queries(path)?.is_empty() {
+        anyhow::bail!("--scale-to needs an nsys SQLite export (it replicates the rows of its tables)");
+    }
     let dir = TempDir::new()?;
     let big = dir.0.join("scaled.sqlite");
     let t = Instant::now();
@@ -463,7 +466,7 @@ fn write_scale_text(w: &mut dyn Write, s: &Scale) -> io::Result<()> {
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
     writeln!(
         w,
-        "scale    x{}: {} events, {:.1} MB, built in {:.1} s",
+        "scale    x{}: {} events, {:.1} MB, built in {:.2} s",
         s.factor,
         s.events,
         s.file_bytes as f64 / 1e6,
