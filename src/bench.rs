@@ -98,6 +98,10 @@ struct Memory {
     bytes_per_event: f64,
     model_heap_bytes: usize,
     index_bytes: usize,
+    /// The analysis's per-device busy unions (all operations, kernels, copies).
+    busy_unions_bytes: usize,
+    /// Intervals in those unions.
+    busy_intervals: usize,
     peak_rss_after_analysis_bytes: u64,
     peak_rss_after_view_bytes: u64,
     /// Peak RSS with the model, analysis and view index built, per event (the issue 13
@@ -144,6 +148,8 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let analysis = analysis::analyze(&trace, &Options::default());
     let analysis_ms = ms(t);
     let peak_analysis = rss("VmHWM");
+    let unions = analysis.devices.iter().flat_map(|d| [&d.busy, &d.kernels, &d.copies]);
+    let (busy_unions_bytes, busy_intervals) = unions.fold((0, 0), |(b, n), u| (b + u.heap_bytes(), n + u.len()));
     let t = Instant::now();
     crate::report::write_with(&mut io::sink(), &trace, &analysis, crate::report::Format::Json, false)?;
     let write_ms = ms(t);
@@ -178,6 +184,8 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
             bytes_per_event: peak_load.saturating_sub(baseline) as f64 / events.max(1) as f64,
             model_heap_bytes,
             index_bytes: app.index_bytes(),
+            busy_unions_bytes,
+            busy_intervals,
             peak_rss_after_analysis_bytes: peak_analysis,
             peak_rss_after_view_bytes: peak_view,
             bytes_per_event_with_view: peak_view as f64 / events.max(1) as f64,
