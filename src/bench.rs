@@ -95,6 +95,8 @@ struct Load {
 struct Memory {
     baseline_rss_bytes: u64,
     peak_rss_after_load_bytes: u64,
+    /// Resident set when the load has returned (what it kept, without its transients).
+    rss_after_load_bytes: u64,
     bytes_per_event: f64,
     model_heap_bytes: usize,
     index_bytes: usize,
@@ -139,6 +141,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let trace = crate::reader::load(path).with_context(|| path.display().to_string())?;
     let load_ms = ms(t);
     let peak_load = rss("VmHWM");
+    let rss_load = rss("VmRSS");
     let events = trace.event_count();
     let model_heap_bytes = trace.heap_bytes();
     let tables = trace.meta.tables.clone();
@@ -181,6 +184,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
         memory: Memory {
             baseline_rss_bytes: baseline,
             peak_rss_after_load_bytes: peak_load,
+            rss_after_load_bytes: rss_load,
             bytes_per_event: peak_load.saturating_sub(baseline) as f64 / events.max(1) as f64,
             model_heap_bytes,
             index_bytes: app.index_bytes(),
