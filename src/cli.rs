@@ -71,6 +71,13 @@ enum Command {
         /// `phase:copy data.wall_ns>+10%` (README lists the metrics). Repeatable.
         #[arg(long = "fail-if", value_name = "EXPR")]
         fail_if: Vec<String>,
+        /// Open both runs in the viewer, stacked on one time axis and aligned at a step,
+        /// with the per-phase delta table as a panel (`P`).
+        #[arg(long, conflicts_with_all = ["fail_if", "format"])]
+        view: bool,
+        /// With --view: leave the mouse to the terminal.
+        #[arg(long, requires = "view")]
+        no_mouse: bool,
     },
     /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
     Info {
@@ -218,7 +225,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Report { trace, format, analysis, all_gaps }) => {
             print_report(&load_inputs(&trace)?, &analysis.into(), format.into(), all_gaps)
         }
-        Some(Command::Diff { before, after, format, analysis, fail_if }) => {
+        Some(Command::Diff { before, after, analysis, view: true, no_mouse, .. }) => {
+            view_diff(before, after, analysis.into(), crate::tui::Settings { mouse: !no_mouse })
+        }
+        Some(Command::Diff { before, after, format, analysis, fail_if, .. }) => {
             print_diff(&before, &after, &analysis.into(), format.into(), &fail_if)
         }
         Some(Command::Bench { trace, size, format }) => {
@@ -271,6 +281,14 @@ fn print_diff(
         return Ok(());
     }
     Err(Exit { code: EXIT_CONDITION, message: format!("--fail-if held: {}", held.join("; ")) }.into())
+}
+
+// Without a terminal (piped, CI) the two-run view prints the text diff instead.
+fn view_diff(before: PathBuf, after: PathBuf, options: Options, settings: crate::tui::Settings) -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return print_diff(&before, &after, &options, report::Format::Text, &[]);
+    }
+    crate::tui::run_pair(before, after, options, settings)
 }
 
 fn view(traces: &[PathBuf], options: Options, settings: crate::tui::Settings) -> Result<()> {
