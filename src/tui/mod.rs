@@ -29,15 +29,17 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use ratatui::crossterm::event::{
+    self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind,
+};
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use ratatui::crossterm::{execute, queue};
 use ratatui::layout::Rect;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 
 pub use app::App;
-pub use pair::{Align, Pair, draw_pair};
 pub use input::{Action, Mode, markdown as key_table_markdown};
+pub use pair::{Align, Pair, draw_pair};
 pub use render::draw;
 pub use viewport::{View, Viewport};
 
@@ -120,12 +122,11 @@ fn show<S: Screen + Send + 'static>(
     }
     let mut term = terminal::init(settings.mouse).context("setting up the terminal")?;
     let signals = terminal::watch_signals().context("watching signals");
-    let result = signals.and_then(|_guard| {
-        match wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(label))? {
+    let result =
+        signals.and_then(|_guard| match wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(label))? {
             Some(mut screen) => event_loop(&mut term, &mut screen),
             None => Ok(()),
-        }
-    });
+        });
     {
         let _screen = terminal::lock();
         terminal::restore();

@@ -69,7 +69,11 @@ impl DeltaTable {
             name: text::clean(&p.name).into_owned(),
             cells: cells(&p.values, "wall_mean_ns", "steady.idle_ns", p.status),
         });
-        Self { verdict: text::clean(&d.verdict).into_owned(), rows: std::iter::once(run).chain(phases).collect(), scroll: 0 }
+        Self {
+            verdict: text::clean(&d.verdict).into_owned(),
+            rows: std::iter::once(run).chain(phases).collect(),
+            scroll: 0,
+        }
     }
 
     /// Scroll with the wheel over the table at `area`; true when it moved.
@@ -97,7 +101,8 @@ impl DeltaTable {
     /// Draw the verdict and the rows that fit into `area`.
     pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(Clear, area);
-        let block = crate::tui::render::panel_block(app, "before → after: wall per instance, steady GPU idle (P closes)");
+        let block =
+            crate::tui::render::panel_block(app, "before → after: wall per instance, steady GPU idle (P closes)");
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let width = usize::from(inner.width);

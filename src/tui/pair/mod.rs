@@ -104,6 +104,8 @@ pub struct Pair {
     pub(crate) align: Align,
     // The instant of each run at the shared axis origin (its step start or first event).
     pub(crate) origins: [Ns; 2],
+    // Each run's NVTX name of the step instance aligned on (`step 7`), sanitized.
+    pub(crate) step_names: [String; 2],
     pub(crate) diff: Diff,
     pub(crate) delta: Option<DeltaTable>,
     pub(crate) size: (u16, u16),
@@ -118,8 +120,16 @@ impl Pair {
             diff::Run { path: &after.0.meta.path, analysis: &after.1 },
         );
         let runs = [App::new(before.0, before.1, size), App::new(after.0, after.1, size)];
-        let mut pair =
-            Self { runs, focus: 0, align: Align::Start, origins: [0, 0], diff, delta: None, size };
+        let mut pair = Self {
+            runs,
+            focus: 0,
+            align: Align::Start,
+            origins: [0, 0],
+            step_names: Default::default(),
+            diff,
+            delta: None,
+            size,
+        };
         pair.align = align::first_step(pair.spans()).map_or(Align::Start, Align::Step);
         pair.relayout();
         pair.realign();
@@ -242,16 +252,30 @@ impl Pair {
             let changed = self.delta.as_mut().is_some_and(|d| d.on_mouse(ev.kind, r));
             return changed;
         }
-        let press = matches!(ev.kind, MouseEventKind::Down(_));
         let other = 1 - self.focus;
         let helping = self.runs[self.focus].help.is_some();
-        let mut changed = false;
-        if press && !helping && pa.blocks[other].contains(at) {
-            self.focus = other;
-            self.relayout();
-            changed = true;
-        }
-        changed |= self.runs[self.focus].handle_mouse(ev);
+        let over_other = !helping && pa.blocks[other].contains(at);
+        let changed = match ev.kind {
+            // A press on the other run's block moves the focus (and the keys) there.
+            MouseEventKind::Down(_) if over_other => {
+                self.focus = other;
+                self.relayout();
+                self.runs[self.focus].handle_mouse(ev);
+                true
+            }
+            // The wheel over it zooms or pans both, around the pointer, focus unchanged.
+            MouseEventKind::ScrollUp
+            | MouseEventKind::ScrollDown
+            | MouseEventKind::ScrollLeft
+            | MouseEventKind::ScrollRight
+                if over_other =>
+            {
+                let moved = self.runs[other].handle_mouse(ev);
+                self.sync_from(other);
+                moved
+            }
+            _ => self.runs[self.focus].handle_mouse(ev),
+        };
         self.relayout();
         self.sync();
         changed
@@ -330,6 +354,12 @@ impl Pair {
         };
         let steps = align::common_steps(spans);
         self.origins = origins;
+        if let Align::Step(k) = self.align {
+            self.step_names = [0, 1].map(|i| {
+                let r = &self.runs[i];
+                range_name(&r.trace, r.analysis.step_instances[k]).unwrap_or_else(|| format!("step #{}", k + 1))
+            });
+        }
         for (r, (lo, hi)) in self.runs.iter_mut().zip(extents) {
             r.viewport.set_extent(lo, hi);
         }
@@ -343,7 +373,9 @@ impl Pair {
             None => vp.fit_all(),
         }
         let message = match self.align {
-            Align::Step(k) => format!("both runs at the start of step {} of {steps}", k + 1),
+            Align::Step(k) => {
+                format!("both at the start of step {}/{steps}: {} · {}", k + 1, self.step_names[0], self.step_names[1])
+            }
             Align::Start => "each run from its own start".to_string(),
         };
         self.say(message);
@@ -352,7 +384,11 @@ impl Pair {
 
     // The other run shows the focused run's window, shifted by the difference of origins.
     fn sync(&mut self) {
-        let f = self.focus;
+        self.sync_from(self.focus);
+    }
+
+    // Run `f` leads: the other shows its window, shifted by the difference of origins.
+    fn sync_from(&mut self, f: usize) {
         let shift = self.origins[1 - f].saturating_sub(self.origins[f]);
         let [a, b] = &mut self.runs;
         let (lead, follow) = if f == 0 { (a, b) } else { (b, a) };
@@ -377,6 +413,19 @@ impl Pair {
             }
         }
     }
+}
+
+/// The sanitized name of the NVTX range `(start, end)`: binary searches per NVTX lane.
+fn range_name(trace: &Trace, (start, end): (Ns, Ns)) -> Option<String> {
+    use crate::model::LaneKind;
+    trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. })).find_map(
+        |l| {
+            let ev = &l.ev;
+            let i = ev.start.partition_point(|&t| t < start);
+            (i < ev.len() && ev.start[i] == start && ev.end[i] == end)
+                .then(|| crate::tui::text::clean(trace.strings.get(ev.name[i])).into_owned())
+        },
+    )
 }
 
 /// Load both runs (`--step-phase` must name a range in each) and build the view.

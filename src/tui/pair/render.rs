@@ -55,7 +55,10 @@ pub fn draw(frame: &mut Frame, pair: &Pair) {
 fn header(frame: &mut Frame, pair: &Pair, area: Rect) {
     let [b, a] = [&pair.runs[0].title, &pair.runs[1].title];
     let at = match pair.align {
-        Align::Step(k) => format!("aligned at step {} of {}", k + 1, super::align::common_steps(pair.spans())),
+        Align::Step(k) => {
+            let name = text::clean(pair.runs[0].analysis.step_phase.as_deref().unwrap_or("step"));
+            format!("aligned at `{name}` {}/{}", k + 1, super::align::common_steps(pair.spans()))
+        }
         Align::Start => "each from its own start".to_string(),
     };
     let span = text::dur(pair.runs[pair.focus].viewport.view().span);
@@ -74,8 +77,7 @@ fn title(frame: &mut Frame, pair: &Pair, i: usize, area: Rect) {
     let place = match pair.align {
         Align::Step(k) => {
             let (s, e) = run.analysis.step_instances[k];
-            let name = text::clean(run.analysis.step_phase.as_deref().unwrap_or("step"));
-            format!("`{name}` #{} at {} ({})", k + 1, text::time(run.rel(s), 1_000_000), text::dur(e - s))
+            format!("{} at {}, {} long", pair.step_names[i], text::time(run.rel(s), 1_000_000), text::dur(e - s))
         }
         Align::Start => format!("from its start · trace {}", text::dur(run.trace.meta.end_ns - origin)),
     };
