@@ -520,6 +520,7 @@ pub fn pair_action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
 
 /// Facts that decide which hints show.
 #[derive(Debug, Clone, Copy, Default)]
+#[expect(clippy::struct_excessive_bools, reason = "one flag per `When` condition, read only by `hints`")]
 pub struct Facts {
     /// An event is selected.
     pub event_selected: bool,

@@ -91,9 +91,10 @@ impl DeltaTable {
     }
 
     fn line(name: &str, cells: &[String], name_w: usize) -> String {
+        use std::fmt::Write as _;
         let mut s = format!("{:<name_w$}", text::ellipsize(name, name_w));
         for (c, w) in cells.iter().zip(WIDTHS) {
-            s.push_str(&format!(" {c:>w$}"));
+            let _ = write!(s, " {c:>w$}");
         }
         s
     }
