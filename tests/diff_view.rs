@@ -18,6 +18,8 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use rusqlite::{Connection, OpenFlags};
 
+mod common;
+
 const BEFORE: &str = "tests/fixtures/pageable.sqlite";
 const AFTER: &str = "tests/fixtures/pinned.sqlite";
 
@@ -283,6 +285,44 @@ fn the_delta_table_shows_the_numbers_of_the_headless_diff() {
     // Esc closes the table before it would quit.
     p.handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     assert!(!p.delta_open() && !p.should_quit());
+}
+
+#[test]
+fn hostile_names_never_reach_the_screen_and_runs_without_steps_show_from_their_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let made = common::hostile_export(dir.path());
+    let evil_file = dir.path().join(format!("{}.sqlite", common::EVIL));
+    std::fs::copy(&made, &evil_file).expect("copy");
+    let load = |p: &std::path::Path| {
+        let t = lanescope::reader::load(p).expect("hostile export loads");
+        let a = analysis::analyze(&t, &Options::default());
+        (t, a)
+    };
+    let mut p = Pair::new(load(&made), load(&evil_file), (100, 30));
+    assert_eq!(p.align(), Align::Start);
+    key(&mut p, '}');
+    assert!(p.run(0).message().is_some_and(|m| m.contains("no step phase")), "{:?}", p.run(0).message());
+    for k in ['P', 'b', 'j', '.', 'g'] {
+        key(&mut p, k);
+        let text = lines(&p).join("\n");
+        assert!(!text.contains(['\u{1b}', '\u{9b}', '\u{7}']), "a control character reached the screen:\n{text}");
+    }
+    assert!(lines(&p).iter().any(|l| l.contains("after · ") && l.contains("]0;owned")));
+}
+
+#[test]
+fn without_a_terminal_view_prints_the_text_diff() {
+    let run = |view: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"));
+        cmd.args(["diff", BEFORE, AFTER]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        if view {
+            cmd.arg("--view");
+        }
+        cmd.output().expect("run lanescope")
+    };
+    let (plain, viewed) = (run(false), run(true));
+    assert!(viewed.status.success() && !viewed.stdout.is_empty());
+    assert_eq!(plain.stdout, viewed.stdout);
 }
 
 // ----- the real binary in a pseudo-terminal -----
