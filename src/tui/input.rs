@@ -455,7 +455,7 @@ pub const MOUSE: &[(&str, &str)] = &[
     ("click name", "collapse / expand a group, focus a lane"),
     ("click row", "gap list, phase table: select; again: zoom"),
     ("wheel list", "scroll the gap list, phase table or help"),
-    ("click run", "diff --view: focus the run under the pointer (the wheel zooms both)"),
+    ("click run", "diff --view: focus the run clicked"),
 ];
 
 /// Where keys go.
