@@ -242,6 +242,35 @@ fn keys_act_on_the_focused_run_and_zoom_is_shared() {
     assert_eq!(p.focused(), 0);
 }
 
+/// The instant of run `i` at the shared origin, from SQL (step) or the trace (start).
+fn origin(p: &Pair, i: usize) -> i64 {
+    match p.align() {
+        Align::Step(k) => sql_steps([BEFORE, AFTER][i]).swap_remove(k).0,
+        Align::Start => p.run(i).trace().meta.start_ns,
+    }
+}
+
+#[test]
+fn every_key_keeps_both_runs_on_one_time_axis() {
+    let mut p = pair(100, 30);
+    // Every printable key but quit, on either run: the other run shows the same window,
+    // shifted by exactly the difference of the two origins.
+    for c in (' '..='~').filter(|&c| c != 'q') {
+        key(&mut p, c);
+        p.finish_jobs();
+        let (a, b) = (p.run(0), p.run(1));
+        assert_eq!(a.view().span, b.view().span, "after {c:?}");
+        assert_eq!(a.cursor() - origin(&p, 0), b.cursor() - origin(&p, 1), "after {c:?}");
+        assert_eq!(a.view().t0 - origin(&p, 0), b.view().t0 - origin(&p, 1), "after {c:?}");
+        assert!(!p.should_quit(), "{c:?} quit");
+        let focused = p.run(p.focused());
+        if focused.mode() == lanescope::tui::Mode::Search || focused.help_open() {
+            p.handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+        }
+    }
+    lines(&p);
+}
+
 #[test]
 fn the_delta_table_shows_the_numbers_of_the_headless_diff() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"))

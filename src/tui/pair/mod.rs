@@ -287,8 +287,11 @@ impl Pair {
         match action {
             Action::NextStep | Action::PrevStep => self.step_by(if action == Action::NextStep { 1 } else { -1 }, n),
             Action::ToggleAlign => self.toggle_align(n),
+            Action::DeltaPanel if self.delta.is_some() => self.delta = None,
             Action::DeltaPanel => {
-                self.delta = if self.delta.is_some() { None } else { Some(DeltaTable::new(&self.diff)) };
+                // The focused run's own panel would cover the table: close it.
+                self.runs[self.focus].panel = None;
+                self.delta = Some(DeltaTable::new(&self.diff));
             }
             Action::SwitchRun => {
                 self.focus = 1 - self.focus;
@@ -357,7 +360,8 @@ impl Pair {
         if let Align::Step(k) = self.align {
             self.step_names = [0, 1].map(|i| {
                 let r = &self.runs[i];
-                range_name(&r.trace, r.analysis.step_instances[k]).unwrap_or_else(|| format!("step #{}", k + 1))
+                let name = r.analysis.step_instances.get(k).and_then(|&range| range_name(&r.trace, range));
+                name.unwrap_or_else(|| format!("step #{}", k + 1))
             });
         }
         for (r, (lo, hi)) in self.runs.iter_mut().zip(extents) {

@@ -74,12 +74,15 @@ fn title(frame: &mut Frame, pair: &Pair, i: usize, area: Rect) {
     let theme = run.theme;
     let focused = i == pair.focus;
     let origin = pair.origins[i];
-    let place = match pair.align {
-        Align::Step(k) => {
-            let (s, e) = run.analysis.step_instances[k];
+    let step = match pair.align {
+        Align::Step(k) => run.analysis.step_instances.get(k),
+        Align::Start => None,
+    };
+    let place = match step {
+        Some(&(s, e)) => {
             format!("{} at {}, {} long", pair.step_names[i], text::time(run.rel(s), 1_000_000), text::dur(e - s))
         }
-        Align::Start => format!("from its start · trace {}", text::dur(run.trace.meta.end_ns - origin)),
+        None => format!("from its start · trace {}", text::dur(run.trace.meta.end_ns - origin)),
     };
     let mark = if focused { "▶" } else { " " };
     let style = if focused { theme.focus().add_modifier(Modifier::BOLD) } else { theme.group() };
