@@ -249,8 +249,7 @@ impl Pair {
         let at = Position { x: ev.column, y: ev.row };
         let on_delta = self.delta.is_some() && self.runs[self.focus].panel.is_none();
         if let Some(r) = pa.panel.filter(|r| on_delta && r.contains(at)) {
-            let changed = self.delta.as_mut().is_some_and(|d| d.on_mouse(ev.kind, r));
-            return changed;
+            return self.delta.as_mut().is_some_and(|d| d.on_mouse(ev.kind, r));
         }
         let other = 1 - self.focus;
         let helping = self.runs[self.focus].help.is_some();
