@@ -327,7 +327,7 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
     }
     let t = reader::merge::merge(traces);
     if let Some(note) = &t.meta.align_note {
-        eprintln!("lanescope: {}", report::sanitize(note));
+        eprintln!("lanescope: {}", crate::text::sanitize(note));
     }
     Ok(t)
 }
@@ -362,7 +362,7 @@ fn show_progress<T>(job: &std::thread::ScopedJoinHandle<'_, T>, progress: &reade
             "#".repeat(filled),
             " ".repeat(30 - filled),
             f * 100.0,
-            report::sanitize(&name)
+            crate::text::sanitize(&name)
         );
         shown = true;
     }

@@ -557,12 +557,14 @@ pub fn hints(mode: Mode, facts: Facts) -> Vec<(&'static str, &'static str, u8)> 
     out.into_iter().map(|h| (h.keys, h.what, h.prio)).collect()
 }
 
+#[cfg(test)]
 fn md_keys(label: &str) -> String {
     label.split(' ').map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" ")
 }
 
 /// The README's key table (and mouse table), generated from the key table.
-pub fn markdown() -> String {
+#[cfg(test)]
+fn markdown() -> String {
     use std::fmt::Write as _;
     let mut out = String::from("| area | keys |\n|---|---|\n");
     for s in sections() {

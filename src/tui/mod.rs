@@ -38,10 +38,9 @@ use ratatui::layout::Rect;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 
 pub use app::App;
-pub use input::{Action, Mode, markdown as key_table_markdown};
+pub use input::Action;
 pub use pair::{Align, Pair, draw_pair};
 pub use render::draw;
-pub use viewport::{View, Viewport};
 
 use crate::analysis::{self, Options};
 use crate::reader::{self, Progress};

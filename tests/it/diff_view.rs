@@ -9,16 +9,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use lanescope::analysis::{self, Analysis, Options};
-use lanescope::model::Trace;
-use lanescope::tui::theme::{Depth, Theme};
-use lanescope::tui::{Align, Pair, draw_pair};
+use lanescope::{Align, Analysis, Depth, Options, Pair, Theme, Trace, analyze, draw_pair};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
-mod common;
+use crate::util;
 
 const BEFORE: &str = "tests/fixtures/pageable.sqlite";
 const AFTER: &str = "tests/fixtures/pinned.sqlite";
@@ -31,8 +28,8 @@ fn loaded(rel: &'static str) -> &'static (Trace, Analysis) {
     static RUNS: OnceLock<[(Trace, Analysis); 2]> = OnceLock::new();
     let runs = RUNS.get_or_init(|| {
         [BEFORE, AFTER].map(|r| {
-            let t = lanescope::reader::load(&path(r)).expect("fixture loads");
-            let a = analysis::analyze(&t, &Options::default());
+            let t = lanescope::load(&path(r)).expect("fixture loads");
+            let a = analyze(&t, &Options::default());
             (t, a)
         })
     });
@@ -58,7 +55,7 @@ fn key(p: &mut Pair, c: char) {
 }
 
 fn db(rel: &str) -> Connection {
-    Connection::open_with_flags(path(rel), OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open fixture")
+    util::sql(&path(rel))
 }
 
 /// The `step N` push/pop ranges of an export, by start: (start, end, name).
@@ -242,6 +239,33 @@ fn keys_act_on_the_focused_run_and_zoom_is_shared() {
     assert_eq!(p.focused(), 0);
 }
 
+/// The numbers of a delta row after its name, each with half a unit of its last digit:
+/// durations (`57.6 ms`, `1.421 s`) in ns, changes (`+57%`) in percent.
+fn cells(row: &str) -> Vec<(f64, f64)> {
+    let words: Vec<&str> = row.split_whitespace().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        let half = |num: &str| 0.5 * 10f64.powi(-(num.split('.').nth(1).map_or(0, str::len) as i32));
+        if let Some(p) = w.strip_suffix('%') {
+            out.push((p.parse::<f64>().expect("a change"), half(p)));
+            i += 1;
+            continue;
+        }
+        let unit = match words.get(i + 1).copied() {
+            Some("ns") => 1.0,
+            Some("µs") => 1e3,
+            Some("ms") => 1e6,
+            Some("s") => 1e9,
+            other => panic!("`{w}` then {other:?} in `{row}`"),
+        };
+        out.push((w.parse::<f64>().expect("a duration") * unit, half(w) * unit));
+        i += 2;
+    }
+    out
+}
+
 /// The instant of run `i` at the shared origin, from SQL (step) or the trace (start).
 fn origin(p: &Pair, i: usize) -> i64 {
     match p.align() {
@@ -263,8 +287,8 @@ fn every_key_keeps_both_runs_on_one_time_axis() {
         assert_eq!(a.cursor() - origin(&p, 0), b.cursor() - origin(&p, 1), "after {c:?}");
         assert_eq!(a.view().t0 - origin(&p, 0), b.view().t0 - origin(&p, 1), "after {c:?}");
         assert!(!p.should_quit(), "{c:?} quit");
-        let focused = p.run(p.focused());
-        if focused.mode() == lanescope::tui::Mode::Search || focused.help_open() {
+        // Close what takes the keys away from the timeline: the search prompt, the help.
+        if c == '/' || p.run(p.focused()).help_open() {
             p.handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
         }
     }
@@ -288,22 +312,23 @@ fn the_delta_table_shows_the_numbers_of_the_headless_diff() {
     let verdict = json["verdict"].as_str().expect("verdict");
     let head: String = verdict.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
     assert!(text.contains(&head), "no verdict `{head}`:\n{text}");
-    let dur = |v: &serde_json::Value| v.as_f64().map_or("–".to_string(), |ns| lanescope::text::fmt_ns(ns as i64));
-    let pct = |v: &serde_json::Value| v["pct"].as_f64().map_or(String::new(), |p| format!("{p:+.0}%"));
     let row = |name: &str, values: &serde_json::Value, wall: &str| {
-        let cells = [
-            dur(&values["before"][wall]),
-            dur(&values["after"][wall]),
-            pct(&values["delta"][wall]),
-            dur(&values["before"]["steady"]["idle_ns"]),
-            dur(&values["after"]["steady"]["idle_ns"]),
-            pct(&values["delta"]["steady"]["idle_ns"]),
-        ];
-        let want = cells.iter().filter(|c| !c.is_empty()).cloned().collect::<Vec<_>>().join(" ");
         let line = screen.iter().find(|l| l.trim_start_matches('│').starts_with(name));
         let line = line.unwrap_or_else(|| panic!("no row {name}:\n{text}"));
-        let got = line.trim_matches('│').split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(got.ends_with(&want), "{name}: `{got}` does not end with `{want}`");
+        let cells = cells(&line.trim_matches('│')[name.len()..]);
+        let want = [
+            &values["before"][wall],
+            &values["after"][wall],
+            &values["delta"][wall]["pct"],
+            &values["before"]["steady"]["idle_ns"],
+            &values["after"]["steady"]["idle_ns"],
+            &values["delta"]["steady"]["idle_ns"]["pct"],
+        ];
+        let want: Vec<f64> = want.iter().filter_map(|v| v.as_f64()).collect();
+        assert_eq!(cells.len(), want.len(), "{name}: cells {cells:?}, JSON {want:?}");
+        for (&(shown, tol), json) in cells.iter().zip(want) {
+            assert!((shown - json).abs() <= tol, "{name}: shown {shown} ± {tol}, JSON {json}");
+        }
     };
     row("steady step (run)", &json["overall"], "steady_step_mean_ns");
     let phases = json["phases"].as_array().expect("phases");
@@ -319,12 +344,12 @@ fn the_delta_table_shows_the_numbers_of_the_headless_diff() {
 #[test]
 fn hostile_names_never_reach_the_screen_and_runs_without_steps_show_from_their_start() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let made = common::hostile_export(dir.path());
-    let evil_file = dir.path().join(format!("{}.sqlite", common::EVIL));
+    let made = util::hostile_export(dir.path());
+    let evil_file = dir.path().join(format!("{}.sqlite", util::EVIL));
     std::fs::copy(&made, &evil_file).expect("copy");
     let load = |p: &std::path::Path| {
-        let t = lanescope::reader::load(p).expect("hostile export loads");
-        let a = analysis::analyze(&t, &Options::default());
+        let t = lanescope::load(p).expect("hostile export loads");
+        let a = analyze(&t, &Options::default());
         (t, a)
     };
     let mut p = Pair::new(load(&made), load(&evil_file), (100, 30));

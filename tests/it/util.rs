@@ -1,6 +1,32 @@
-//! Helpers shared by integration tests.
+//! Helpers shared by the integration tests: fixtures, the binary, read-only SQL, hostile exports.
 
 use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use rusqlite::{Connection, OpenFlags};
+
+/// Path of a committed fixture under `tests/fixtures`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// The lanescope binary, without colour and without an `nsys` from the environment.
+pub fn lanescope() -> Command {
+    let mut c = Command::cargo_bin("lanescope").expect("the lanescope binary is built");
+    c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
+    c
+}
+
+/// A read-only connection to an export, for the independent SQL the tests compare against.
+pub fn sql(path: &Path) -> Connection {
+    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One integer from a query over a read-only export.
+pub fn sql_i64(path: &Path, q: &str) -> i64 {
+    sql(path).query_row(q, [], |r| r.get(0)).unwrap_or_else(|e| panic!("{q}: {e}"))
+}
 
 /// A name carrying terminal escapes: OSC title, clear screen, 8-bit CSI.
 pub const EVIL: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mx";
