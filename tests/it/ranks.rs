@@ -29,16 +29,9 @@ const UTC0: i64 = 1_796_000_000_000_000_000;
 fn rank_export(dir: &Path, name: &str, rank: u32, utc: Option<i64>, fwd_ms: i64, slow_ms: i64) -> PathBuf {
     let p = dir.join(name);
     let c = Connection::open(&p).unwrap();
+    c.execute_batch(crate::util::MIN_SCHEMA).unwrap();
     c.execute_batch(
-        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
-           correlationId INT, globalPid INT, shortName INT, demangledName INT);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT,
-           correlationId INT, nameId INT);
-         CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, globalTid INT, textId INT, domainId INT);
-         CREATE TABLE PROCESSES (globalPid INT, pid INT, name TEXT);
-         CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT);
-         CREATE TABLE META_DATA_CAPTURE (name TEXT, value TEXT);
+        "CREATE TABLE META_DATA_CAPTURE (name TEXT, value TEXT);
          CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid INT, devStateName TEXT, name TEXT, nameEnum INT, value TEXT);
          INSERT INTO StringIds VALUES (1, 'gemm'), (2, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'),
            (3, 'cudaLaunchKernel_v7000');

@@ -89,19 +89,7 @@ fn json_has_every_documented_key() {
     }
     let gaps = &v["gaps"];
     assert_eq!(keys(gaps), set(&["min_gap_ns", "count", "total_ns", "by_cause", "steady", "top"]));
-    let causes = [
-        "sync-wait",
-        "sync-drain",
-        "pageable-copy",
-        "host-wait",
-        "host-busy",
-        "launch-bound",
-        "cpu-contention",
-        "io-wait",
-        "queued",
-        "profiler",
-        "unknown",
-    ];
+    let causes = crate::util::CAUSES;
     assert_eq!(keys(&gaps["by_cause"]), set(&causes));
     assert_eq!(keys(&gaps["steady"]), set(&["count", "total_ns", "by_cause"]));
     for c in causes {

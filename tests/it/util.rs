@@ -28,6 +28,31 @@ pub fn sql_i64(path: &Path, q: &str) -> i64 {
     sql(path).query_row(q, [], |r| r.get(0)).unwrap_or_else(|e| panic!("{q}: {e}"))
 }
 
+/// Every gap cause the README documents, in its order.
+pub const CAUSES: [&str; 11] = [
+    "sync-wait",
+    "sync-drain",
+    "pageable-copy",
+    "host-wait",
+    "host-busy",
+    "launch-bound",
+    "cpu-contention",
+    "io-wait",
+    "queued",
+    "profiler",
+    "unknown",
+];
+
+/// The tables every hand-made export in the tests starts from.
+pub const MIN_SCHEMA: &str = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+       correlationId INT, globalPid INT, shortName INT, demangledName INT);
+     CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT,
+       correlationId INT, nameId INT);
+     CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, globalTid INT, textId INT, domainId INT);
+     CREATE TABLE PROCESSES (globalPid INT, pid INT, name TEXT);
+     CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT);";
+
 /// A name carrying terminal escapes: OSC title, clear screen, 8-bit CSI.
 pub const EVIL: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mx";
 
@@ -36,18 +61,8 @@ pub fn hostile_export(dir: &Path) -> PathBuf {
     let p = dir.join("hostile.sqlite");
     let evil = EVIL;
     let c = rusqlite::Connection::open(&p).unwrap();
-    c.execute_batch(
-        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
-           correlationId INT, globalPid INT, shortName INT, demangledName INT);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT,
-           correlationId INT, nameId INT);
-         CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, globalTid INT, textId INT, domainId INT);
-         CREATE TABLE ThreadNames (nameId INT, priority INT, globalTid INT);
-         CREATE TABLE PROCESSES (globalPid INT, pid INT, name TEXT);
-         CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT);",
-    )
-    .unwrap();
+    c.execute_batch(MIN_SCHEMA).unwrap();
+    c.execute_batch("CREATE TABLE ThreadNames (nameId INT, priority INT, globalTid INT);").unwrap();
     let gtid: i64 = (7 << 24) | 7;
     c.execute("INSERT INTO StringIds VALUES (1, ?1), (2, 'cudaLaunchKernel_v7000')", [evil]).unwrap();
     c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 2000, 0, 7, 1, ?1, 1, 1)", [7i64 << 24]).unwrap();
