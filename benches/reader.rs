@@ -2,7 +2,7 @@
 //! `LANESCOPE_BENCH_TRACE` to measure another, e.g. the 2.2M-event many.sqlite).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use lanescope::analysis::{self, Options};
+use lanescope::Options;
 
 fn path() -> std::path::PathBuf {
     std::env::var("LANESCOPE_BENCH_TRACE")
@@ -14,9 +14,9 @@ fn reader(c: &mut Criterion) {
     let p = path();
     let mut g = c.benchmark_group("reader");
     g.sample_size(10);
-    g.bench_function("load", |b| b.iter(|| lanescope::reader::load(&p).expect("trace loads")));
-    let trace = lanescope::reader::load(&p).expect("trace loads");
-    g.bench_function("analyze", |b| b.iter(|| analysis::analyze(&trace, &Options::default())));
+    g.bench_function("load", |b| b.iter(|| lanescope::load(&p).expect("trace loads")));
+    let trace = lanescope::load(&p).expect("trace loads");
+    g.bench_function("analyze", |b| b.iter(|| lanescope::analyze(&trace, &Options::default())));
     g.finish();
 }
 

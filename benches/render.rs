@@ -2,16 +2,16 @@
 //! deep zoom, drawn into a `TestBackend` (no terminal I/O).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use lanescope::analysis::{self, Options};
-use lanescope::tui::{Action, App, draw};
+use lanescope::Options;
+use lanescope::{Action, App, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 fn app() -> App {
     let path = std::env::var("LANESCOPE_BENCH_TRACE")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pageable.sqlite").to_string());
-    let trace = lanescope::reader::load(std::path::Path::new(&path)).expect("trace loads");
-    let analysis = analysis::analyze(&trace, &Options::default());
+    let trace = lanescope::load(std::path::Path::new(&path)).expect("trace loads");
+    let analysis = lanescope::analyze(&trace, &Options::default());
     App::new(trace, analysis, (200, 60))
 }
 

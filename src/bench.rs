@@ -460,7 +460,7 @@ pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
             w,
             "           {:<8} span {:>14}: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms, pan <= {} bytes",
             lv.name,
-            crate::units::fmt_ns(lv.span_ns),
+            crate::text::fmt_ns(lv.span_ns),
             lv.p50_ms,
             lv.p95_ms,
             lv.max_ms,

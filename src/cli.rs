@@ -71,6 +71,13 @@ enum Command {
         /// `phase:copy data.wall_ns>+10%` (README lists the metrics). Repeatable.
         #[arg(long = "fail-if", value_name = "EXPR")]
         fail_if: Vec<String>,
+        /// Open both runs in the viewer, stacked on one time axis and aligned at a step,
+        /// with the per-phase delta table as a panel (`P`).
+        #[arg(long, conflicts_with_all = ["fail_if", "format"])]
+        view: bool,
+        /// With --view: leave the mouse to the terminal.
+        #[arg(long, requires = "view")]
+        no_mouse: bool,
     },
     /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
     Info {
@@ -222,7 +229,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Report { trace, format, analysis, all_gaps }) => {
             print_report(&load_inputs(&trace)?, &analysis.into(), format.into(), all_gaps)
         }
-        Some(Command::Diff { before, after, format, analysis, fail_if }) => {
+        Some(Command::Diff { before, after, analysis, view: true, no_mouse, .. }) => {
+            view_diff(before, after, analysis.into(), crate::tui::Settings { mouse: !no_mouse })
+        }
+        Some(Command::Diff { before, after, format, analysis, fail_if, .. }) => {
             print_diff(&before, &after, &analysis.into(), format.into(), &fail_if)
         }
         Some(Command::Bench { trace, size, format, scale_to }) => {
@@ -281,6 +291,14 @@ fn print_diff(
     Err(Exit { code: EXIT_CONDITION, message: format!("--fail-if held: {}", held.join("; ")) }.into())
 }
 
+// Without a terminal (piped, CI) the two-run view prints the text diff instead.
+fn view_diff(before: PathBuf, after: PathBuf, options: Options, settings: crate::tui::Settings) -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return print_diff(&before, &after, &options, report::Format::Text, &[]);
+    }
+    crate::tui::run_pair(before, after, options, settings)
+}
+
 fn view(traces: &[PathBuf], options: Options, settings: crate::tui::Settings) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         // Not a terminal (piped, CI): print the report instead of drawing a screen.
@@ -317,7 +335,7 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
     }
     let t = reader::merge::merge(traces);
     if let Some(note) = &t.meta.align_note {
-        eprintln!("lanescope: {}", report::sanitize(note));
+        eprintln!("lanescope: {}", crate::text::sanitize(note));
     }
     Ok(t)
 }
@@ -352,7 +370,7 @@ fn show_progress<T>(job: &std::thread::ScopedJoinHandle<'_, T>, progress: &reade
             "#".repeat(filled),
             " ".repeat(30 - filled),
             f * 100.0,
-            report::sanitize(&name)
+            crate::text::sanitize(&name)
         );
         shown = true;
     }

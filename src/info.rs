@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::model::{HostData, HostTables, Lane, SampleRate, Trace};
-use crate::report::sanitize;
+use crate::text::sanitize;
 
 /// Facts about one lane, for `info`.
 #[derive(Debug, Serialize)]
@@ -134,7 +134,7 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     } else {
         writeln!(w, "nsys      {}  (export schema {})", or_unknown(&m.nsys_version), or_unknown(&m.schema_version))?;
     }
-    writeln!(w, "duration  {}  ({} .. {} ns)", crate::units::fmt_ns(t.duration()), m.start_ns, m.end_ns)?;
+    writeln!(w, "duration  {}  ({} .. {} ns)", crate::text::fmt_ns(t.duration()), m.start_ns, m.end_ns)?;
     writeln!(w, "events    {}", t.event_count())?;
     for r in &t.ranks {
         let host = if r.host.is_empty() { String::new() } else { format!(" on {}", sanitize(&r.host)) };
@@ -144,7 +144,7 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
             r.rank,
             sanitize(&r.path),
             sanitize(&crate::model::producer(&r.nsys_version)),
-            crate::units::fmt_ns(r.duration()),
+            crate::text::fmt_ns(r.duration()),
             r.rank_source,
             r.aligned_on.map_or("-", |a| a.label()),
             r.offset_ns

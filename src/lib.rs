@@ -4,16 +4,35 @@
 //! `analysis` (busy unions, gaps and causes, phases, transfers, findings) -> `report`
 //! (headless text/JSON/CSV/Markdown) or `tui` (interactive timeline); `diff` compares
 //! the analyses of two runs.
+//!
+//! The modules are private: the names below are the whole public surface, the ones that
+//! `main`, the integration tests and the benches use.
 
-pub mod analysis;
-pub mod bench;
-pub mod cli;
-pub mod diff;
-pub mod info;
-pub mod model;
-pub mod reader;
-pub mod report;
-pub mod scale;
-pub mod text;
-pub mod tui;
-pub mod units;
+mod analysis;
+mod bench;
+mod cli;
+mod diff;
+mod info;
+mod model;
+mod reader;
+mod report;
+mod scale;
+mod text;
+mod tui;
+
+pub use analysis::host::{HostIndex, cpu_load};
+pub use analysis::{Analysis, Cause, Gap, Options, Severity, Window, analyze, find_gaps};
+pub use cli::{Cli, Exit, run};
+pub use diff::{Diff, Run as DiffRun, Status as DiffStatus, diff};
+pub use model::{
+    ApiKind, EventRef, Events, Lane, LaneKind, MemClass, MemFlags, Ns, SampleFlags, Strings, Trace, decode_global_tid,
+    strip_api_version,
+};
+pub use reader::inputs::group as group_inputs;
+pub use reader::load;
+pub use report::json::build as report_json;
+pub use report::{Format, write as write_report, write_with as write_report_with};
+pub use text::sanitize;
+pub use tui::compact::CompactWriter;
+pub use tui::theme::{Depth, Theme};
+pub use tui::{Action, Align, App, Pair, draw, draw_pair};

@@ -5,15 +5,15 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = lanescope::cli::Cli::parse();
-    match lanescope::cli::run(cli) {
+    let cli = lanescope::Cli::parse();
+    match lanescope::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // One line: "lanescope: FILE: what is wrong" (the error chain joined by ": ").
             let msg = format!("{e:#}").replace(['\n', '\r'], " ");
-            eprintln!("lanescope: {}", lanescope::report::sanitize(&msg));
+            eprintln!("lanescope: {}", lanescope::sanitize(&msg));
             // `diff --fail-if` has its own codes (2 malformed, 3 a condition holds); else 1.
-            e.downcast_ref::<lanescope::cli::Exit>().map_or(ExitCode::FAILURE, |x| ExitCode::from(x.code))
+            e.downcast_ref::<lanescope::Exit>().map_or(ExitCode::FAILURE, |x| ExitCode::from(x.code))
         }
     }
 }

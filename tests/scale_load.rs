@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use lanescope::model::{ApiKind, LaneKind, Trace};
+use lanescope::{ApiKind, LaneKind, Trace};
 use rusqlite::Connection;
 
 fn fixture(name: &str) -> PathBuf {
@@ -96,9 +96,14 @@ fn model_sums(t: &Trace, want: impl Fn(LaneKind) -> bool) -> (i64, i64) {
 fn narrow_and_wide_columns_equal_sql_on_real_and_scaled_exports() {
     let tmp = tempfile::tempdir().unwrap();
     let scaled = tmp.path().join("x4.sqlite");
-    lanescope::scale::scale(&fixture("pageable.sqlite"), &scaled, 4).unwrap();
+    let built = Command::cargo_bin("lanescope")
+        .unwrap()
+        .args(["scale", fixture("pageable.sqlite").to_str().unwrap(), scaled.to_str().unwrap(), "--factor", "4"])
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     for (path, k) in [(fixture("pageable.sqlite"), 1), (scaled, 4)] {
-        let t = lanescope::reader::load(&path).unwrap();
+        let t = lanescope::load(&path).unwrap();
         let c = sql(&path);
         let kernels = model_sums(&t, |k| matches!(k, LaneKind::Kernels { .. }));
         let sql_k = (

@@ -30,7 +30,7 @@ use super::steps::Steps;
 use super::transfers::{CallSet, CopyFacts, size_class_label};
 use super::{Cause, DeviceActivity, Finding, Gap, Options, Severity, Transfer, Window};
 use crate::model::{ApiKind, LaneKind, MemClass, MemKind, Ns, Trace};
-use crate::units::{fmt_bytes, fmt_ns, gbps};
+use crate::text::{fmt_bytes, fmt_ns, gbps};
 
 /// Chunks of `gpu_time_util`.
 pub const UTIL_CHUNKS: i64 = 30;

@@ -48,7 +48,7 @@ use super::index::{ApiCall, Hints, Index};
 use super::names::phase_name;
 use super::{Cause, DeviceActivity, Gap, Options, Union, Window};
 use crate::model::{ApiKind, LaneKind, MemFlags, Ns, StrId, Trace};
-use crate::units::fmt_ns;
+use crate::text::fmt_ns;
 
 /// Longest stretch outside CUDA calls that still counts as issuing calls back to back
 /// (launch overhead is tens of µs): 50 µs.

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use super::host::{self, HostIndex, HostWindow, ThreadTime, TopSymbol};
 use super::{Cause, Gap};
 use crate::model::{LaneKind, Ns, Trace};
-use crate::units::fmt_ns;
+use crate::text::fmt_ns;
 
 /// Busy share above which the CPUs a process tree uses count as saturated.
 pub const SATURATED: f64 = 0.9;

@@ -435,6 +435,8 @@ pub struct Analysis {
     pub gaps: Vec<Gap>,
     /// The step phase (grouped name), if the trace has one.
     pub step_phase: Option<String>,
+    /// Its outermost instances as (start, end), sorted by start (the two-run view aligns on them).
+    pub step_instances: Vec<(Ns, Ns)>,
     /// The steady window.
     pub windows: Windows,
     /// Phases, sorted by total wall time, largest first.
@@ -534,6 +536,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         options: options.clone(),
         overlap: transfers::overlap(&devices),
         totals: transfers::totals(trace),
+        step_instances: steps.instances.iter().map(|i| (i.start, i.end)).collect(),
         step_phase: steps.name,
         hot_by_cause: hot,
         windows: steps.windows,

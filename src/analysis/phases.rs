@@ -24,9 +24,9 @@ use std::collections::HashMap;
 
 use super::index::{Hints, Index};
 use super::names::phase_name;
-use super::{DeviceActivity, DurStats, Gap, Launched, Options, Phase, Union};
+use super::{DeviceActivity, DurStats, Gap, Launched, Phase, Union};
 use crate::model::{Events, LaneKind, MemClass, Ns, StrId, Trace};
-use crate::units::gbps;
+use crate::text::gbps;
 
 /// One NVTX range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,13 +317,6 @@ impl Sweep<'_> {
 
 fn close(o: &Open, out: &mut [Launched]) {
     out[o.group].span_ns += o.span.map_or(0, |(s, e)| e - s);
-}
-
-/// Phases of the trace, sorted by total wall time (largest first), then name.
-pub fn phases(trace: &Trace, ctx: &PhaseCtx<'_>, options: &Options) -> Vec<Phase> {
-    let groups = instances(trace, options.exact_names);
-    let launched = project(trace, ctx.index, &groups);
-    stats(ctx, groups, &launched)
 }
 
 /// Phases from [`instances`] and their [`project`]ion, sorted by total wall time

@@ -30,7 +30,7 @@ use super::phases::Instance;
 use super::steps::Steps;
 use super::{Finding, Options, Severity, Union};
 use crate::model::{LaneKind, Ns, Trace};
-use crate::units::fmt_ns;
+use crate::text::fmt_ns;
 
 /// Time spent waiting in collectives, per GPU and per step.
 #[derive(Debug, Clone, Default, PartialEq)]

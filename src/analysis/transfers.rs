@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::index::{Hints, Index};
 use super::{DeviceActivity, Overlap, Totals, Transfer};
 use crate::model::{ApiKind, LaneKind, MemClass, MemFlags, MemKind, Ns, Trace};
-use crate::units::gbps;
+use crate::text::gbps;
 
 /// H2D copies of at most this many bytes are asynchronous to the host even through a
 /// synchronous API: nsys's `cuda_memcpy_sync` leaves them out, and so do we.

@@ -13,7 +13,7 @@
 use super::{Compared, Diff, FindingDiffs, PhaseDiff, Status};
 use crate::analysis::Cause;
 use crate::model::Ns;
-use crate::units::fmt_ns;
+use crate::text::fmt_ns;
 
 /// Build the verdict of `d` (its `verdict` field is not read).
 pub(super) fn verdict(d: &Diff) -> String {
@@ -85,7 +85,7 @@ fn phase(phases: &[PhaseDiff]) -> Option<String> {
     // Largest change first; ties to the earlier phase (AFTER's order), so the choice is stable.
     let p = phases.iter().filter(|p| moved(p) > 0.0).rev().max_by(|x, y| moved(x).total_cmp(&moved(y)))?;
     let (b, a) = change(&p.values, "steady.idle_ns");
-    let name = crate::report::sanitize(&p.name);
+    let name = crate::text::sanitize(&p.name);
     let how = match p.status {
         Status::Added => format!("new idle in `{name}` ({})", ns(a)),
         Status::Removed => format!("idle in `{name}` gone with the phase ({})", ns(b)),

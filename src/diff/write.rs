@@ -15,10 +15,11 @@ use serde_json::Value;
 use super::{Compared, Diff, FindingDiffs, Status};
 use crate::analysis::Cause;
 use crate::model::Ns;
+use crate::report::Format;
 use crate::report::csv::field;
 use crate::report::table::{Table, md_escape};
-use crate::report::{Format, sanitize};
-use crate::units::fmt_ns;
+use crate::text::fmt_ns;
+use crate::text::sanitize;
 
 /// Width the text output fits in.
 pub const WIDTH: usize = 100;

@@ -62,11 +62,7 @@ pub fn export(path: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create the cache {} ({hint})", dir.display()))?;
     let tmp = dir.join(format!(".{prefix}{state:016x}-{}.tmp.sqlite", std::process::id()));
     let name = abs.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    eprintln!(
-        "lanescope: exporting {} to SQLite with nsys into {} ...",
-        super::super::report::sanitize(&name),
-        dir.display()
-    );
+    eprintln!("lanescope: exporting {} to SQLite with nsys into {} ...", crate::text::sanitize(&name), dir.display());
     let out = Command::new(&nsys)
         .args(["export", "--type", "sqlite", "--force-overwrite", "true", "--output"])
         .arg(&tmp)
@@ -80,7 +76,7 @@ pub fn export(path: &Path) -> Result<PathBuf> {
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim().to_string();
-        return Err(failed(format!("{}: {}", out.status, super::super::report::sanitize(&last))));
+        return Err(failed(format!("{}: {}", out.status, crate::text::sanitize(&last))));
     }
     if !valid(&tmp) {
         return Err(failed("it wrote no valid export".to_string()));

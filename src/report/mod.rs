@@ -55,4 +55,4 @@ pub fn write_with(
 pub(crate) use crate::text::is_bidi_control;
 /// Sanitizing lives in the neutral [`crate::text`] module; re-exported here for the
 /// report writers and existing callers.
-pub use crate::text::sanitize;
+use crate::text::sanitize;

@@ -40,11 +40,6 @@ impl Table {
         self.rows.push(cells);
     }
 
-    /// True without rows.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     fn cell(&self, r: usize, c: usize) -> String {
         self.rows[r].get(c).map(|s| sanitize(s).into_owned()).unwrap_or_default()
     }

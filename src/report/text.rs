@@ -9,7 +9,7 @@ use super::sanitize;
 use super::table::{Align, Table, md_escape};
 use crate::analysis::{Analysis, Cause, Finding, Gap};
 use crate::model::{Ns, Trace};
-use crate::units::{fmt_bytes, fmt_ns};
+use crate::text::{fmt_bytes, fmt_ns};
 
 /// Gaps listed in the text and Markdown reports.
 pub const TOP_GAPS_TEXT: usize = 10;

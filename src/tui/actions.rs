@@ -144,8 +144,17 @@ impl App {
             | Action::SortNext
             | Action::SortReverse
             | Action::SortColumn(_) => self.list_action(action),
-            // The search prompt handles these itself (`Search::on_key`).
-            Action::SearchRun | Action::SearchCancel | Action::SearchClear | Action::SearchBackspace => {}
+            // The search prompt handles these itself (`Search::on_key`), the two-run view
+            // the others (`tui::pair`): one run has nothing to do.
+            Action::SearchRun
+            | Action::SearchCancel
+            | Action::SearchClear
+            | Action::SearchBackspace
+            | Action::NextStep
+            | Action::PrevStep
+            | Action::ToggleAlign
+            | Action::DeltaPanel
+            | Action::SwitchRun => {}
         }
         self.relayout();
     }

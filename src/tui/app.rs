@@ -81,6 +81,8 @@ pub struct App {
     pub(crate) selection: Option<Selection>,
     pub(crate) details: Option<Details>,
     pub(crate) drag: Option<Drag>,
+    // The screen areas given by the two-run view (`tui::pair`); None: the whole screen.
+    pub(crate) slot: Option<Areas>,
     // Flags and feedback.
     pub(crate) job: Option<GapJob>,
     pub(crate) message: Option<String>,
@@ -139,6 +141,7 @@ impl App {
             selection: None,
             details: None,
             drag: None,
+            slot: None,
             gap_index,
             message: None,
             quit: false,
@@ -285,6 +288,7 @@ impl App {
             event_selected: matches!(self.selection, Some(Selection::Event(_))),
             search_active: self.search.active(),
             steady: self.steady().is_some(),
+            pair: self.slot.is_some(),
         }
     }
 
@@ -295,6 +299,9 @@ impl App {
     }
 
     pub(crate) fn areas(&self) -> Areas {
+        if let Some(a) = self.slot {
+            return a;
+        }
         Areas::new(Rect::new(0, 0, self.size.0, self.size.1), self.panel_shape())
     }
 

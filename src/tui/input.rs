@@ -114,6 +114,16 @@ pub enum Action {
     SearchClear,
     /// Delete the last character of the search prompt.
     SearchBackspace,
+    /// Two-run view: align both runs at the next step instance.
+    NextStep,
+    /// Two-run view: align both runs at the previous step instance.
+    PrevStep,
+    /// Two-run view: align at the chosen step, or each run from its own start.
+    ToggleAlign,
+    /// Two-run view: show or hide the per-phase delta table.
+    DeltaPanel,
+    /// Two-run view: move the focus (and the keys) to the other run.
+    SwitchRun,
 }
 
 /// A key as written in the binding table.
@@ -157,6 +167,8 @@ pub enum When {
     SearchActive,
     /// Only when the trace has a steady-state window.
     Steady,
+    /// Only in the two-run view (`diff --view`).
+    Pair,
 }
 
 /// A status-line hint: `keys what`, kept by priority when space is short.
@@ -214,7 +226,7 @@ const fn h(
 }
 
 use Key::{Char as C, Code as K, Ctrl, Shift as S};
-use When::{Always, EventSelected, List, SearchActive, Steady, Timeline};
+use When::{Always, EventSelected, List, Pair, SearchActive, Steady, Timeline};
 
 /// Keys that work everywhere (except while typing a search).
 pub const GLOBAL: &[Section] = &[
@@ -344,6 +356,37 @@ pub const GLOBAL: &[Section] = &[
     },
 ];
 
+/// Keys of the two-run view (`lanescope diff A B --view`), tried after the local keys;
+/// every other key goes to the focused run.
+pub const PAIR: Section = Section {
+    title: "Two runs (diff --view)",
+    bindings: &[
+        h(
+            "} {",
+            &[C('}')],
+            Action::NextStep,
+            "align both runs at the next / previous step",
+            ("}/{", "step", 1, 4, Pair),
+        ),
+        b("", &[C('{')], Action::PrevStep, "align both runs at the previous step"),
+        h(
+            "b",
+            &[C('b')],
+            Action::SwitchRun,
+            "focus the other run (keys act on the focused run)",
+            ("b", "run", 1, 5, Pair),
+        ),
+        h(
+            "v",
+            &[C('v')],
+            Action::ToggleAlign,
+            "align at the step / each run from its own start",
+            ("v", "align", 4, 6, Pair),
+        ),
+        h("P", &[C('P')], Action::DeltaPanel, "per-phase delta table and verdict", ("P", "deltas", 3, 7, Pair)),
+    ],
+};
+
 /// Keys of the gap list and the phase table, tried before the global keys.
 pub const LIST: Section = Section {
     title: "In the gap list (g) and phase table (p)",
@@ -412,6 +455,7 @@ pub const MOUSE: &[(&str, &str)] = &[
     ("click name", "collapse / expand a group, focus a lane"),
     ("click row", "gap list, phase table: select; again: zoom"),
     ("wheel list", "scroll the gap list, phase table or help"),
+    ("click run", "diff --view: focus the run clicked"),
 ];
 
 /// Where keys go.
@@ -445,7 +489,7 @@ impl Mode {
 
 /// Every section, in help order.
 pub fn sections() -> impl Iterator<Item = &'static Section> {
-    GLOBAL.iter().chain([&LIST, &HELP, &SEARCH])
+    GLOBAL.iter().chain([&PAIR, &LIST, &HELP, &SEARCH])
 }
 
 fn find(section: &Section, ev: &KeyEvent) -> Option<Action> {
@@ -465,8 +509,18 @@ pub fn action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
     local.or_else(|| mode.global().iter().find_map(|s| find(s, ev)))
 }
 
+/// The two-run view's action bound to `ev` in the focused run's `mode`: never while
+/// typing a search or reading the help, nor for a key the mode binds itself.
+pub fn pair_action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
+    if matches!(mode, Mode::Search | Mode::Help) || mode.local().and_then(|s| find(s, ev)).is_some() {
+        return None;
+    }
+    find(&PAIR, ev)
+}
+
 /// Facts that decide which hints show.
 #[derive(Debug, Clone, Copy, Default)]
+#[expect(clippy::struct_excessive_bools, reason = "one flag per `When` condition, read only by `hints`")]
 pub struct Facts {
     /// An event is selected.
     pub event_selected: bool,
@@ -474,6 +528,8 @@ pub struct Facts {
     pub search_active: bool,
     /// The trace has a steady-state window.
     pub steady: bool,
+    /// The run is shown in the two-run view.
+    pub pair: bool,
 }
 
 /// Status-line hints for `mode`: (keys, what, priority), in line order.
@@ -485,11 +541,14 @@ pub fn hints(mode: Mode, facts: Facts) -> Vec<(&'static str, &'static str, u8)> 
         EventSelected => facts.event_selected,
         SearchActive => facts.search_active,
         Steady => facts.steady,
+        Pair => facts.pair,
     };
+    let pair = (mode != Mode::Search).then_some(&PAIR);
     let mut out: Vec<Hint> = mode
         .local()
         .into_iter()
         .chain(mode.global())
+        .chain(pair)
         .flat_map(|s| s.bindings.iter())
         .filter_map(|b| b.hint)
         .filter(|h| holds(h.when))
@@ -498,12 +557,14 @@ pub fn hints(mode: Mode, facts: Facts) -> Vec<(&'static str, &'static str, u8)> 
     out.into_iter().map(|h| (h.keys, h.what, h.prio)).collect()
 }
 
+#[cfg(test)]
 fn md_keys(label: &str) -> String {
     label.split(' ').map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" ")
 }
 
 /// The README's key table (and mouse table), generated from the key table.
-pub fn markdown() -> String {
+#[cfg(test)]
+fn markdown() -> String {
     use std::fmt::Write as _;
     let mut out = String::from("| area | keys |\n|---|---|\n");
     for s in sections() {
@@ -548,6 +609,27 @@ mod tests {
         assert_eq!(action(Mode::Timeline, &key(KeyCode::BackTab, KeyModifiers::SHIFT)), Some(Action::PrevEvent));
         assert_eq!(action(Mode::List, &key(KeyCode::Char('3'), KeyModifiers::NONE)), Some(Action::SortColumn(3)));
         assert_eq!(action(Mode::Help, &key(KeyCode::Esc, KeyModifiers::NONE)), Some(Action::Help));
+    }
+
+    #[test]
+    fn pair_keys_resolve_outside_search_and_help_and_never_shadow_a_key() {
+        let brace = key(KeyCode::Char('}'), KeyModifiers::NONE);
+        assert_eq!(pair_action(Mode::Timeline, &brace), Some(Action::NextStep));
+        assert_eq!(pair_action(Mode::List, &brace), Some(Action::NextStep));
+        assert_eq!(pair_action(Mode::Search, &brace), None);
+        assert_eq!(pair_action(Mode::Help, &brace), None);
+        for b in PAIR.bindings {
+            for k in b.keys {
+                let Key::Char(c) = *k else { continue };
+                let ev = key(KeyCode::Char(c), KeyModifiers::NONE);
+                for m in [Mode::Timeline, Mode::List] {
+                    assert_eq!(action(m, &ev), None, "{c} is bound in {m:?} and in the two-run view");
+                }
+            }
+        }
+        let t = hints(Mode::Timeline, Facts { pair: true, ..Facts::default() });
+        assert!(t.iter().any(|h| h.1 == "step") && t.iter().any(|h| h.1 == "run"));
+        assert!(!hints(Mode::Timeline, Facts::default()).iter().any(|h| h.1 == "step"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod index;
 mod input;
 mod layout;
 mod mouse;
+mod pair;
 mod panels;
 mod render;
 mod rows;
@@ -28,16 +29,18 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseEventKind};
+use ratatui::crossterm::event::{
+    self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind,
+};
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use ratatui::crossterm::{execute, queue};
 use ratatui::layout::Rect;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 
 pub use app::App;
-pub use input::{Action, Mode, markdown as key_table_markdown};
+pub use input::Action;
+pub use pair::{Align, Pair, draw_pair};
 pub use render::draw;
-pub use viewport::{View, Viewport};
 
 use crate::analysis::{self, Options};
 use crate::reader::{self, Progress};
@@ -75,36 +78,141 @@ pub fn run(source: Source, options: Options, settings: Settings) -> Result<()> {
         reader::check_file(p).with_context(|| p.display().to_string())?;
     }
     let label = match &source {
-        Source::Path(p) => p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        Source::Path(p) => file_name(p),
         Source::Demo => "the demo trace".to_string(),
     };
+    let demo = source == Source::Demo;
+    show(&label, settings, move |progress, stage| {
+        let mut app = load(&source, &options, progress, stage)?;
+        app.set_demo(demo);
+        Ok(app)
+    })
+}
+
+/// Open the two-run view of `lanescope diff BEFORE AFTER --view` until the user quits.
+pub fn run_pair(before: PathBuf, after: PathBuf, options: Options, settings: Settings) -> Result<()> {
+    // Checked before the screen switches: a bad file is one line naming it.
+    for p in [&before, &after] {
+        reader::check_file(p).with_context(|| p.display().to_string())?;
+    }
+    let label = format!("{} and {}", file_name(&before), file_name(&after));
+    show(&label, settings, move |progress, stage| pair::load([&before, &after], &options, progress, stage))
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+// Load on a thread behind the progress gauge, then run the event loop; the terminal is
+// restored however it ends.
+fn show<S: Screen + Send + 'static>(
+    label: &str,
+    settings: Settings,
+    load: impl FnOnce(&Progress, &AtomicU8) -> Result<S> + Send + 'static,
+) -> Result<()> {
     let progress = Arc::new(Progress::default());
     let stage = Arc::new(AtomicU8::new(0));
-    let (tx, rx) = mpsc::channel::<Result<App>>();
-    let demo = source == Source::Demo;
+    let (tx, rx) = mpsc::channel::<Result<S>>();
     {
         let (progress, stage) = (Arc::clone(&progress), Arc::clone(&stage));
         std::thread::Builder::new().name("loader".into()).spawn(move || {
-            let _ = tx.send(load(&source, &options, &progress, &stage));
+            let _ = tx.send(load(&progress, &stage));
         })?;
     }
     let mut term = terminal::init(settings.mouse).context("setting up the terminal")?;
     let signals = terminal::watch_signals().context("watching signals");
-    let result = signals.and_then(|_guard| {
-        let loaded = wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(&label))?;
-        match loaded {
-            Some(mut app) => {
-                app.set_demo(demo);
-                event_loop(&mut term, &mut app)
-            }
+    let result =
+        signals.and_then(|_guard| match wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(label))? {
+            Some(mut screen) => event_loop(&mut term, &mut screen),
             None => Ok(()),
-        }
-    });
+        });
     {
         let _screen = terminal::lock();
         terminal::restore();
     }
     result
+}
+
+/// What the event loop drives: one run ([`App`]) or two ([`Pair`]).
+pub(crate) trait Screen {
+    /// Terminal size the state is laid out for.
+    fn size(&self) -> (u16, u16);
+    /// Lay out for a new terminal size.
+    fn resize(&mut self, size: (u16, u16));
+    /// Handle a key press; true when the screen must be redrawn.
+    fn key(&mut self, key: KeyEvent) -> bool;
+    /// Handle a mouse event; true when the screen must be redrawn.
+    fn mouse(&mut self, ev: MouseEvent) -> bool;
+    /// True while background work runs.
+    fn busy(&self) -> bool;
+    /// Take finished background results; true when the screen changed.
+    fn poll_jobs(&mut self) -> bool;
+    /// True once the user asked to quit.
+    fn should_quit(&self) -> bool;
+    /// True once (each time) the user asked to suspend.
+    fn take_suspend(&mut self) -> bool;
+    /// Draw the whole screen.
+    fn draw(&self, frame: &mut ratatui::Frame);
+}
+
+impl Screen for App {
+    fn size(&self) -> (u16, u16) {
+        App::size(self)
+    }
+    fn resize(&mut self, size: (u16, u16)) {
+        App::resize(self, size);
+    }
+    fn key(&mut self, key: KeyEvent) -> bool {
+        self.handle_key(key)
+    }
+    fn mouse(&mut self, ev: MouseEvent) -> bool {
+        self.handle_mouse(ev)
+    }
+    fn busy(&self) -> bool {
+        App::busy(self)
+    }
+    fn poll_jobs(&mut self) -> bool {
+        App::poll_jobs(self)
+    }
+    fn should_quit(&self) -> bool {
+        App::should_quit(self)
+    }
+    fn take_suspend(&mut self) -> bool {
+        App::take_suspend(self)
+    }
+    fn draw(&self, frame: &mut ratatui::Frame) {
+        draw(frame, self);
+    }
+}
+
+impl Screen for Pair {
+    fn size(&self) -> (u16, u16) {
+        Pair::size(self)
+    }
+    fn resize(&mut self, size: (u16, u16)) {
+        Pair::resize(self, size);
+    }
+    fn key(&mut self, key: KeyEvent) -> bool {
+        self.handle_key(key)
+    }
+    fn mouse(&mut self, ev: MouseEvent) -> bool {
+        self.handle_mouse(ev)
+    }
+    fn busy(&self) -> bool {
+        Pair::busy(self)
+    }
+    fn poll_jobs(&mut self) -> bool {
+        Pair::poll_jobs(self)
+    }
+    fn should_quit(&self) -> bool {
+        Pair::should_quit(self)
+    }
+    fn take_suspend(&mut self) -> bool {
+        Pair::take_suspend(self)
+    }
+    fn draw(&self, frame: &mut ratatui::Frame) {
+        draw_pair(frame, self);
+    }
 }
 
 fn load(source: &Source, options: &Options, progress: &Progress, stage: &AtomicU8) -> Result<App> {
@@ -129,13 +237,13 @@ fn is_quit(ev: &Event) -> bool {
 }
 
 // Poll input while the loader works; draw the gauge once loading is slower than a blink.
-fn wait_for_load(
+fn wait_for_load<S>(
     term: &mut terminal::Term,
-    rx: &mpsc::Receiver<Result<App>>,
+    rx: &mpsc::Receiver<Result<S>>,
     progress: &Progress,
     stage: &AtomicU8,
     label: &str,
-) -> Result<Option<App>> {
+) -> Result<Option<S>> {
     let started = Instant::now();
     let mut shown: Option<(u16, u8)> = None;
     let mut dirty = false;
@@ -193,22 +301,22 @@ fn draw_loading(frame: &mut ratatui::Frame, label: &str, progress: &Progress, st
     }
 }
 
-fn draw_app(term: &mut terminal::Term, app: &mut App) -> Result<()> {
+fn draw_app(term: &mut terminal::Term, app: &mut impl Screen) -> Result<()> {
     let _screen = terminal::lock();
     let size = term.size()?;
-    if (size.width, size.height) != app.size {
+    if (size.width, size.height) != app.size() {
         app.resize((size.width, size.height));
     }
     queue!(term.backend_mut(), BeginSynchronizedUpdate)?;
-    term.draw(|f| draw(f, app))?;
+    term.draw(|f| app.draw(f))?;
     execute!(term.backend_mut(), EndSynchronizedUpdate)?;
     Ok(())
 }
 
-fn handle(app: &mut App, ev: &Event) -> bool {
+fn handle(app: &mut impl Screen, ev: &Event) -> bool {
     match ev {
-        Event::Key(k) if k.kind == KeyEventKind::Press => app.handle_key(*k),
-        Event::Mouse(m) => app.handle_mouse(*m),
+        Event::Key(k) if k.kind == KeyEventKind::Press => app.key(*k),
+        Event::Mouse(m) => app.mouse(*m),
         Event::Resize(w, h) => {
             app.resize((*w, *h));
             true
@@ -219,7 +327,7 @@ fn handle(app: &mut App, ev: &Event) -> bool {
 
 // Block on input; apply every queued event, then draw once (key repeat over SSH
 // arrives in bursts).
-fn event_loop(term: &mut terminal::Term, app: &mut App) -> Result<()> {
+fn event_loop(term: &mut terminal::Term, app: &mut impl Screen) -> Result<()> {
     let size = term.size()?;
     app.resize((size.width, size.height));
     draw_app(term, app)?;

@@ -242,6 +242,23 @@ impl Viewport {
         self.cursor = t.clamp(self.view.t0, self.view.t0 + self.view.span - 1);
     }
 
+    /// Set the extent the window is kept near (the two-run view: both runs on one axis).
+    pub fn set_extent(&mut self, start: Ns, end: Ns) {
+        (self.start, self.end) = (start, end.max(start));
+        self.clamp();
+    }
+
+    /// Copy `other`'s window, cursor and mark shifted by `shift` ns, unclamped: both
+    /// axes have the same extent up to the shift, so `other`'s clamp holds here too.
+    pub fn follow(&mut self, other: &Viewport, shift: Ns) {
+        let at = |t: Ns| sat(i128::from(t) + i128::from(shift));
+        let span = other.view.span;
+        self.view = View { t0: at(other.view.t0).min(Ns::MAX - span), span };
+        self.cursor = at(other.cursor).clamp(self.view.t0, self.view.t0 + span - 1);
+        self.mark = other.mark.map(at);
+        self.width = other.width;
+    }
+
     /// Set the mark at the cursor, or clear it when it is there.
     pub fn toggle_mark(&mut self) {
         self.mark = if self.mark == Some(self.cursor) { None } else { Some(self.cursor) };
@@ -304,6 +321,24 @@ mod tests {
                 check(&v);
             }
         }
+    }
+
+    #[test]
+    fn a_follower_shows_the_same_columns_shifted() {
+        let mut lead = Viewport::new(1_000, 2_000_000, 80);
+        let mut follow = Viewport::new(0, 10, 1);
+        let shift = 5_000_000;
+        lead.set_extent(1_000, 7_000_000);
+        follow.set_extent(1_000 + shift, 7_000_000 + shift);
+        lead.zoom_to(300_000, 400_000);
+        follow.follow(&lead, shift);
+        assert_eq!(follow.view().span, lead.view().span);
+        for t in [300_000, 333_333, 399_999] {
+            assert_eq!(follow.col_of(t + shift), lead.col_of(t));
+        }
+        assert_eq!(follow.cursor_col(), lead.cursor_col());
+        follow.follow(&Viewport::new(Ns::MAX - 10, Ns::MAX, 3), Ns::MAX);
+        check(&follow);
     }
 
     #[test]

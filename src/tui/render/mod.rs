@@ -18,9 +18,9 @@
 
 mod findings;
 mod header;
-mod lanes;
-mod ruler;
-mod status;
+pub(crate) mod lanes;
+pub(crate) mod ruler;
+pub(crate) mod status;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -56,7 +56,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
 }
 
-fn too_small(frame: &mut Frame, area: Rect, too_small: bool) {
+/// Say the terminal is too small (or being resized).
+pub(crate) fn too_small(frame: &mut Frame, area: Rect, too_small: bool) {
     let msg = if too_small {
         format!(
             "Terminal too small: {}x{}. lanescope needs at least {}x{}. Enlarge it, or q to quit.",

@@ -4,29 +4,15 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use crate::util::{fixture, lanescope, sql_i64};
 use rusqlite::Connection;
 use serde_json::Value;
 use tempfile::TempDir;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
-
-fn lanescope() -> Command {
-    let mut c = Command::cargo_bin("lanescope").unwrap();
-    c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
-    c
-}
 
 fn json(args: &[&str], files: &[&Path]) -> Value {
     let out = lanescope().args(args).args(files).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn sql_count(p: &Path, q: &str) -> i64 {
-    Connection::open(p).unwrap().query_row(q, [], |r| r.get(0)).unwrap()
 }
 
 const MS: i64 = 1_000_000;
@@ -43,16 +29,9 @@ const UTC0: i64 = 1_796_000_000_000_000_000;
 fn rank_export(dir: &Path, name: &str, rank: u32, utc: Option<i64>, fwd_ms: i64, slow_ms: i64) -> PathBuf {
     let p = dir.join(name);
     let c = Connection::open(&p).unwrap();
+    c.execute_batch(crate::util::MIN_SCHEMA).unwrap();
     c.execute_batch(
-        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
-           correlationId INT, globalPid INT, shortName INT, demangledName INT);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT,
-           correlationId INT, nameId INT);
-         CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, globalTid INT, textId INT, domainId INT);
-         CREATE TABLE PROCESSES (globalPid INT, pid INT, name TEXT);
-         CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT);
-         CREATE TABLE META_DATA_CAPTURE (name TEXT, value TEXT);
+        "CREATE TABLE META_DATA_CAPTURE (name TEXT, value TEXT);
          CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid INT, devStateName TEXT, name TEXT, nameEnum INT, value TEXT);
          INSERT INTO StringIds VALUES (1, 'gemm'), (2, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'),
            (3, 'cudaLaunchKernel_v7000');
@@ -133,9 +112,9 @@ fn ranks_are_aligned_on_session_start_and_the_straggler_is_named() {
     assert_eq!(traces[1]["pids"], serde_json::json!([(1 << 24) | PID]));
     assert_eq!(traces[1]["gpus"], serde_json::json!([{"device": 256, "gpu": 0}]));
     for (t, p) in traces.iter().zip([&r0, &r1]) {
-        let kernels = sql_count(p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+        let kernels = sql_i64(p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
         assert_eq!(t["totals"]["kernels"], kernels);
-        let nvtx = sql_count(p, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59");
+        let nvtx = sql_i64(p, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59");
         assert_eq!(t["totals"]["nvtx_ranges"], nvtx);
         let fwd = t["phases"].as_array().unwrap().iter().find(|x| x["name"] == "forward").unwrap();
         assert_eq!(fwd["count"], STEPS);
@@ -214,19 +193,19 @@ fn a_directory_or_a_glob_gives_every_export_in_it() {
 fn real_exports_merge_with_per_rank_totals_matching_sql() {
     let (a, b) = (fixture("pageable.sqlite"), fixture("pinned.sqlite"));
     let v = json(&["report", "--format", "json"], &[&a, &b]);
-    let utc = |p: &Path| sql_count(p, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
+    let utc = |p: &Path| sql_i64(p, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
     let traces = v["traces"].as_array().unwrap();
     let origin = utc(&a).min(utc(&b));
     let mut kernels = 0;
     for (t, p) in traces.iter().zip([&a, &b]) {
         assert_eq!(t["rank_source"], "file order");
         assert_eq!(t["offset_ns"], utc(p) - origin);
-        let k = sql_count(p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+        let k = sql_i64(p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
         assert_eq!(t["totals"]["kernels"], k);
         kernels += k;
-        let m = sql_count(p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY");
+        let m = sql_i64(p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY");
         assert_eq!(t["totals"]["memcpy"], m);
-        let first = sql_count(p, "SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+        let first = sql_i64(p, "SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL");
         assert!(t["start_ns"].as_i64().unwrap() <= first + utc(p) - origin);
     }
     assert_eq!(v["totals"]["kernels"], kernels);
@@ -287,7 +266,7 @@ fn nsys_rep_is_exported_once_into_the_cache_and_rebuilt_when_it_changes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("exporting run.nsys-rep"));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["path"], rep.display().to_string());
-    let kernels = sql_count(&fixture("d2h.sqlite"), "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL") as usize;
+    let kernels = sql_i64(&fixture("d2h.sqlite"), "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL") as usize;
     let lanes = v["lanes"].as_array().unwrap();
     let seen: u64 = lanes
         .iter()
@@ -341,16 +320,16 @@ fn nsys_rep_is_exported_once_into_the_cache_and_rebuilt_when_it_changes() {
 
 #[test]
 fn the_viewer_draws_collective_wait_on_the_waiting_rank() {
-    use lanescope::tui::theme::{Depth, Theme};
+    use lanescope::{Depth, Theme};
     // Rank 1 is slow in `forward`: rank 0 waits in ncclAllReduce, rank 1 hardly at all.
     let d = TempDir::new().unwrap();
     let files = two_ranks(d.path(), true).to_vec();
-    let t = lanescope::reader::load(&lanescope::reader::inputs::group(&files)).unwrap();
-    let a = lanescope::analysis::analyze(&t, &lanescope::analysis::Options::default());
-    let mut app = lanescope::tui::App::new(t, a, (160, 30));
+    let t = lanescope::load(&lanescope::group_inputs(&files)).unwrap();
+    let a = lanescope::analyze(&t, &lanescope::Options::default());
+    let mut app = lanescope::App::new(t, a, (160, 30));
     app.set_theme(Theme::new(Depth::Mono));
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 30)).unwrap();
-    term.draw(|f| lanescope::tui::draw(f, &app)).unwrap();
+    term.draw(|f| lanescope::draw(f, &app)).unwrap();
     let buf = term.backend().buffer();
     let row = |label: &str| -> String {
         (0..30u16)

@@ -1,20 +1,15 @@
 //! Findings on real captures, each number checked against SQL over the same file.
 
-use std::path::PathBuf;
-
-use lanescope::analysis::{Options, analyze};
+use crate::util::fixture;
+use lanescope::{Options, analyze};
 use rusqlite::Connection;
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 #[test]
 fn pageable_d2h_is_named_against_pinned_copies_of_the_same_size() {
     // d2h.py copies 10 x 128 MiB to pageable memory (.cpu()), then 10 x 128 MiB into a
     // pinned buffer.
     let f = fixture("d2h.sqlite");
-    let a = analyze(&lanescope::reader::load(&f).unwrap(), &Options::default());
+    let a = analyze(&lanescope::load(&f).unwrap(), &Options::default());
     let c = Connection::open_with_flags(&f, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let sum = |dst: i64| -> (i64, i64) {
         c.query_row(

@@ -4,17 +4,13 @@
 //! `SAMPLING_CALLCHAINS`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
-use lanescope::analysis::{Analysis, Cause, Gap, Options, Window, analyze};
+use crate::util::fixture;
+use lanescope::{Analysis, Cause, Gap, Options, Window, analyze};
 use rusqlite::Connection;
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
-
 fn open(name: &str) -> (Analysis, Connection) {
-    let t = lanescope::reader::load(&fixture(name)).unwrap();
+    let t = lanescope::load(&fixture(name)).unwrap();
     let a = analyze(&t, &Options::default());
     (a, Connection::open_with_flags(fixture(name), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap())
 }

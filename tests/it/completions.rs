@@ -1,12 +1,8 @@
 //! Shell completions and the man page come from the clap definitions: smoke tests
 //! that each generator runs and names the subcommands and the viewer's options.
 
-use assert_cmd::Command;
+use crate::util::lanescope;
 use predicates::prelude::*;
-
-fn lanescope() -> Command {
-    Command::cargo_bin("lanescope").expect("binary")
-}
 
 #[test]
 fn completions_for_bash_zsh_and_fish() {

@@ -5,20 +5,17 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use lanescope::analysis::{Analysis, Cause, Options, analyze, find_gaps};
-use lanescope::model::{Ns, Trace};
+use crate::util::fixture;
+use lanescope::{Analysis, Cause, Options, analyze, find_gaps};
+use lanescope::{Ns, Trace};
 use rusqlite::{Connection, params};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 fn fixtures() -> [PathBuf; 3] {
     [fixture("pageable.sqlite"), fixture("pinned.sqlite"), fixture("prefetch.sqlite")]
 }
 
 fn open(path: &Path) -> (Trace, Analysis, Connection) {
-    let t = lanescope::reader::load(path).unwrap();
+    let t = lanescope::load(path).unwrap();
     let a = analyze(&t, &Options::default());
     let c = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     (t, a, c)
@@ -275,7 +272,7 @@ fn pinned_copies_are_pinned_and_compared() {
     // Under 1 MB of pageable H2D: nothing to compare.
     assert!(!a.findings.iter().any(|f| f.rule == "pageable_bandwidth"));
     let async_pageable = a.findings.iter().find(|f| f.rule == "cuda_memcpy_async");
-    assert!(async_pageable.is_none_or(|f| f.severity == lanescope::analysis::Severity::Info));
+    assert!(async_pageable.is_none_or(|f| f.severity == lanescope::Severity::Info));
 }
 
 // The `step N` ranges, from SQL.

@@ -3,8 +3,8 @@
 //! hostile strings. Loading, analysing and every report format must not panic, and the
 //! model must be consistent.
 
-use lanescope::analysis::{Options, analyze};
-use lanescope::report::{Format, write_with};
+use lanescope::{Format, write_report_with as write_with};
+use lanescope::{Options, analyze};
 use proptest::prelude::*;
 use rusqlite::Connection;
 use tempfile::TempDir;
@@ -111,7 +111,7 @@ proptest! {
     fn random_exports_load_analyse_and_report_without_panic(spec in spec()) {
         let dir = TempDir::new().unwrap();
         let path = write(&spec, &dir);
-        let Ok(trace) = lanescope::reader::load(&path) else { return Ok(()) };
+        let Ok(trace) = lanescope::load(&path) else { return Ok(()) };
         for l in &trace.lanes {
             prop_assert!(l.ev.start.windows(2).all(|w| w[0] <= w[1]), "lane {:?} not sorted", l.kind);
             prop_assert!(l.ev.start.iter().zip(l.ev.ends()).all(|(&s, e)| e >= s), "end before start in {:?}", l.kind);
@@ -149,7 +149,7 @@ fn a_kernel_with_times_near_i64_max_is_left_out_and_reported() {
     ))
     .unwrap();
     drop(c);
-    let t = lanescope::reader::load(&p).unwrap();
+    let t = lanescope::load(&p).unwrap();
     assert_eq!((t.meta.start_ns, t.meta.end_ns), (1000, 6000));
     assert_eq!(t.meta.outliers.0, 2);
     let a = analyze(&t, &Options::default());

@@ -3,10 +3,10 @@
 
 use std::sync::OnceLock;
 
-use lanescope::analysis::{self, Analysis, Options};
-use lanescope::model::Trace;
-use lanescope::tui::theme::{Depth, Theme};
-use lanescope::tui::{Action, App, draw};
+use lanescope::Trace;
+use lanescope::{Action, App, draw};
+use lanescope::{Analysis, Options};
+use lanescope::{Depth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -15,8 +15,8 @@ fn pageable() -> &'static (Trace, Analysis) {
     static T: OnceLock<(Trace, Analysis)> = OnceLock::new();
     T.get_or_init(|| {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pageable.sqlite");
-        let t = lanescope::reader::load(std::path::Path::new(path)).expect("fixture loads");
-        let a = analysis::analyze(&t, &Options::default());
+        let t = lanescope::load(std::path::Path::new(path)).expect("fixture loads");
+        let a = lanescope::analyze(&t, &Options::default());
         (t, a)
     })
 }
@@ -172,7 +172,7 @@ fn tab_steps_through_a_lane_in_order_and_back() {
         seen.push(a.selected_event().expect("an event is selected"));
     }
     let lane = &a.trace().lanes[seen[0].lane as usize];
-    assert!(matches!(lane.kind, lanescope::model::LaneKind::Kernels { .. }));
+    assert!(matches!(lane.kind, lanescope::LaneKind::Kernels { .. }));
     assert!(seen.windows(2).all(|w| w[1].lane == w[0].lane && w[1].idx == w[0].idx + 1));
     a.apply(Action::PrevEvent);
     assert_eq!(a.selected_event(), Some(seen[3]));
@@ -186,7 +186,7 @@ fn c_jumps_from_kernel_to_its_launch_and_back() {
     a.apply(Action::Jump);
     let call = a.selected_event().expect("API call selected");
     let lane = &a.trace().lanes[call.lane as usize];
-    assert!(matches!(lane.kind, lanescope::model::LaneKind::CudaApi { .. }));
+    assert!(matches!(lane.kind, lanescope::LaneKind::CudaApi { .. }));
     assert_eq!(lane.ev.corr(call.idx as usize), a.trace().lanes[kernel.lane as usize].ev.corr(kernel.idx as usize));
     a.apply(Action::Jump);
     assert_eq!(a.selected_event(), Some(kernel));
@@ -197,7 +197,7 @@ fn search_steps_through_matches() {
     let mut a = app(120, 40);
     keys(&mut a, "/reduce_kernel\n");
     let first = a.selected_event().expect("a match is selected");
-    let name = |a: &App, r: lanescope::model::EventRef| {
+    let name = |a: &App, r: lanescope::EventRef| {
         let l = &a.trace().lanes[r.lane as usize];
         a.trace().strings.get(l.ev.name[r.idx as usize]).to_string()
     };
@@ -217,7 +217,7 @@ fn gap_list_enter_zooms_to_the_longest_gap() {
     let mut a = app(120, 40);
     a.apply(Action::GapList);
     a.apply(Action::ListEnter);
-    let longest = a.analysis().gaps.iter().map(lanescope::analysis::Gap::dur).max().expect("gaps");
+    let longest = a.analysis().gaps.iter().map(lanescope::Gap::dur).max().expect("gaps");
     let g = a.selected_gap().expect("gap selected");
     assert_eq!(g.dur(), longest);
     let v = a.view();
@@ -229,7 +229,7 @@ fn controls_in_trace_names_never_reach_the_screen() {
     let (t, an) = pageable();
     let mut t = t.clone();
     let evil = t.strings.intern("evil\u{1b}[2J\u{7}name");
-    for l in t.lanes.iter_mut().filter(|l| matches!(l.kind, lanescope::model::LaneKind::Kernels { .. })) {
+    for l in t.lanes.iter_mut().filter(|l| matches!(l.kind, lanescope::LaneKind::Kernels { .. })) {
         l.ev.name.iter_mut().for_each(|n| *n = evil);
     }
     let mut a = App::new(t, an.clone(), (120, 40));
@@ -291,7 +291,7 @@ const EVERY_ACTION: &[Action] = &[
 #[test]
 fn every_action_draws_on_an_empty_trace_and_a_tiny_screen() {
     let t = Trace::default();
-    let an = analysis::analyze(&t, &Options::default());
+    let an = lanescope::analyze(&t, &Options::default());
     for size in [(60, 12), (80, 24), (50, 10)] {
         let mut a = App::new(t.clone(), an.clone(), size);
         for &act in EVERY_ACTION {
@@ -424,9 +424,9 @@ fn clicks_in_the_gap_list_select_rows_and_a_second_click_zooms() {
     click(&mut a, 30, first_row + 2);
     assert!(a.selected_gap().is_none(), "one click only highlights");
     click(&mut a, 30, first_row + 2);
-    let mut by_dur: Vec<_> = a.analysis().gaps.iter().map(lanescope::analysis::Gap::dur).collect();
+    let mut by_dur: Vec<_> = a.analysis().gaps.iter().map(lanescope::Gap::dur).collect();
     by_dur.sort_unstable_by(|x, y| y.cmp(x));
-    assert_eq!(a.selected_gap().map(lanescope::analysis::Gap::dur), Some(by_dur[2]));
+    assert_eq!(a.selected_gap().map(lanescope::Gap::dur), Some(by_dur[2]));
     // The wheel scrolls the list; the phase table takes clicks too.
     mouse(&mut a, MouseEventKind::ScrollDown, 30, first_row, KeyModifiers::NONE);
     a.apply(Action::Phases);
@@ -451,7 +451,7 @@ fn the_first_view_marks_the_steady_state_and_f_fits_it() {
 
 #[test]
 fn zoom_and_pan_at_the_limits_of_i64() {
-    use lanescope::model::{Events, Lane, LaneKind};
+    use lanescope::{Events, Lane, LaneKind};
     let mut t = Trace::default();
     let name = t.strings.intern("edge_kernel");
     let mut ev = Events::default();
@@ -460,7 +460,7 @@ fn zoom_and_pan_at_the_limits_of_i64() {
     t.lanes.push(Lane::new(LaneKind::Kernels { device: 0, stream: 7 }, 1, ev));
     t.meta.start_ns = i64::MIN + 10;
     t.meta.end_ns = i64::MAX - 10;
-    let an = analysis::analyze(&Trace::default(), &Options::default());
+    let an = lanescope::analyze(&Trace::default(), &Options::default());
     let mut a = App::new(t, an, (100, 30));
     let x = a.timeline_x() + 40;
     let script: &[Action] = &[
@@ -513,8 +513,8 @@ fn several_ranks_fold_their_threads_and_r_moves_between_their_gpus() {
     // Two real exports on one timeline: rank 0 (pageable) and rank 1 (pinned), by file order.
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
     let files = [format!("{dir}/pageable.sqlite").into(), format!("{dir}/pinned.sqlite").into()];
-    let t = lanescope::reader::load(&lanescope::reader::inputs::group(&files)).expect("both load");
-    let a = analysis::analyze(&t, &Options::default());
+    let t = lanescope::load(&lanescope::group_inputs(&files)).expect("both load");
+    let a = lanescope::analyze(&t, &Options::default());
     let mut app = App::new(t, a, (120, 40));
     app.set_theme(Theme::new(Depth::Mono));
     let s = screen(&app);

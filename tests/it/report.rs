@@ -2,16 +2,12 @@
 //! and that names from a trace cannot drive the terminal.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-use lanescope::analysis::{Analysis, Options, analyze};
-use lanescope::model::{ApiKind, Events, Lane, LaneKind, Strings, Trace};
-use lanescope::report::{Format, sanitize, write};
+use crate::util::fixture;
+use lanescope::{Analysis, Options, analyze};
+use lanescope::{ApiKind, Events, Lane, LaneKind, Strings, Trace};
+use lanescope::{Format, sanitize, write_report as write};
 use serde_json::Value;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 fn render(t: &Trace, a: &Analysis, f: Format) -> String {
     let mut out = Vec::new();
@@ -20,7 +16,7 @@ fn render(t: &Trace, a: &Analysis, f: Format) -> String {
 }
 
 fn load(name: &str) -> (Trace, Analysis) {
-    let t = lanescope::reader::load(&fixture(name)).unwrap();
+    let t = lanescope::load(&fixture(name)).unwrap();
     let a = analyze(&t, &Options::default());
     (t, a)
 }
@@ -93,19 +89,7 @@ fn json_has_every_documented_key() {
     }
     let gaps = &v["gaps"];
     assert_eq!(keys(gaps), set(&["min_gap_ns", "count", "total_ns", "by_cause", "steady", "top"]));
-    let causes = [
-        "sync-wait",
-        "sync-drain",
-        "pageable-copy",
-        "host-wait",
-        "host-busy",
-        "launch-bound",
-        "cpu-contention",
-        "io-wait",
-        "queued",
-        "profiler",
-        "unknown",
-    ];
+    let causes = crate::util::CAUSES;
     assert_eq!(keys(&gaps["by_cause"]), set(&causes));
     assert_eq!(keys(&gaps["steady"]), set(&["count", "total_ns", "by_cause"]));
     for c in causes {
@@ -120,7 +104,7 @@ fn json_has_every_documented_key() {
     }
     // --all-gaps: every gap, in start order, with the same keys.
     let mut out = Vec::new();
-    lanescope::report::write_with(&mut out, &t, &a, Format::Json, true).unwrap();
+    lanescope::write_report_with(&mut out, &t, &a, Format::Json, true).unwrap();
     let all: Value = serde_json::from_slice(&out).unwrap();
     let all = all["gaps"]["all"].as_array().unwrap();
     assert_eq!(all.len(), a.gaps.len());
@@ -145,7 +129,7 @@ fn json_values_follow_the_analysis() {
     assert_eq!(by, a.gaps.len() as u64);
     let durs: Vec<i64> = v["gaps"]["top"].as_array().unwrap().iter().map(|g| g["dur_ns"].as_i64().unwrap()).collect();
     assert!(durs.windows(2).all(|w| w[0] >= w[1]), "longest first");
-    assert_eq!(durs[0], a.gaps.iter().map(lanescope::analysis::Gap::dur).max().unwrap());
+    assert_eq!(durs[0], a.gaps.iter().map(lanescope::Gap::dur).max().unwrap());
     let sev: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["severity"].as_str().unwrap()).collect();
     let rank = |s: &str| ["critical", "warning", "info"].iter().position(|x| *x == s).unwrap();
     assert!(sev.windows(2).all(|w| rank(w[0]) <= rank(w[1])), "{sev:?}");

@@ -3,17 +3,12 @@
 //! SQL), the JSON shape, the verdict, and the `--fail-if` exit codes.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-use lanescope::analysis::{Analysis, Options, analyze};
-use lanescope::diff::{Diff, Run, Status, diff};
-use lanescope::model::Trace;
+use crate::util::{fixture, lanescope};
+use lanescope::Trace;
+use lanescope::{Analysis, Options, analyze};
+use lanescope::{Diff, DiffRun as Run, DiffStatus as Status, diff};
 use serde_json::Value;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 const PAIRS: [(&str, &str); 2] = [("pageable.sqlite", "pinned.sqlite"), ("pinned.sqlite", "prefetch.sqlite")];
 
@@ -24,14 +19,14 @@ struct Side {
 
 impl Side {
     fn load(name: &str) -> Self {
-        let trace = lanescope::reader::load(&fixture(name)).unwrap();
+        let trace = lanescope::load(&fixture(name)).unwrap();
         let analysis = analyze(&trace, &Options::default());
         Self { trace, analysis }
     }
 
     // `report --format json --all-gaps` of this file, as a JSON value.
     fn report(&self) -> Value {
-        serde_json::to_value(lanescope::report::json::build(&self.trace, &self.analysis, true)).unwrap()
+        serde_json::to_value(lanescope::report_json(&self.trace, &self.analysis, true)).unwrap()
     }
 
     fn run(&self) -> Run<'_> {
@@ -62,8 +57,7 @@ fn sum(r: &Value, list: &str, field: &str) -> i64 {
 }
 
 fn sql(name: &str, q: &str) -> i64 {
-    let c = rusqlite::Connection::open_with_flags(fixture(name), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    c.query_row(q, [], |r| r.get(0)).unwrap()
+    crate::util::sql_i64(&fixture(name), q)
 }
 
 // The overall metrics of one run against its report.
@@ -244,12 +238,6 @@ fn verdict_leads_with_step_time_and_names_the_changes() {
         assert!(d.verdict.contains("idle in `copy data`"), "{}", d.verdict);
         assert!(!d.verdict.contains('\n'));
     }
-}
-
-fn lanescope() -> Command {
-    let mut c = Command::cargo_bin("lanescope").unwrap();
-    c.env("NO_COLOR", "1");
-    c
 }
 
 fn run_diff(b: &str, a: &str, extra: &[&str]) -> std::process::Output {

@@ -102,18 +102,6 @@ impl Drop for Session {
     }
 }
 
-const CAUSES: [&str; 9] = [
-    "sync-wait",
-    "sync-drain",
-    "pageable-copy",
-    "host-wait",
-    "host-busy",
-    "launch-bound",
-    "queued",
-    "profiler",
-    "unknown",
-];
-
 fn journey(cols: u16, rows: u16) {
     let mut s = Session::start(&["tests/fixtures/pageable.sqlite"], cols, rows);
     s.wait_for("pageable.sqlite");
@@ -121,7 +109,10 @@ fn journey(cols: u16, rows: u16) {
     // First gap: the status line names its cause.
     s.send("]");
     let screen = s.wait_for("gap 1/");
-    assert!(CAUSES.iter().any(|c| screen.contains(&format!("cause {c}"))), "no cause on screen:\n{screen}");
+    assert!(
+        crate::util::CAUSES.iter().any(|c| screen.contains(&format!("cause {c}"))),
+        "no cause on screen:\n{screen}"
+    );
     // Phases panel.
     s.send("p");
     s.wait_for("Phases");

@@ -7,10 +7,10 @@ use std::io::Write;
 use std::num::NonZeroU16;
 use std::rc::Rc;
 
-use lanescope::analysis::{self, Options};
-use lanescope::tui::compact::CompactWriter;
-use lanescope::tui::theme::{Depth, Theme};
-use lanescope::tui::{Action, App, draw};
+use lanescope::CompactWriter;
+use lanescope::Options;
+use lanescope::{Action, App, draw};
+use lanescope::{Depth, Theme};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -64,8 +64,8 @@ fn compacted_frames_look_the_same() {
 fn same_screens(depth: Depth) {
     let size = (140, 42);
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pageable.sqlite");
-    let trace = lanescope::reader::load(std::path::Path::new(path)).unwrap();
-    let analysis = analysis::analyze(&trace, &Options::default());
+    let trace = lanescope::load(std::path::Path::new(path)).unwrap();
+    let analysis = lanescope::analyze(&trace, &Options::default());
     let mut app = App::new(trace, analysis, size);
     app.set_theme(Theme::new(depth));
     let (raw, small) = (Sink::default(), Sink::default());

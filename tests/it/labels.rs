@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use lanescope::analysis::{Analysis, Options, analyze};
+use lanescope::{Analysis, Options, analyze};
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -93,7 +93,7 @@ fn lanescope_agrees_with_every_hand_label() {
     let mut by_cause: BTreeMap<String, usize> = BTreeMap::new();
     for (labels, trace) in &sets {
         let v = read(labels);
-        let t = lanescope::reader::load(trace).unwrap();
+        let t = lanescope::load(trace).unwrap();
         let options = Options { min_gap_ns: v["min_gap_ns"].as_i64().unwrap_or(100_000), ..Options::default() };
         let a = analyze(&t, &options);
         for g in v["gaps"].as_array().unwrap() {

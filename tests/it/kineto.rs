@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use lanescope::analysis::{Options, analyze};
-use lanescope::model::{ApiKind, LaneKind, MemClass, MemFlags, Trace};
+use lanescope::{ApiKind, LaneKind, MemClass, MemFlags, Trace};
+use lanescope::{Options, analyze};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -32,7 +32,7 @@ fn text(name: &str) -> String {
 }
 
 fn load(name: &str) -> Trace {
-    lanescope::reader::load(&fixture(&format!("{name}.json.gz"))).unwrap()
+    lanescope::load(&fixture(&format!("{name}.json.gz"))).unwrap()
 }
 
 #[derive(Deserialize)]
@@ -312,7 +312,7 @@ fn truncated_traces_keep_what_is_complete() {
     for frac in [0.3, 0.75, 0.999] {
         let cut = (full.len() as f64 * frac) as usize;
         let p = write(d.path(), "cut.json", &full.as_bytes()[..cut]);
-        let t = lanescope::reader::load(&p).unwrap();
+        let t = lanescope::load(&p).unwrap();
         let stop = t.meta.tables.iter().find(|s| s.name.starts_with("stopped at byte")).unwrap();
         assert!(stop.name.contains(&format!("stopped at byte {cut}:")), "{}", stop.name);
         // Every event kept is one of the whole trace's.
@@ -339,7 +339,7 @@ fn wrong_types_and_missing_fields_never_panic() {
       {"ph": "X", "cat": "kernel", "name": "\ud83d\ude00 \u00e9\n", "pid": 0, "tid": 7, "ts": 99999999999999999999999, "dur": 1}
     ]}"#;
     let p = write(d.path(), "odd.json", odd);
-    let t = lanescope::reader::load(&p).unwrap();
+    let t = lanescope::load(&p).unwrap();
     assert_eq!(t.process_name(1000), "trainer");
     let cpu = spans(&t, |k| matches!(k, LaneKind::Nvtx { .. }));
     assert_eq!(cpu, vec![(100_000, 102_500, "op".to_string())]);
@@ -366,7 +366,7 @@ fn bad_json_is_one_error_naming_the_file() {
     }
     // An empty event list is a valid, empty trace.
     let p = write(d.path(), "empty.json", br#"{"traceEvents": []}"#);
-    assert_eq!(lanescope::reader::load(&p).unwrap().event_count(), 0);
+    assert_eq!(lanescope::load(&p).unwrap().event_count(), 0);
 }
 
 #[test]
@@ -382,8 +382,8 @@ fn kineto_ranks_merge_by_their_distributed_rank() {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["distributedInfo"]["rank"].as_u64().unwrap()
     };
-    let group = lanescope::reader::inputs::group(&files);
-    let t = lanescope::reader::load(&group).unwrap();
+    let group = lanescope::group_inputs(&files);
+    let t = lanescope::load(&group).unwrap();
     let got: Vec<(u32, String)> = t.ranks.iter().map(|r| (r.rank, r.path.clone())).collect();
     let mut want: Vec<(u32, String)> = files.iter().map(|f| (rank_in(f) as u32, f.display().to_string())).collect();
     want.sort();
@@ -406,7 +406,7 @@ fn gpu_annotations_are_drawn_but_never_gpu_work() {
                 reach = e;
             }
         }
-        let a = lanescope::analysis::analyze(&t, &lanescope::analysis::Options::default());
+        let a = lanescope::analyze(&t, &lanescope::Options::default());
         let got: i64 = a.devices.iter().map(|d| d.busy.total()).sum();
         assert_eq!(got, busy, "{f}");
     }

@@ -1,22 +1,10 @@
 //! The binary as scripts meet it: bad input, headless commands, pipes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use assert_cmd::Command;
+use crate::util::{self, fixture, lanescope};
 use predicates::prelude::*;
 use tempfile::TempDir;
-
-mod common;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
-
-fn lanescope() -> Command {
-    let mut c = Command::cargo_bin("lanescope").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
 
 /// Run `report` and `info` on `path`; both must fail with one line naming the file and `what`.
 fn assert_bad(path: &Path, what: &str) {
@@ -161,7 +149,7 @@ fn bad_min_gap_is_rejected_by_clap() {
 
 #[test]
 fn info_lists_versions_gpus_and_lanes() {
-    let c = rusqlite::Connection::open(fixture("pageable.sqlite")).unwrap();
+    let c = util::sql(&fixture("pageable.sqlite"));
     let version: String = c
         .query_row("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'", [], |r| r.get(0))
         .unwrap();
@@ -204,7 +192,7 @@ fn no_terminal_prints_the_report_of_the_demo() {
 #[test]
 fn names_with_escape_codes_never_reach_the_terminal() {
     let d = TempDir::new().unwrap();
-    let p = common::hostile_export(d.path());
+    let p = util::hostile_export(d.path());
     for args in [&["report"][..], &["report", "--format", "md"], &["report", "--format", "csv"], &["info"], &[]] {
         let out = lanescope().args(args).arg(&p).output().unwrap();
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));

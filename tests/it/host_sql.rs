@@ -3,13 +3,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use lanescope::analysis::host::{HostIndex, cpu_load};
-use lanescope::model::{LaneKind, SampleFlags, Trace, decode_global_tid};
+use crate::util::{fixture, sql};
+use lanescope::{HostIndex, cpu_load};
+use lanescope::{LaneKind, SampleFlags, Trace, decode_global_tid};
 use rusqlite::Connection;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 // Committed captures with samples and switches, and the public 2023.3 export when present
 // (never committed: it lives next to the repository).
@@ -24,24 +21,16 @@ fn exports() -> Vec<PathBuf> {
     v
 }
 
-fn sql(path: &Path) -> Connection {
-    Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
-}
-
 fn query_map<K: std::hash::Hash + Eq>(c: &Connection, q: &str, f: impl Fn(i64) -> K) -> HashMap<K, i64> {
     let mut stmt = c.prepare(q).unwrap();
     stmt.query_map([], |r| Ok((f(r.get(0)?), r.get::<_, i64>(1)?))).unwrap().map(Result::unwrap).collect()
 }
 
 fn load(p: &Path) -> Trace {
-    lanescope::reader::load(p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
+    lanescope::load(p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
 }
 
-fn per_thread(
-    t: &Trace,
-    want: fn(LaneKind) -> bool,
-    f: impl Fn(&lanescope::model::Lane) -> i64,
-) -> HashMap<(u32, u32), i64> {
+fn per_thread(t: &Trace, want: fn(LaneKind) -> bool, f: impl Fn(&lanescope::Lane) -> i64) -> HashMap<(u32, u32), i64> {
     let mut m = HashMap::new();
     for l in t.lanes.iter().filter(|l| want(l.kind)) {
         *m.entry((l.pid, l.kind.tid().unwrap())).or_insert(0) += f(l);

@@ -2,7 +2,7 @@
 //! old metadata table, no ENUM tables, NULL ends, registered strings, domains,
 //! start/end ranges, CUDA graphs only, backtrace rows, negative timestamps.
 
-use lanescope::model::{ApiKind, LaneKind};
+use lanescope::{ApiKind, LaneKind};
 use rusqlite::Connection;
 use tempfile::TempDir;
 
@@ -48,7 +48,7 @@ fn old_2022_export(dir: &TempDir) -> std::path::PathBuf {
 #[test]
 fn a_2022_export_without_enum_tables_loads() {
     let dir = TempDir::new().unwrap();
-    let t = lanescope::reader::load(&old_2022_export(&dir)).unwrap();
+    let t = lanescope::load(&old_2022_export(&dir)).unwrap();
     assert_eq!(t.meta.nsys_version, "2022.2.1.31");
     assert_eq!(t.meta.schema_version, "2.9.1");
     // Negative timestamps are kept; the unterminated range runs to the trace end.
@@ -63,9 +63,9 @@ fn a_2022_export_without_enum_tables_loads() {
     assert_eq!(t.strings.get(outer.ev.name[0]), "registered range");
     // Memory kinds come from built-in tables: pageable H2D.
     let mem = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::Memory { .. })).unwrap();
-    let f = lanescope::model::MemFlags::unpack(mem.ev.flags(0));
+    let f = lanescope::MemFlags::unpack(mem.ev.flags(0));
     assert!(f.is_pageable());
-    assert!(matches!(mem.kind, LaneKind::Memory { class: lanescope::model::MemClass::H2D, .. }));
+    assert!(matches!(mem.kind, LaneKind::Memory { class: lanescope::MemClass::H2D, .. }));
     // API names lose their version suffix and are classified.
     let api = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::CudaApi { .. })).unwrap();
     assert_eq!(api.pid, PID as u32);
@@ -103,7 +103,7 @@ fn a_new_export_with_domains_graphs_and_backtraces_loads() {
            (300, NULL, 34, 'checkpoint', {GTID}, 0, 5),
            (0, NULL, 39, 'julia thread 2', {GTID}, 0, 6);"
     );
-    let t = lanescope::reader::load(&make(&dir, "new.sqlite", &sql)).unwrap();
+    let t = lanescope::load(&make(&dir, "new.sqlite", &sql)).unwrap();
     assert_eq!(t.meta.schema_version, "3.28.1");
     let graphs = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::Graphs { device: 1, stream: 3 })).unwrap();
     assert_eq!(graphs.ev.len(), 1);
@@ -133,10 +133,10 @@ fn an_export_without_gpu_activity_is_valid() {
            nestingLevel INT, callchainId INT);
          INSERT INTO OSRT_API VALUES (10, 2000, 27, {GTID}, 1, 0, 0, NULL);"
     );
-    let t = lanescope::reader::load(&make(&dir, "cpu.sqlite", &sql)).unwrap();
+    let t = lanescope::load(&make(&dir, "cpu.sqlite", &sql)).unwrap();
     assert!(t.gpus.is_empty());
     assert!(t.devices().is_empty());
     assert_eq!(t.event_count(), 1);
-    let a = lanescope::analysis::analyze(&t, &lanescope::analysis::Options::default());
+    let a = lanescope::analyze(&t, &lanescope::Options::default());
     assert!(a.gaps.is_empty());
 }

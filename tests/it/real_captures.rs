@@ -2,15 +2,10 @@
 //! CUDA graph replay recorded as whole-graph executions, and one process driving two
 //! GPUs with a peer-to-peer copy. Expected values come from SQL over the same files.
 
-use std::path::{Path, PathBuf};
-
-use lanescope::analysis::{self, Options};
-use lanescope::model::{LaneKind, MemClass};
+use crate::util::{fixture, sql};
+use lanescope::Options;
+use lanescope::{LaneKind, MemClass};
 use rusqlite::Connection;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 fn rows(c: &Connection, sql: &str) -> Vec<(i64, i64, i64)> {
     let mut stmt = c.prepare(sql).unwrap();
@@ -33,14 +28,14 @@ fn union(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 #[test]
 fn graph_executions_are_lanes_and_busy_time() {
     let f = fixture("graphs.sqlite");
-    let t = lanescope::reader::load(&f).unwrap();
-    let c = Connection::open(&f).unwrap();
+    let t = lanescope::load(&f).unwrap();
+    let c = sql(&f);
     let graphs = rows(&c, "SELECT start, \"end\", deviceId FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE");
     assert!(!graphs.is_empty());
     let lane_rows: usize =
         t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Graphs { .. })).map(|l| l.ev.len()).sum();
     assert_eq!(lane_rows, graphs.len());
-    let a = analysis::analyze(&t, &Options { min_gap_ns: 1_000, ..Options::default() });
+    let a = lanescope::analyze(&t, &Options { min_gap_ns: 1_000, ..Options::default() });
     let kernels: i64 = c.query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0)).unwrap();
     assert_eq!((a.totals.kernels, a.totals.graphs), (kernels as u64, graphs.len() as u64));
     for &(s, e, dev) in &graphs {
@@ -54,8 +49,8 @@ fn graph_executions_are_lanes_and_busy_time() {
 #[test]
 fn two_gpus_get_their_own_lanes_busy_time_and_gaps() {
     let f = fixture("multigpu.sqlite");
-    let t = lanescope::reader::load(&f).unwrap();
-    let c = Connection::open(&f).unwrap();
+    let t = lanescope::load(&f).unwrap();
+    let c = sql(&f);
     let devices: Vec<u32> = {
         let mut stmt = c.prepare("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1").unwrap();
         stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
@@ -72,7 +67,7 @@ fn two_gpus_get_their_own_lanes_busy_time_and_gaps() {
     assert_eq!(p2p_lanes, p2p.len());
 
     let min_gap = 100_000;
-    let a = analysis::analyze(&t, &Options { min_gap_ns: min_gap, ..Options::default() });
+    let a = lanescope::analyze(&t, &Options { min_gap_ns: min_gap, ..Options::default() });
     for d in devices {
         let ops = rows(
             &c,

@@ -1,0 +1,140 @@
+//! The delta table of the two-run view: the verdict, then per phase (the run's steady
+//! step first) the mean wall time per instance and the steady GPU idle, before and
+//! after, with the change: the numbers of `lanescope diff`, read from its [`Diff`].
+
+use ratatui::Frame;
+use ratatui::crossterm::event::MouseEventKind;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Clear, Paragraph};
+
+use crate::diff::{Compared, Diff, Status, number};
+use crate::tui::app::App;
+use crate::tui::text;
+
+/// Column headers after the phase name.
+const HEADS: [&str; 6] = ["wall B", "wall A", "Δ", "idle B", "idle A", "Δ"];
+/// Widths of those columns.
+const WIDTHS: [usize; 6] = [9, 9, 6, 9, 9, 6];
+/// Rows the verdict may take.
+const VERDICT_LINES: usize = 2;
+
+/// One row: a phase (or the whole run) and its six cells.
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    name: String,
+    cells: [String; 6],
+}
+
+/// The table, built once when opened, and its scroll.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeltaTable {
+    verdict: String,
+    rows: Vec<Row>,
+    scroll: usize,
+}
+
+// A duration in ns, or a dash.
+fn dur(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_string(), |ns| text::dur(ns.round() as crate::model::Ns))
+}
+
+// A change in percent (`+12%`), or what replaces it for a phase in one run only.
+fn change(pct: Option<f64>, status: Status) -> String {
+    match (status, pct) {
+        (Status::Added, _) => "new".to_string(),
+        (Status::Removed, _) => "gone".to_string(),
+        (Status::Both, Some(p)) => format!("{p:+.0}%"),
+        (Status::Both, None) => String::new(),
+    }
+}
+
+// The six cells of `values` for the wall and idle metrics at `wall` and `idle`.
+fn cells(values: &Compared, wall: &str, idle: &str, status: Status) -> [String; 6] {
+    let (wb, wa) = values.pair(wall);
+    let (ib, ia) = values.pair(idle);
+    let pct = |path: &str| number(&values.delta, &format!("{path}.pct"));
+    [dur(wb), dur(wa), change(pct(wall), status), dur(ib), dur(ia), change(pct(idle), status)]
+}
+
+impl DeltaTable {
+    /// Build the rows of `d`: the steady step of the whole run, then every phase.
+    pub fn new(d: &Diff) -> Self {
+        let run = Row {
+            name: "steady step (run)".to_string(),
+            cells: cells(&d.overall, "steady_step_mean_ns", "steady.idle_ns", Status::Both),
+        };
+        let phases = d.phases.iter().map(|p| Row {
+            name: text::clean(&p.name).into_owned(),
+            cells: cells(&p.values, "wall_mean_ns", "steady.idle_ns", p.status),
+        });
+        Self {
+            verdict: text::clean(&d.verdict).into_owned(),
+            rows: std::iter::once(run).chain(phases).collect(),
+            scroll: 0,
+        }
+    }
+
+    /// Scroll with the wheel over the table at `area`; true when it moved.
+    pub fn on_mouse(&mut self, kind: MouseEventKind, area: Rect) -> bool {
+        let shown = usize::from(area.height.saturating_sub(3 + VERDICT_LINES as u16)).max(1);
+        let max = self.rows.len().saturating_sub(shown);
+        let to = match kind {
+            MouseEventKind::ScrollDown => (self.scroll + 3).min(max),
+            MouseEventKind::ScrollUp => self.scroll.saturating_sub(3),
+            _ => return false,
+        };
+        let moved = to != self.scroll;
+        self.scroll = to;
+        moved
+    }
+
+    fn line(name: &str, cells: &[String], name_w: usize) -> String {
+        use std::fmt::Write as _;
+        let mut s = format!("{:<name_w$}", text::ellipsize(name, name_w));
+        for (c, w) in cells.iter().zip(WIDTHS) {
+            let _ = write!(s, " {c:>w$}");
+        }
+        s
+    }
+
+    /// Draw the verdict and the rows that fit into `area`.
+    pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
+        frame.render_widget(Clear, area);
+        let block =
+            crate::tui::render::panel_block(app, "before → after: wall per instance, steady GPU idle (P closes)");
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let width = usize::from(inner.width);
+        let name_w = width.saturating_sub(WIDTHS.iter().map(|w| w + 1).sum::<usize>()).max(8);
+        let mut lines: Vec<Line> = crate::diff::write::wrap(&self.verdict, width, 2)
+            .into_iter()
+            .take(VERDICT_LINES)
+            .map(|l| Line::styled(l, Style::new().add_modifier(Modifier::BOLD)))
+            .collect();
+        let heads: Vec<String> = HEADS.iter().map(ToString::to_string).collect();
+        lines.push(Line::styled(Self::line("phase", &heads, name_w), app.theme.dim()));
+        let room = usize::from(inner.height).saturating_sub(lines.len());
+        for r in self.rows.iter().skip(self.scroll).take(room) {
+            lines.push(Line::raw(Self::line(&r.name, &r.cells, name_w)));
+        }
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_say_new_and_gone_for_phases_in_one_run() {
+        assert_eq!(change(Some(-61.4), Status::Both), "-61%");
+        assert_eq!(change(Some(12.0), Status::Both), "+12%");
+        assert_eq!(change(None, Status::Added), "new");
+        assert_eq!(change(None, Status::Removed), "gone");
+        assert_eq!(dur(None), "–");
+        let row = DeltaTable::line("a name longer than ten", &[String::from("1 ms")], 10);
+        assert!(row.starts_with("a name lo…") && row.ends_with("     1 ms"), "{row}");
+    }
+}

@@ -1,0 +1,83 @@
+//! Helpers shared by the integration tests: fixtures, the binary, read-only SQL, hostile exports.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use rusqlite::{Connection, OpenFlags};
+
+/// Path of a committed fixture under `tests/fixtures`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// The lanescope binary, without colour and without an `nsys` from the environment.
+pub fn lanescope() -> Command {
+    let mut c = Command::cargo_bin("lanescope").expect("the lanescope binary is built");
+    c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
+    c
+}
+
+/// A read-only connection to an export, for the independent SQL the tests compare against.
+pub fn sql(path: &Path) -> Connection {
+    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One integer from a query over a read-only export.
+pub fn sql_i64(path: &Path, q: &str) -> i64 {
+    sql(path).query_row(q, [], |r| r.get(0)).unwrap_or_else(|e| panic!("{q}: {e}"))
+}
+
+/// Every gap cause the README documents, in its order.
+pub const CAUSES: [&str; 11] = [
+    "sync-wait",
+    "sync-drain",
+    "pageable-copy",
+    "host-wait",
+    "host-busy",
+    "launch-bound",
+    "cpu-contention",
+    "io-wait",
+    "queued",
+    "profiler",
+    "unknown",
+];
+
+/// The tables every hand-made export in the tests starts from.
+pub const MIN_SCHEMA: &str = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+       correlationId INT, globalPid INT, shortName INT, demangledName INT);
+     CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT,
+       correlationId INT, nameId INT);
+     CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, globalTid INT, textId INT, domainId INT);
+     CREATE TABLE PROCESSES (globalPid INT, pid INT, name TEXT);
+     CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT);";
+
+/// A name carrying terminal escapes: OSC title, clear screen, 8-bit CSI.
+pub const EVIL: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mx";
+
+/// Write a tiny export in `dir` whose kernel, NVTX, thread, process and GPU names are [`EVIL`].
+pub fn hostile_export(dir: &Path) -> PathBuf {
+    let p = dir.join("hostile.sqlite");
+    let evil = EVIL;
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(MIN_SCHEMA).unwrap();
+    c.execute_batch("CREATE TABLE ThreadNames (nameId INT, priority INT, globalTid INT);").unwrap();
+    let gtid: i64 = (7 << 24) | 7;
+    c.execute("INSERT INTO StringIds VALUES (1, ?1), (2, 'cudaLaunchKernel_v7000')", [evil]).unwrap();
+    c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 2000, 0, 7, 1, ?1, 1, 1)", [7i64 << 24]).unwrap();
+    c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (900000, 901000, 0, 7, 2, ?1, 1, 1)", [7i64 << 24])
+        .unwrap();
+    c.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (500, 900, 0, ?1, 1, 2), (899000, 899500, 0, ?1, 2, 2)",
+        [gtid],
+    )
+    .unwrap();
+    c.execute("INSERT INTO NVTX_EVENTS VALUES (0, 950000, 59, ?1, ?2, NULL, 0)", rusqlite::params![evil, gtid])
+        .unwrap();
+    c.execute("INSERT INTO ThreadNames VALUES (1, 0, ?1)", [gtid]).unwrap();
+    c.execute("INSERT INTO PROCESSES VALUES (?1, 7, ?2)", rusqlite::params![7i64 << 24, evil]).unwrap();
+    c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, ?1)", [evil]).unwrap();
+    drop(c);
+    p
+}
