@@ -64,10 +64,11 @@ impl Strings {
 ///
 /// `corr`, aux and flags are empty for lanes that do not use them; the accessors then
 /// return 0. Ends are kept as `u32` durations while every event of the lane lasts less
-/// than 4.29 s (kernels, API calls), else as absolute `i64` ends. Aux values are kept as `u32` while they all fit (string ids, CPU ids, most
-/// byte counts) and widened to `u64` on the first one that does not. Flags that depend
-/// only on the name (CUDA API kinds, memcpy kinds) are kept once per distinct name
-/// instead of once per event, see [`Events::compact`].
+/// than 4.29 s (kernels, API calls), else as absolute `i64` ends. Aux values are kept as
+/// `u32` while they all fit (string ids, CPU ids, most byte counts) and widened to `u64`
+/// on the first one that does not. Flags that depend only on the name (CUDA API kinds,
+/// memcpy kinds) are kept once per distinct name instead of once per event, see
+/// [`Events::compact`]. docs/performance.md has the bytes per column.
 #[derive(Debug, Default, Clone)]
 pub struct Events {
     /// Start times.
