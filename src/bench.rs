@@ -204,16 +204,30 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
 
 /// Build the export at `path` replicated `factor` times in a temporary directory, run
 /// `bench` on it in a child process (`exe`, this binary), and add the result to `base`.
-/// The directory is removed whatever happens.
+/// The directory is removed whatever happens, Ctrl-C included: an interrupt stops the
+/// child and is noticed here (after the export is built, when it comes during the build).
 pub fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u16), exe: &Path) -> Result<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     if crate::reader::queries(path)?.is_empty() {
         anyhow::bail!("--scale-to needs an nsys SQLite export (it replicates the rows of its tables)");
     }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the interrupt handler")?;
+    }
+    let interrupted = || {
+        if stop.load(Ordering::Relaxed) {
+            anyhow::bail!("interrupted; the scaled export was removed");
+        }
+        Ok(())
+    };
     let dir = TempDir::new()?;
     let big = dir.0.join("scaled.sqlite");
     let t = Instant::now();
     crate::scale::scale(path, &big, factor).context("building the scaled export")?;
     let build_ms = ms(t);
+    interrupted()?;
     let file_bytes = std::fs::metadata(&big).map_or(0, |m| m.len());
     let out = std::process::Command::new(exe)
         .arg("bench")
@@ -222,6 +236,7 @@ pub fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u16), ex
         .stderr(std::process::Stdio::inherit())
         .output()
         .context("running bench on the scaled export")?;
+    interrupted()?;
     if !out.status.success() {
         anyhow::bail!("bench on the scaled export failed ({})", out.status);
     }
