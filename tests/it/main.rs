@@ -19,6 +19,7 @@ mod reader_schemas;
 mod reader_sql;
 mod real_captures;
 mod report;
+mod scale_load;
 mod tui_hostile;
 mod tui_snapshots;
 mod util;

@@ -3,6 +3,7 @@
 //! killed when a test fails, so a hang cannot stall CI.
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,8 @@ struct Session {
     child: Box<dyn Child + Send + Sync>,
     writer: Box<dyn Write + Send>,
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Set when the pty reader saw the end of the output (the child and its pty closed).
+    drained: Arc<AtomicBool>,
     _master: Box<dyn MasterPty + Send>,
 }
 
@@ -37,6 +40,8 @@ impl Session {
             0,
         )));
         let sink = Arc::clone(&screen);
+        let drained = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&drained);
         std::thread::spawn(move || {
             let mut buf = [0u8; 1 << 14];
             while let Ok(n) = reader.read(&mut buf) {
@@ -45,8 +50,9 @@ impl Session {
                 }
                 sink.lock().expect("screen lock").process(&buf[..n]);
             }
+            done.store(true, Ordering::Release);
         });
-        Self { child, writer, screen, _master: pty.master }
+        Self { child, writer, screen, drained, _master: pty.master }
     }
 
     fn contents(&self) -> String {
@@ -78,11 +84,17 @@ impl Session {
         self.writer.flush().expect("flush keys");
     }
 
-    /// Wait for the process to exit and return its exit code.
+    /// Wait for the process to exit and its last output to reach the screen; return its
+    /// exit code.
     fn exit_code(&mut self) -> u32 {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
+                // The child may exit before the reader thread has parsed its last bytes
+                // (the terminal restore): wait for the end of the output too.
+                while !self.drained.load(Ordering::Acquire) && start.elapsed() < DEADLINE {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return status.exit_code();
             }
             if start.elapsed() > DEADLINE {

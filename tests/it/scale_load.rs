@@ -2,19 +2,12 @@
 //! narrow columns (u32 durations, aux and flags kept per name) against independent SQL
 //! on real exports and on a scaled one. No test here asserts a wall-clock time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use assert_cmd::Command;
 use lanescope::{ApiKind, LaneKind, Trace};
 use rusqlite::Connection;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
-
-fn sql(path: &Path) -> Connection {
-    Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
-}
+use crate::util::{fixture, lanescope, sql};
 
 fn one(c: &Connection, q: &str) -> i64 {
     c.query_row(q, [], |r| r.get::<_, Option<i64>>(0)).unwrap().unwrap_or(0)
@@ -42,8 +35,7 @@ fn sql_events(path: &Path) -> i64 {
 fn bench_scale_to_measures_factor_times_the_events_and_cleans_up() {
     let path = fixture("pageable.sqlite");
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("lanescope")
-        .unwrap()
+    let out = lanescope()
         .env("TMPDIR", tmp.path())
         .args(["bench", path.to_str().unwrap(), "--size", "80x24", "--format", "json", "--scale-to", "3"])
         .output()
@@ -68,11 +60,8 @@ fn bench_scale_to_measures_factor_times_the_events_and_cleans_up() {
 #[test]
 fn bench_without_scale_to_has_no_scale_section() {
     let path = fixture("d2h.sqlite");
-    let out = Command::cargo_bin("lanescope")
-        .unwrap()
-        .args(["bench", path.to_str().unwrap(), "--size", "80x24", "--format", "json"])
-        .output()
-        .unwrap();
+    let out =
+        lanescope().args(["bench", path.to_str().unwrap(), "--size", "80x24", "--format", "json"]).output().unwrap();
     assert!(out.status.success());
     let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(b.get("scale").is_none());
@@ -96,8 +85,7 @@ fn model_sums(t: &Trace, want: impl Fn(LaneKind) -> bool) -> (i64, i64) {
 fn narrow_and_wide_columns_equal_sql_on_real_and_scaled_exports() {
     let tmp = tempfile::tempdir().unwrap();
     let scaled = tmp.path().join("x4.sqlite");
-    let built = Command::cargo_bin("lanescope")
-        .unwrap()
+    let built = lanescope()
         .args(["scale", fixture("pageable.sqlite").to_str().unwrap(), scaled.to_str().unwrap(), "--factor", "4"])
         .output()
         .unwrap();
