@@ -4,10 +4,8 @@
 //! against the headless `lanescope diff --format json`; and one journey of the real
 //! binary in a pseudo-terminal.
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
 
 use lanescope::{Align, Analysis, Depth, Options, Pair, Theme, Trace, analyze, draw_pair};
 use ratatui::Terminal;
@@ -15,6 +13,7 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use rusqlite::Connection;
 
+use crate::term::Session;
 use crate::util;
 
 const BEFORE: &str = "tests/fixtures/pageable.sqlite";
@@ -379,88 +378,7 @@ fn without_a_terminal_view_prints_the_text_diff() {
     assert_eq!(plain.stdout, viewed.stdout);
 }
 
-// ----- the real binary in a pseudo-terminal -----
-
-struct Session {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    writer: Box<dyn Write + Send>,
-    screen: Arc<Mutex<vt100::Parser>>,
-    _master: Box<dyn portable_pty::MasterPty + Send>,
-}
-
-impl Session {
-    fn start(args: &[&str], cols: u16, rows: u16) -> Self {
-        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-        let pty = native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("pty");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_lanescope"));
-        cmd.args(args);
-        cmd.cwd(env!("CARGO_MANIFEST_DIR"));
-        cmd.env("TERM", "xterm-256color");
-        let child = pty.slave.spawn_command(cmd).expect("spawn lanescope");
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().expect("pty reader");
-        let writer = pty.master.take_writer().expect("pty writer");
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            rows.try_into().expect("rows > 0"),
-            cols.try_into().expect("cols > 0"),
-            0,
-        )));
-        let sink = Arc::clone(&screen);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 1 << 14];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().expect("screen").process(&buf[..n]);
-            }
-        });
-        Self { child, writer, screen, _master: pty.master }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.lock().expect("screen").screen().contents()
-    }
-
-    fn wait_for(&mut self, text: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.contents();
-            if s.contains(text) {
-                return s;
-            }
-            if start.elapsed() > Duration::from_secs(90) {
-                let _ = self.child.kill();
-                panic!("timed out waiting for {text:?}; the screen shows:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn send(&mut self, keys: &str) {
-        self.writer.write_all(keys.as_bytes()).expect("keys");
-        self.writer.flush().expect("flush");
-    }
-
-    fn exit_code(&mut self) -> u32 {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status.exit_code();
-            }
-            assert!(start.elapsed() < Duration::from_secs(90), "lanescope did not exit:\n{}", self.contents());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-    }
-}
+// ----- the real binary in a pseudo-terminal (term::Session) -----
 
 #[test]
 fn journey_through_the_two_run_view_in_a_terminal() {
@@ -478,20 +396,17 @@ fn journey_through_the_two_run_view_in_a_terminal() {
     s.send("b");
     let screen = s.wait_for("▶ after · pinned.sqlite");
     assert!(!screen.contains("▶ before"), "both runs marked focused:\n{screen}");
-    assert!(s.screen.lock().expect("screen").screen().alternate_screen());
+    assert!(s.alternate_screen());
     s.send("q");
     assert_eq!(s.exit_code(), 0);
     // Restored: the alternate screen is left and the view is gone.
-    std::thread::sleep(Duration::from_millis(200));
-    let p = s.screen.lock().expect("screen");
-    assert!(!p.screen().alternate_screen() && !p.screen().contents().contains("pinned.sqlite"));
+    assert!(!s.alternate_screen() && !s.contents().contains("pinned.sqlite"));
 }
 
 #[test]
 fn a_missing_file_is_one_line_naming_it() {
     let mut s = Session::start(&["diff", "tests/fixtures/no-such-run.sqlite", AFTER, "--view"], 100, 30);
     assert_eq!(s.exit_code(), 1);
-    std::thread::sleep(Duration::from_millis(200));
     let text = s.contents();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{text}");

@@ -20,6 +20,7 @@ mod reader_sql;
 mod real_captures;
 mod report;
 mod scale_load;
+mod term;
 mod tui_hostile;
 mod tui_snapshots;
 mod util;
