@@ -25,6 +25,7 @@ pub struct Bench {
     analysis_ms: f64,
     index_ms: f64,
     frames: Frames,
+    keys: Keys,
 }
 
 #[derive(Debug, Serialize)]
@@ -100,6 +101,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let mut app = App::new(trace, analysis, size);
     let index_ms = ms(t);
     let frames = frames(&mut app, size)?;
+    let keys = keys(&mut app, size)?;
     let peak_view = rss("VmHWM");
 
     let queries = crate::reader::queries(path)?;
@@ -128,6 +130,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
         analysis_ms,
         index_ms,
         frames,
+        keys,
     })
 }
 
@@ -325,11 +328,194 @@ pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
             lv.pan_bytes_max
         )?;
     }
-    Ok(())
+    write_keys(w, &b.keys)
 }
 
 /// Write the result as JSON.
 pub fn write_json(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, b)?;
     writeln!(w)
+}
+
+// ----- key to screen -----
+
+/// Key to screen: from the key press to the frame that shows its effect drawn, in ms.
+/// `None` where the trace has nothing for the key (no CUDA call with a GPU operation,
+/// no event name to search).
+#[derive(Debug, Serialize)]
+struct Keys {
+    /// Zoom in (`+`) and out (`-`) from the whole trace: worst of the steps, ms.
+    zoom_in_max_ms: f64,
+    zoom_out_max_ms: f64,
+    /// `c` from a CUDA API call to its GPU operation, and back.
+    jump_to_gpu_ms: Option<f64>,
+    jump_to_api_ms: Option<f64>,
+    /// `>` and `<`: the key's own frame (gaps are recomputed in the background) ...
+    threshold_up_key_ms: f64,
+    threshold_down_key_ms: f64,
+    /// ... and until the new gaps are on screen.
+    threshold_up_gaps_ms: f64,
+    threshold_down_gaps_ms: f64,
+    /// `/` search: Enter to the frame showing the first match, and to all matches found.
+    search_query: Option<String>,
+    search_first_ms: Option<f64>,
+    search_all_ms: Option<f64>,
+    search_matches: usize,
+}
+
+// Time each key from the press to a drawn frame that shows its effect (self-contained:
+// it only drives the viewer through its key handling and background polling).
+fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
+    use crate::model::{EventRef, LaneKind};
+    use crate::tui::Selection;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    let area = Rect::new(0, 0, size.0, size.1);
+    let mut term = Terminal::with_options(
+        CrosstermBackend::new(CompactWriter::new(Counter::default())),
+        TerminalOptions { viewport: Viewport::Fixed(area) },
+    )
+    .context("creating the bench terminal")?;
+    let mut draw = |app: &App| -> Result<()> {
+        term.draw(|f| crate::tui::draw(f, app))?;
+        Ok(())
+    };
+    let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    let (start, dur) = (app.trace().meta.start_ns, app.trace().duration().max(1));
+
+    // Zoom: from the whole trace in 12 steps, then back out.
+    app.set_view(start, dur);
+    draw(app)?;
+    let (mut zin, mut zout) = (0f64, 0f64);
+    for _ in 0..12 {
+        let t = Instant::now();
+        app.handle_key(key('+'));
+        draw(app)?;
+        zin = zin.max(ms(t));
+    }
+    for _ in 0..12 {
+        let t = Instant::now();
+        app.handle_key(key('-'));
+        draw(app)?;
+        zout = zout.max(ms(t));
+    }
+
+    // `c`: a CUDA call in the middle of the largest API lane that launched GPU work
+    // (found by a scan here, outside the timing).
+    let trace = std::sync::Arc::clone(&app.trace);
+    let api = trace
+        .lanes
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| matches!(l.kind, LaneKind::CudaApi { .. }))
+        .max_by_key(|(_, l)| l.ev.len());
+    let call = api.and_then(|(li, l)| {
+        let n = l.ev.len();
+        (n / 2..n).chain(0..n / 2).take(10_000).find_map(|i| {
+            let r = EventRef { lane: li as u32, idx: i as u32 };
+            trace.gpu_op_for(l.pid, l.ev.corr(i)).map(|_| r)
+        })
+    });
+    let (mut to_gpu, mut to_api) = (None, None);
+    if let Some(r) = call {
+        app.select(Some(Selection::Event(r)));
+        draw(app)?;
+        let t = Instant::now();
+        app.handle_key(key('c'));
+        draw(app)?;
+        to_gpu = Some(ms(t));
+        let t = Instant::now();
+        app.handle_key(key('c'));
+        draw(app)?;
+        to_api = Some(ms(t));
+    }
+    app.set_view(start, dur);
+    app.select(None);
+
+    // `>` then `<`: the key's frame, then until the recomputed gaps are drawn.
+    let mut threshold = |c: char| -> Result<(f64, f64)> {
+        let t = Instant::now();
+        app.handle_key(key(c));
+        draw(app)?;
+        let k = ms(t);
+        app.finish_jobs();
+        draw(app)?;
+        Ok((k, ms(t)))
+    };
+    let (up_key, up_gaps) = threshold('>')?;
+    let (down_key, down_gaps) = threshold('<')?;
+
+    // `/`: the name of an event in the middle of the largest lane, typed, then Enter.
+    let query = trace.lanes.iter().max_by_key(|l| l.ev.len()).filter(|l| !l.ev.is_empty()).map(|l| {
+        let name = trace.strings.get(l.ev.name[l.ev.len() / 2]);
+        name.chars().filter(|c| !c.is_control()).take(24).collect::<String>()
+    });
+    let (mut first, mut all, mut found) = (None, None, 0);
+    if let Some(q) = query.as_ref().filter(|q| !q.is_empty()) {
+        app.handle_key(key('/'));
+        for c in q.chars() {
+            app.handle_key(key(c));
+        }
+        let t = Instant::now();
+        app.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        loop {
+            app.poll_jobs();
+            if app.search.total > 0 || !app.searching() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        draw(app)?;
+        first = Some(ms(t));
+        while app.searching() {
+            if !app.poll_jobs() {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+        draw(app)?;
+        all = Some(ms(t));
+        found = app.search.total;
+    }
+    Ok(Keys {
+        zoom_in_max_ms: zin,
+        zoom_out_max_ms: zout,
+        jump_to_gpu_ms: to_gpu,
+        jump_to_api_ms: to_api,
+        threshold_up_key_ms: up_key,
+        threshold_down_key_ms: down_key,
+        threshold_up_gaps_ms: up_gaps,
+        threshold_down_gaps_ms: down_gaps,
+        search_query: query,
+        search_first_ms: first,
+        search_all_ms: all,
+        search_matches: found,
+    })
+}
+
+fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2} ms"));
+    writeln!(
+        w,
+        "keys     key to screen: zoom in <= {:.2} ms, zoom out <= {:.2} ms",
+        k.zoom_in_max_ms, k.zoom_out_max_ms
+    )?;
+    writeln!(
+        w,
+        "           c: to the GPU operation {}, back to the call {}",
+        opt(k.jump_to_gpu_ms),
+        opt(k.jump_to_api_ms)
+    )?;
+    writeln!(
+        w,
+        "           > {:.2} ms (gaps on screen {:.1} ms), < {:.2} ms (gaps on screen {:.1} ms)",
+        k.threshold_up_key_ms, k.threshold_up_gaps_ms, k.threshold_down_key_ms, k.threshold_down_gaps_ms
+    )?;
+    writeln!(
+        w,
+        "           / {:?}: first match on screen {}, all {} matches {}",
+        k.search_query.as_deref().unwrap_or("-"),
+        opt(k.search_first_ms),
+        k.search_matches,
+        opt(k.search_all_ms)
+    )
 }

@@ -12,6 +12,7 @@ use crate::analysis::host::HostIndex;
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
+use super::corr::CorrIndex;
 use super::index::{CellInfo, GapIndex, Index};
 use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
@@ -65,6 +66,8 @@ pub struct App {
     pub(crate) analysis: Analysis,
     pub(crate) index: Index,
     pub(crate) gap_index: GapIndex,
+    // Correlation id to event (the `c` jump, the details panel).
+    pub(crate) corr: CorrIndex,
     // Context switches by CPU, and the per-process CPU rows.
     pub(crate) host: Arc<HostIndex>,
     pub(crate) cpu_rows: Vec<CpuRow>,
@@ -115,6 +118,7 @@ impl App {
     pub fn new(trace: Trace, mut analysis: Analysis, size: (u16, u16)) -> Self {
         let devices = Arc::new(std::mem::take(&mut analysis.devices));
         let index = Index::build(&trace);
+        let corr = CorrIndex::build(&trace);
         let mut groups = rows::groups(&trace);
         let host = Arc::clone(&analysis.host);
         let cpu_rows = cpu_rows(&trace, &host, &mut groups);
@@ -148,6 +152,7 @@ impl App {
             analysis,
             job: None,
             index,
+            corr,
         };
         app.relayout();
         app.viewport.fit_all();
@@ -258,9 +263,9 @@ impl App {
         self.help.is_some()
     }
 
-    /// Heap bytes of the render index.
+    /// Heap bytes of the render index and the correlation lookups.
     pub fn index_bytes(&self) -> usize {
-        self.index.heap_bytes()
+        self.index.heap_bytes() + self.corr.heap_bytes()
     }
 
     /// Show `[t0, t0 + span)` and put the cursor in its middle.
@@ -313,8 +318,8 @@ impl App {
     pub(crate) fn select(&mut self, sel: Option<Selection>) {
         self.selection = sel;
         self.details = match sel {
-            Some(Selection::Event(r)) => Some(details::event(&self.trace, r)),
-            Some(Selection::Gap(i)) => Some(details::gap(&self.trace, &self.analysis, i)),
+            Some(Selection::Event(r)) => Some(details::event(&self.trace, &self.corr, r)),
+            Some(Selection::Gap(i)) => Some(details::gap(&self.trace, &self.corr, &self.analysis, i)),
             None => None,
         };
     }
@@ -371,13 +376,44 @@ impl App {
         }
     }
 
-    /// True while gaps are being recomputed.
+    /// True while a search is still looking for matches.
+    pub fn searching(&self) -> bool {
+        self.search.running()
+    }
+
+    /// True while gaps are being recomputed or a search runs.
     pub fn busy(&self) -> bool {
-        self.job.is_some()
+        self.job.is_some() || self.searching()
     }
 
     /// Take finished background results; returns true when the screen changed.
     pub fn poll_jobs(&mut self) -> bool {
+        let searched = self.poll_search();
+        searched | self.poll_gaps()
+    }
+
+    // Matches of a running search: the first ones select the next match, as a search
+    // that ran at once would.
+    fn poll_search(&mut self) -> bool {
+        let (first, before) = (self.search.total == 0, self.search.running());
+        if !self.search.poll() {
+            return false;
+        }
+        if first && self.search.total > 0 {
+            self.next_match(false);
+        }
+        if before && !self.search.running() {
+            let q = super::text::clean(&self.search.query).into_owned();
+            self.message = Some(if self.search.total == 0 {
+                format!("no event name contains \"{q}\"")
+            } else {
+                format!("\"{q}\": {} matches", super::text::count(self.search.total as u64))
+            });
+        }
+        true
+    }
+
+    fn poll_gaps(&mut self) -> bool {
         let Some(job) = &self.job else { return false };
         match job.rx.try_recv() {
             Ok(gaps) => {

@@ -9,7 +9,8 @@
 mod actions;
 mod app;
 pub mod compact;
-mod index;
+pub mod corr;
+pub mod index;
 mod input;
 mod layout;
 mod mouse;
@@ -35,6 +36,7 @@ use ratatui::layout::Rect;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 
 pub use app::App;
+pub(crate) use app::Selection;
 pub use input::{Action, Mode, markdown as key_table_markdown};
 pub use render::draw;
 pub use viewport::{View, Viewport};
