@@ -356,6 +356,17 @@ struct Keys {
     /// ... and until the new gaps are on screen.
     threshold_up_gaps_ms: f64,
     threshold_down_gaps_ms: f64,
+    /// Of those: the worker (which gaps to keep, explaining the others), taking its
+    /// result in on the screen's thread, and how many gaps were explained.
+    threshold_up_worker_ms: f64,
+    threshold_up_apply_ms: f64,
+    threshold_up_explained: usize,
+    threshold_down_worker_ms: f64,
+    threshold_down_apply_ms: f64,
+    threshold_down_explained: usize,
+    /// Gaps at the default threshold, and after `>`.
+    gaps_before: usize,
+    gaps_after_up: usize,
     /// `/` search: Enter to the frame showing the first match, and to all matches found.
     search_query: Option<String>,
     search_first_ms: Option<f64>,
@@ -433,17 +444,18 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
     app.select(None);
 
     // `>` then `<`: the key's frame, then until the recomputed gaps are drawn.
-    let mut threshold = |c: char| -> Result<(f64, f64)> {
+    let gaps_before = app.analysis.gaps.len();
+    let mut threshold = |c: char| -> Result<(f64, f64, (usize, f64, f64), usize)> {
         let t = Instant::now();
         app.handle_key(key(c));
         draw(app)?;
         let k = ms(t);
         app.finish_jobs();
         draw(app)?;
-        Ok((k, ms(t)))
+        Ok((k, ms(t), app.regap_stats, app.analysis.gaps.len()))
     };
-    let (up_key, up_gaps) = threshold('>')?;
-    let (down_key, down_gaps) = threshold('<')?;
+    let (up_key, up_gaps, up_stats, gaps_after_up) = threshold('>')?;
+    let (down_key, down_gaps, down_stats, _) = threshold('<')?;
 
     // `/`: the name of an event in the middle of the largest lane, typed, then Enter.
     let query = trace.lanes.iter().max_by_key(|l| l.ev.len()).filter(|l| !l.ev.is_empty()).map(|l| {
@@ -485,6 +497,14 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
         threshold_down_key_ms: down_key,
         threshold_up_gaps_ms: up_gaps,
         threshold_down_gaps_ms: down_gaps,
+        threshold_up_worker_ms: up_stats.1,
+        threshold_up_apply_ms: up_stats.2,
+        threshold_up_explained: up_stats.0,
+        threshold_down_worker_ms: down_stats.1,
+        threshold_down_apply_ms: down_stats.2,
+        threshold_down_explained: down_stats.0,
+        gaps_before,
+        gaps_after_up,
         search_query: query,
         search_first_ms: first,
         search_all_ms: all,
@@ -507,8 +527,23 @@ fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {
     )?;
     writeln!(
         w,
-        "           > {:.2} ms (gaps on screen {:.1} ms), < {:.2} ms (gaps on screen {:.1} ms)",
-        k.threshold_up_key_ms, k.threshold_up_gaps_ms, k.threshold_down_key_ms, k.threshold_down_gaps_ms
+        "           > {:.2} ms, gaps on screen {:.1} ms ({} -> {} gaps, {} explained; worker {:.1} ms, taken in {:.1} ms)",
+        k.threshold_up_key_ms,
+        k.threshold_up_gaps_ms,
+        k.gaps_before,
+        k.gaps_after_up,
+        k.threshold_up_explained,
+        k.threshold_up_worker_ms,
+        k.threshold_up_apply_ms
+    )?;
+    writeln!(
+        w,
+        "           < {:.2} ms, gaps on screen {:.1} ms ({} explained; worker {:.1} ms, taken in {:.1} ms)",
+        k.threshold_down_key_ms,
+        k.threshold_down_gaps_ms,
+        k.threshold_down_explained,
+        k.threshold_down_worker_ms,
+        k.threshold_down_apply_ms
     )?;
     writeln!(
         w,

@@ -152,8 +152,8 @@ impl Union {
         self.iter_from(i / BLOCK).nth(i % BLOCK).expect("interval index in range")
     }
 
-    // The intervals from the first of block `k` on.
-    fn iter_from(&self, k: usize) -> Iter<'_> {
+    /// The intervals from the first of block `k` (interval `k * BLOCK`) on.
+    pub fn iter_from(&self, k: usize) -> Iter<'_> {
         Iter { u: self, i: k * BLOCK, end: 0 }
     }
 

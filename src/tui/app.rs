@@ -9,6 +9,7 @@ use std::sync::{Arc, mpsc};
 use ratatui::layout::Rect;
 
 use crate::analysis::host::HostIndex;
+use crate::analysis::regap::{self, GapFinder, Known, Plan};
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
@@ -30,12 +31,13 @@ pub enum Selection {
     Gap(usize),
 }
 
-/// Gaps being recomputed on a worker thread for a new threshold.
+/// Gaps being recomputed on a worker thread for a new threshold: the plan (which
+/// gaps are kept, which were explained) and the index of the new gaps.
 #[derive(Debug)]
 pub struct GapJob {
     /// The threshold asked for.
     pub min_gap_ns: Ns,
-    rx: mpsc::Receiver<Vec<Gap>>,
+    rx: mpsc::Receiver<(Plan, GapIndex, f64)>,
 }
 
 /// Per process with a CPU row: its tree's usable CPUs and the tree's own switches.
@@ -66,6 +68,12 @@ pub struct App {
     pub(crate) analysis: Analysis,
     pub(crate) index: Index,
     pub(crate) gap_index: GapIndex,
+    // Longest gap per block of busy intervals (threshold changes), and the gaps
+    // explained before but not at the current threshold (reused by later changes).
+    pub(crate) gap_finder: Arc<GapFinder>,
+    pub(crate) stash: Vec<Gap>,
+    // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
+    pub(crate) regap_stats: (usize, f64, f64),
     // Correlation id to event (the `c` jump, the details panel).
     pub(crate) corr: CorrIndex,
     // Context switches by CPU, and the per-process CPU rows.
@@ -119,6 +127,7 @@ impl App {
         let devices = Arc::new(std::mem::take(&mut analysis.devices));
         let index = Index::build(&trace);
         let corr = CorrIndex::build(&trace);
+        let gap_finder = Arc::new(GapFinder::build(&devices));
         let mut groups = rows::groups(&trace);
         let host = Arc::clone(&analysis.host);
         let cpu_rows = cpu_rows(&trace, &host, &mut groups);
@@ -153,6 +162,9 @@ impl App {
             job: None,
             index,
             corr,
+            gap_finder,
+            stash: Vec::new(),
+            regap_stats: (0, 0.0, 0.0),
         };
         app.relayout();
         app.viewport.fit_all();
@@ -354,22 +366,28 @@ impl App {
     // ----- gaps -----
 
     /// Recompute gaps with a new threshold (keys `>` and `<`) on a worker thread; the
-    /// screen stays live and [`App::poll_jobs`] picks the result up.
+    /// screen stays live and [`App::poll_jobs`] picks the result up. Only gaps that are
+    /// new or whose explanation changed are explained ([`regap`]).
     pub(crate) fn set_threshold(&mut self, min_gap_ns: Ns) {
         self.analysis.options.min_gap_ns = min_gap_ns;
-        let (trace, devices, opts) =
-            (Arc::clone(&self.trace), Arc::clone(&self.devices), self.analysis.options.clone());
-        let (windows, host) = (self.analysis.windows, Arc::clone(&self.analysis.host));
-        let find = move || {
-            let mut gaps = crate::analysis::find_gaps_with(&trace, &devices, &opts, &host);
-            for g in &mut gaps {
-                g.window = windows.of(g.start, g.end);
-            }
-            gaps
+        let inputs = regap::Inputs {
+            trace: Arc::clone(&self.trace),
+            devices: Arc::clone(&self.devices),
+            options: self.analysis.options.clone(),
+            host: Arc::clone(&self.analysis.host),
+            lookups: Arc::clone(&self.analysis.lookups),
+            windows: self.analysis.windows,
+            finder: Arc::clone(&self.gap_finder),
         };
+        // The pool `regap::apply` will take: current gaps, then the stash.
+        let mut known = Known::of_current(&self.analysis.gaps, &self.devices);
+        known.extend(Known::of_stashed(&self.stash));
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
-            let _ = tx.send(find());
+            let t = std::time::Instant::now();
+            let plan = regap::plan(&inputs, &known);
+            let index = GapIndex::from_spans(&plan.spans);
+            let _ = tx.send((plan, index, t.elapsed().as_secs_f64() * 1e3));
         });
         if spawned.is_ok() {
             self.job = Some(GapJob { min_gap_ns, rx });
@@ -416,11 +434,22 @@ impl App {
     fn poll_gaps(&mut self) -> bool {
         let Some(job) = &self.job else { return false };
         match job.rx.try_recv() {
-            Ok(gaps) => {
+            Ok((plan, index, worker_ms)) => {
                 let current = job.min_gap_ns == self.threshold();
                 self.job = None;
                 if current {
-                    self.set_gaps(gaps);
+                    let selected = match self.selection {
+                        Some(Selection::Gap(i)) => self.analysis.gaps.get(i).map(|g| (g.device, g.start)),
+                        _ => None,
+                    };
+                    let t = std::time::Instant::now();
+                    let explained = plan.explained;
+                    let mut pool = std::mem::take(&mut self.analysis.gaps);
+                    pool.append(&mut self.stash);
+                    let (gaps, rest) = regap::apply(plan, pool);
+                    self.stash = rest;
+                    self.set_gaps(gaps, index, selected);
+                    self.regap_stats = (explained, worker_ms, t.elapsed().as_secs_f64() * 1e3);
                     self.message = Some(format!(
                         "gap threshold {}: {} gaps",
                         super::text::dur(self.threshold()),
@@ -450,15 +479,16 @@ impl App {
         }
     }
 
-    fn set_gaps(&mut self, gaps: Vec<Gap>) {
-        let selected = match self.selection {
-            Some(Selection::Gap(i)) => self.analysis.gaps.get(i).map(|g| (g.device, g.start)),
-            _ => None,
-        };
+    // `selected`: (device, start) of the gap selected before; the new gap holding that
+    // instant stays selected.
+    fn set_gaps(&mut self, gaps: Vec<Gap>, index: GapIndex, selected: Option<(u32, Ns)>) {
         self.analysis.gaps = gaps;
-        self.gap_index = GapIndex::new(&self.analysis.gaps);
+        self.gap_index = index;
         if let Some((d, s)) = selected {
-            let keep = self.analysis.gaps.iter().position(|g| g.device == d && g.start <= s && s < g.end);
+            // Gaps of one GPU are disjoint: only its last one starting at or before `s` can hold it.
+            let gaps = &self.analysis.gaps;
+            let p = gaps.partition_point(|g| g.start <= s);
+            let keep = (0..p).rev().find(|&i| gaps[i].device == d).filter(|&i| s < gaps[i].end);
             self.select(keep.map(Selection::Gap));
         }
         if let Some(mut p) = self.panel.take() {

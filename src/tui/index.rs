@@ -550,15 +550,24 @@ pub struct GapIndex {
 impl GapIndex {
     /// Index `gaps` (sorted by start).
     pub fn new(gaps: &[crate::analysis::Gap]) -> Self {
+        let spans: Vec<(u32, Ns, Ns)> = gaps.iter().map(|g| (g.device, g.start, g.end)).collect();
+        Self::from_spans(&spans)
+    }
+
+    /// Index gaps given as (device, start, end), sorted by start.
+    pub fn from_spans(gaps: &[(u32, Ns, Ns)]) -> Self {
         let mut by_device: Vec<(u32, Vec<u32>)> = Vec::new();
         for (i, g) in gaps.iter().enumerate() {
-            match by_device.iter_mut().find(|(d, _)| *d == g.device) {
+            match by_device.iter_mut().find(|(d, _)| *d == g.0) {
                 Some((_, v)) => v.push(i as u32),
-                None => by_device.push((g.device, vec![i as u32])),
+                None => by_device.push((g.0, vec![i as u32])),
             }
         }
         let mut by_dur: Vec<u32> = (0..gaps.len() as u32).collect();
-        by_dur.sort_by_key(|&i| (std::cmp::Reverse(gaps[i as usize].dur()), gaps[i as usize].start));
+        by_dur.sort_by_key(|&i| {
+            let (_, s, e) = gaps[i as usize];
+            (std::cmp::Reverse(e - s), s)
+        });
         Self { by_device, by_dur }
     }
 
