@@ -372,6 +372,9 @@ struct Keys {
     search_first_ms: Option<f64>,
     search_all_ms: Option<f64>,
     search_matches: usize,
+    /// Heap bytes of the time directories (lanes and GPU unions), total and per event.
+    time_directory_bytes: usize,
+    time_directory_bytes_per_event: f64,
 }
 
 // Time each key from the press to a drawn frame that shows its effect (self-contained:
@@ -509,11 +512,18 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
         search_first_ms: first,
         search_all_ms: all,
         search_matches: found,
+        time_directory_bytes: app.directory_bytes(),
+        time_directory_bytes_per_event: app.directory_bytes() as f64 / app.trace().event_count().max(1) as f64,
     })
 }
 
 fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {
     let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2} ms"));
+    writeln!(
+        w,
+        "index    time directories {} bytes ({:.3} bytes/event)",
+        k.time_directory_bytes, k.time_directory_bytes_per_event
+    )?;
     writeln!(
         w,
         "keys     key to screen: zoom in <= {:.2} ms, zoom out <= {:.2} ms",

@@ -182,8 +182,15 @@ impl Union {
         self.busy_before_block(t, self.block_start.partition_point(|&s| s < t))
     }
 
-    // Busy time before `t`, given the number `k` of blocks starting before it.
-    fn busy_before_block(&self, t: Ns, k: usize) -> Ns {
+    /// Start of each block's first interval (sorted): callers that find the block of an
+    /// instant by other means (the viewer's time directory) pass it to
+    /// [`Union::busy_before_block`].
+    pub fn block_starts(&self) -> &[Ns] {
+        &self.block_start
+    }
+
+    /// Busy time before `t`, given the number `k` of blocks starting before it.
+    pub fn busy_before_block(&self, t: Ns, k: usize) -> Ns {
         if k == 0 {
             return 0;
         }

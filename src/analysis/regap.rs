@@ -4,7 +4,8 @@
 //! - [`GapFinder`] keeps, per GPU and per block of [`BLOCK`] busy intervals, the
 //!   longest idle time before an interval of the block (`u32`, saturating): the gaps
 //!   of at least a threshold are found by skipping the blocks whose longest gap is
-//!   shorter, in O(blocks + gaps found). About 0.125 bytes per busy interval.
+//!   shorter, in O(blocks + gaps found). About 0.25 bytes per busy interval (with the
+//!   gap before each block's first interval, so a block is decoded alone).
 //! - [`plan`] decides, for every gap at the new threshold, whether a gap explained
 //!   before ([`Known`]: the current gaps and those dropped by earlier threshold
 //!   changes) can be kept as it is, or must be explained. A gap's cause, evidence and
@@ -26,8 +27,9 @@ use crate::model::{Ns, Trace};
 /// Per GPU, the longest gap per block of busy intervals.
 #[derive(Debug, Clone, Default)]
 pub struct GapFinder {
-    // (device, longest gap before an interval of block k), in `devices` order.
-    blocks: Vec<(u32, Vec<u32>)>,
+    // (device, longest gap before an interval of block k, gap before block k's first
+    // interval), in `devices` order.
+    blocks: Vec<(u32, Vec<u32>, Vec<u32>)>,
 }
 
 impl GapFinder {
@@ -36,16 +38,20 @@ impl GapFinder {
         let blocks = devices
             .iter()
             .map(|d| {
-                let mut longest = vec![0u32; d.busy.len().div_ceil(BLOCK)];
+                let n = d.busy.len().div_ceil(BLOCK);
+                let (mut longest, mut first) = (vec![0u32; n], vec![0u32; n]);
                 let mut prev: Option<Ns> = None;
                 for (i, (s, e)) in d.busy.iter().enumerate() {
                     if let Some(p) = prev {
                         let g = u32::try_from(s - p).unwrap_or(u32::MAX);
                         longest[i / BLOCK] = longest[i / BLOCK].max(g);
+                        if i % BLOCK == 0 {
+                            first[i / BLOCK] = g;
+                        }
                     }
                     prev = Some(e);
                 }
-                (d.device, longest)
+                (d.device, longest, first)
             })
             .collect();
         Self { blocks }
@@ -54,20 +60,24 @@ impl GapFinder {
     /// Gaps of `d` lasting at least `min`, in time order: what `d.busy.gaps(min)` gives.
     pub fn gaps(&self, d: &DeviceActivity, min: Ns) -> Vec<(Ns, Ns)> {
         let min = min.max(1);
-        let Some((_, longest)) = self.blocks.iter().find(|(dev, _)| *dev == d.device) else {
+        let Some((_, longest, first)) = self.blocks.iter().find(|(dev, _, _)| *dev == d.device) else {
             return d.busy.gaps(min).collect();
         };
+        let starts = d.busy.block_starts();
         let mut out = Vec::new();
         for (k, &g) in longest.iter().enumerate() {
             if Ns::from(g) < min && g != u32::MAX {
                 continue;
             }
-            // From the last interval of the block before, through this block.
-            let from = k.saturating_sub(1);
-            let mut prev: Option<Ns> = None;
-            for (i, (s, e)) in d.busy.iter_from(from).enumerate().take((k + 1 - from) * BLOCK) {
+            // The end of the interval before the block: from the gap before its first
+            // interval, else (a gap too long for u32) from decoding the block before.
+            let mut prev: Option<Ns> = match (k, first[k]) {
+                (0, _) => None,
+                (_, u32::MAX) => d.busy.iter_from(k - 1).take(BLOCK).last().map(|(_, e)| e),
+                (_, f) => Some(starts[k] - Ns::from(f)),
+            };
+            for (s, e) in d.busy.iter_from(k).take(BLOCK) {
                 if let Some(p) = prev
-                    && from * BLOCK + i >= k * BLOCK
                     && s - p >= min
                 {
                     out.push((p, s));
@@ -80,7 +90,7 @@ impl GapFinder {
 
     /// Heap bytes used.
     pub fn heap_bytes(&self) -> usize {
-        self.blocks.iter().map(|(_, v)| v.capacity() * 4).sum()
+        self.blocks.iter().map(|(_, a, b)| (a.capacity() + b.capacity()) * 4).sum()
     }
 }
 
@@ -179,27 +189,20 @@ pub struct Inputs {
 /// Plan the gaps at `inp.options.min_gap_ns`, reusing `known` gaps where possible.
 pub fn plan(inp: &Inputs, known: &[Known]) -> Plan {
     let trace = &*inp.trace;
-    let mut order: Vec<u32> = (0..known.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| {
-        let k = &known[i as usize];
-        (k.device, k.start, k.end)
-    });
+    let mut order: Vec<(u32, Ns, Ns, u32)> =
+        known.iter().enumerate().map(|(i, k)| (k.device, k.start, k.end, i as u32)).collect();
+    order.sort_unstable();
     let find = |device: u32, start: Ns, end: Ns| -> Option<usize> {
-        let p = order.partition_point(|&i| {
-            let k = &known[i as usize];
-            (k.device, k.start, k.end) < (device, start, end)
-        });
-        order.get(p).map(|&i| i as usize).filter(|&i| {
-            let k = &known[i];
-            (k.device, k.start, k.end) == (device, start, end)
-        })
+        let p = order.partition_point(|&(d, s, e, _)| (d, s, e) < (device, start, end));
+        order.get(p).filter(|&&(d, s, e, _)| (d, s, e) == (device, start, end)).map(|&(_, _, _, i)| i as usize)
     };
-    let mut explainer = Explainer::new(trace, &inp.lookups, &inp.devices, &inp.options);
+    // Made on the first gap to explain: it costs a pass over the overlapping CPU lanes.
+    let mut explainer: Option<Explainer> = None;
     // (start, device), then a known gap or the index of a fresh one.
     let mut out: Vec<((Ns, u32), Result<usize, usize>)> = Vec::new();
     let (mut superseded, mut fresh) = (Vec::new(), Vec::new());
     for d in inp.devices.iter() {
-        let fallback = explainer.fallback_pid(d.device);
+        let mut fallback = None;
         let mut stretch = d.extent().map_or(0, |e| e.0);
         for (start, end) in inp.finder.gaps(d, inp.options.min_gap_ns) {
             let hit = find(d.device, start, end);
@@ -208,7 +211,10 @@ pub fn plan(inp: &Inputs, known: &[Known]) -> Plan {
                 Some(i) => out.push(((start, d.device), Ok(i))),
                 None => {
                     superseded.extend(hit);
-                    let mut g = explainer.explain_window(d.device, fallback, (start, end), stretch);
+                    let ex = explainer
+                        .get_or_insert_with(|| Explainer::new(trace, &inp.lookups, &inp.devices, &inp.options));
+                    let pid = *fallback.get_or_insert_with(|| ex.fallback_pid(d.device));
+                    let mut g = ex.explain_window(d.device, pid, (start, end), stretch);
                     g.window = inp.windows.of(g.start, g.end);
                     out.push(((start, d.device), Err(fresh.len())));
                     fresh.push(g);

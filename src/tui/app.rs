@@ -14,7 +14,7 @@ use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
 use super::corr::CorrIndex;
-use super::index::{CellInfo, GapIndex, Index};
+use super::index::{CellInfo, GapIndex, Index, UnionDir};
 use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
 use super::panels::{Details, Help, Panel, Search, details};
@@ -71,6 +71,8 @@ pub struct App {
     // Longest gap per block of busy intervals (threshold changes), and the gaps
     // explained before but not at the current threshold (reused by later changes).
     pub(crate) gap_finder: Arc<GapFinder>,
+    // Per GPU (in `devices` order): time directories over its busy and kernel unions.
+    pub(crate) gpu_dirs: Vec<(UnionDir, UnionDir)>,
     pub(crate) stash: Vec<Gap>,
     // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
     pub(crate) regap_stats: (usize, f64, f64),
@@ -128,6 +130,7 @@ impl App {
         let index = Index::build(&trace);
         let corr = CorrIndex::build(&trace);
         let gap_finder = Arc::new(GapFinder::build(&devices));
+        let gpu_dirs = devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
         let mut groups = rows::groups(&trace);
         let host = Arc::clone(&analysis.host);
         let cpu_rows = cpu_rows(&trace, &host, &mut groups);
@@ -163,6 +166,7 @@ impl App {
             index,
             corr,
             gap_finder,
+            gpu_dirs,
             stash: Vec::new(),
             regap_stats: (0, 0.0, 0.0),
         };
@@ -277,7 +281,16 @@ impl App {
 
     /// Heap bytes of the render index and the correlation lookups.
     pub fn index_bytes(&self) -> usize {
-        self.index.heap_bytes() + self.corr.heap_bytes()
+        self.index.heap_bytes()
+            + self.corr.heap_bytes()
+            + self.gap_finder.heap_bytes()
+            + self.gpu_dirs.iter().map(|(a, b)| a.heap_bytes() + b.heap_bytes()).sum::<usize>()
+    }
+
+    /// Heap bytes of the lanes' time directories alone (part of [`App::index_bytes`]).
+    pub fn directory_bytes(&self) -> usize {
+        self.index.lanes.iter().map(super::index::LaneIndex::dir_bytes).sum::<usize>()
+            + self.gpu_dirs.iter().map(|(a, b)| a.heap_bytes() + b.heap_bytes()).sum::<usize>()
     }
 
     /// Show `[t0, t0 + span)` and put the cursor in its middle.

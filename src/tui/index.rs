@@ -353,6 +353,35 @@ pub fn bucket_edge(t0: Ns, span: Ns, width: usize, k: usize) -> Ns {
     t.clamp(i128::from(Ns::MIN), i128::from(Ns::MAX)) as Ns
 }
 
+/// A busy [`Union`](crate::analysis::Union) with a [`TimeDir`] over its blocks: busy
+/// time in a cell is two table reads and two block scans.
+#[derive(Debug, Clone, Default)]
+pub struct UnionDir {
+    dir: TimeDir,
+}
+
+impl UnionDir {
+    /// Directory over the blocks of `u`.
+    pub fn build(u: &crate::analysis::Union) -> Self {
+        // A block holds 32 intervals: one block per bucket on average.
+        Self { dir: TimeDir::build(u.block_starts(), 1) }
+    }
+
+    /// `u.busy_in(a, b)`, for the union this was built over.
+    pub fn busy_in(&self, u: &crate::analysis::Union, a: Ns, b: Ns) -> Ns {
+        if b <= a {
+            return 0;
+        }
+        let before = |t: Ns| u.busy_before_block(t, self.dir.count_below(u.block_starts(), t));
+        before(b) - before(a)
+    }
+
+    /// Heap bytes used.
+    pub fn heap_bytes(&self) -> usize {
+        self.dir.heap_bytes()
+    }
+}
+
 /// Render index of a whole trace: one [`LaneIndex`] per lane.
 #[derive(Debug, Clone, Default)]
 pub struct Index {

@@ -202,3 +202,47 @@ pub fn render_prompt(frame: &mut Frame, app: &App, area: Rect, q: &str) {
     ]);
     frame.render_widget(prompt, Rect { height: 1, y: area.y + area.height - 1, ..area });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Events, Lane, Strings};
+
+    fn big_trace() -> Trace {
+        let mut t = Trace { strings: Strings::new(), ..Trace::default() };
+        let names = [t.strings.intern("gemm_kernel"), t.strings.intern("memcpy"), t.strings.intern("GEMM big")];
+        for lane in 0..3u32 {
+            let mut ev = Events::default();
+            for i in 0..(SYNC_EVENTS as i64 / 2) {
+                let name = names[(i as usize * 7 + lane as usize) % 3];
+                ev.push(i * 10, i * 10 + 5, name, None, None, None);
+            }
+            t.lanes.push(Lane::new(LaneKind::Nvtx { tid: lane, depth: 0 }, 1, ev));
+        }
+        t
+    }
+
+    #[test]
+    fn streamed_matches_equal_matches_found_at_once() {
+        let t = Arc::new(big_trace());
+        let at_once = Search::run(&t, "gemm");
+        let mut s = Search::start(&t, "gemm");
+        assert!(s.running(), "a large trace is searched on a worker");
+        while s.running() {
+            if !s.poll() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        assert_eq!(s.matches, at_once.matches);
+        assert_eq!(s.total, at_once.total);
+        assert!(s.total > SYNC_EVENTS / 2);
+        // A new query replaces (and cancels) a running one.
+        let first = Search::start(&t, "memcpy");
+        drop(first);
+        let mut none = Search::start(&t, "no such name");
+        while none.running() {
+            none.poll();
+        }
+        assert_eq!(none.total, 0);
+    }
+}
