@@ -129,40 +129,50 @@ impl Known {
             })
             .collect()
     }
-
-    /// Describe gaps whose stretch is not known any more.
-    pub fn of_stashed(gaps: &[Gap]) -> Vec<Known> {
-        gaps.iter()
-            .map(|g| Known {
-                device: g.device,
-                start: g.start,
-                end: g.end,
-                queued: g.cause == Cause::Queued,
-                stretch_start: None,
-            })
-            .collect()
-    }
 }
 
-/// Where each gap at the new threshold comes from.
-#[derive(Debug)]
-pub enum Source {
-    /// Known gap `i`, unchanged.
-    Known(usize),
-    /// A gap explained now.
-    Fresh(Gap),
+/// The stream a gap comes from when [`apply`] builds the new lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    /// The current gaps.
+    Current,
+    /// The stash (gaps explained before, not at the current threshold).
+    Stash,
+    /// Explained by this plan.
+    Fresh,
 }
 
-/// The gaps at a new threshold, sorted by (start, device) as the analysis keeps them.
+/// Where a current or stashed gap goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dest {
+    /// Into the new gaps.
+    Keep,
+    /// Into the new stash.
+    Stash,
+    /// Away: a fresh gap replaces it.
+    Drop,
+}
+
+/// The gaps at a new threshold, as moves over the current gaps and the stash (both
+/// sorted by (start, device), as the analysis keeps gaps) plus the gaps explained now.
 #[derive(Debug, Default)]
 pub struct Plan {
-    /// One entry per gap.
-    pub gaps: Vec<Source>,
-    /// (device, start, end) per gap, in the same order.
+    /// Stream of each new gap, in order.
+    pub new_order: Vec<From>,
+    /// Stream of each gap of the new stash, in order.
+    pub stash_order: Vec<From>,
+    /// Per current gap, and per stashed gap: where it goes.
+    pub current_dest: Vec<Dest>,
+    /// Same for the stash.
+    pub stash_dest: Vec<Dest>,
+    /// Gaps explained now, in order.
+    pub fresh: Vec<Gap>,
+    /// (device, start, end) per new gap.
     pub spans: Vec<(u32, Ns, Ns)>,
-    /// Known gaps at the same place as a fresh one (a queued gap whose stretch changed):
-    /// to be dropped.
-    pub superseded: Vec<usize>,
+    /// [`Known`] of the new gaps then of the new stash: the next plan's input.
+    pub known: Vec<Known>,
+    /// Number of new gaps (the first `current` of `known`).
+    pub current: usize,
     /// How many gaps were explained.
     pub explained: usize,
 }
@@ -186,80 +196,149 @@ pub struct Inputs {
     pub finder: Arc<GapFinder>,
 }
 
-/// Plan the gaps at `inp.options.min_gap_ns`, reusing `known` gaps where possible.
-pub fn plan(inp: &Inputs, known: &[Known]) -> Plan {
-    let trace = &*inp.trace;
-    let mut order: Vec<(u32, Ns, Ns, u32)> =
-        known.iter().enumerate().map(|(i, k)| (k.device, k.start, k.end, i as u32)).collect();
-    order.sort_unstable();
-    let find = |device: u32, start: Ns, end: Ns| -> Option<usize> {
-        let p = order.partition_point(|&(d, s, e, _)| (d, s, e) < (device, start, end));
-        order.get(p).filter(|&&(d, s, e, _)| (d, s, e) == (device, start, end)).map(|&(_, _, _, i)| i as usize)
-    };
-    // Made on the first gap to explain: it costs a pass over the overlapping CPU lanes.
-    let mut explainer: Option<Explainer> = None;
-    // (start, device), then a known gap or the index of a fresh one.
-    let mut out: Vec<((Ns, u32), Result<usize, usize>)> = Vec::new();
-    let (mut superseded, mut fresh) = (Vec::new(), Vec::new());
-    for d in inp.devices.iter() {
-        let mut fallback = None;
-        let mut stretch = d.extent().map_or(0, |e| e.0);
-        for (start, end) in inp.finder.gaps(d, inp.options.min_gap_ns) {
-            let hit = find(d.device, start, end);
-            let keep = hit.filter(|&i| !known[i].queued || known[i].stretch_start == Some(stretch));
-            match keep {
-                Some(i) => out.push(((start, d.device), Ok(i))),
-                None => {
-                    superseded.extend(hit);
-                    let ex = explainer
-                        .get_or_insert_with(|| Explainer::new(trace, &inp.lookups, &inp.devices, &inp.options));
-                    let pid = *fallback.get_or_insert_with(|| ex.fallback_pid(d.device));
-                    let mut g = ex.explain_window(d.device, pid, (start, end), stretch);
-                    g.window = inp.windows.of(g.start, g.end);
-                    out.push(((start, d.device), Err(fresh.len())));
-                    fresh.push(g);
-                }
-            }
-            stretch = end;
-        }
+// The gap windows of every GPU at `min`, merged in (start, device) order, each with
+// the start of the busy stretch before it.
+fn windows(inp: &Inputs, min: Ns) -> Vec<(Ns, u32, Ns, Ns)> {
+    let per: Vec<Vec<(Ns, Ns)>> = inp.devices.iter().map(|d| inp.finder.gaps(d, min)).collect();
+    let mut cursor = vec![0usize; per.len()];
+    let mut stretch: Vec<Ns> = inp.devices.iter().map(|d| d.extent().map_or(0, |e| e.0)).collect();
+    let mut out = Vec::with_capacity(per.iter().map(Vec::len).sum());
+    loop {
+        let next = (0..per.len())
+            .filter(|&k| cursor[k] < per[k].len())
+            .min_by_key(|&k| (per[k][cursor[k]].0, inp.devices[k].device));
+        let Some(k) = next else { return out };
+        let (start, end) = per[k][cursor[k]];
+        out.push((start, inp.devices[k].device, end, stretch[k]));
+        stretch[k] = end;
+        cursor[k] += 1;
     }
-    let explained = fresh.len();
-    host_cause::refine(trace, &inp.host, &mut fresh);
-    out.sort_by_key(|(k, _)| *k);
-    let spans = out
-        .iter()
-        .map(|&((start, device), s)| match s {
-            Ok(i) => (device, start, known[i].end),
-            Err(j) => (device, start, fresh[j].end),
-        })
-        .collect();
-    let mut fresh: Vec<Option<Gap>> = fresh.into_iter().map(Some).collect();
-    let gaps = out
-        .into_iter()
-        .filter_map(|(_, s)| match s {
-            Ok(i) => Some(Source::Known(i)),
-            Err(j) => fresh[j].take().map(Source::Fresh),
-        })
-        .collect();
-    Plan { gaps, spans, superseded, explained }
 }
 
-/// Carry out `plan` over `pool`, the gaps `known` described (same order): the gaps at
-/// the new threshold, and the rest (kept to be reused by a later change).
-pub fn apply(plan: Plan, pool: Vec<Gap>) -> (Vec<Gap>, Vec<Gap>) {
-    let mut pool: Vec<Option<Gap>> = pool.into_iter().map(Some).collect();
-    for i in plan.superseded {
-        if let Some(slot) = pool.get_mut(i) {
-            *slot = None;
+/// Plan the gaps at `inp.options.min_gap_ns`. `known` describes the current gaps (its
+/// first `current` entries) then the stash, each run sorted by (start, device).
+pub fn plan(inp: &Inputs, known: &[Known], current: usize) -> Plan {
+    let trace = &*inp.trace;
+    let (cur, st) = known.split_at(current.min(known.len()));
+    let key = |k: &Known| (k.start, k.device);
+    let mut p =
+        Plan { current_dest: vec![Dest::Stash; cur.len()], stash_dest: vec![Dest::Stash; st.len()], ..Plan::default() };
+    // Made on the first gap to explain: it costs a pass over the overlapping CPU lanes.
+    let mut explainer: Option<Explainer> = None;
+    let mut fallback: Vec<(u32, u32)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    for (start, device, end, stretch) in windows(inp, inp.options.min_gap_ns) {
+        while i < cur.len() && key(&cur[i]) < (start, device) {
+            i += 1;
+        }
+        while j < st.len() && key(&st[j]) < (start, device) {
+            j += 1;
+        }
+        // A gap's start fixes its end (the next busy interval); `end` is checked anyway.
+        let hit = if i < cur.len() && key(&cur[i]) == (start, device) && cur[i].end == end {
+            Some((From::Current, i, cur[i]))
+        } else if j < st.len() && key(&st[j]) == (start, device) && st[j].end == end {
+            Some((From::Stash, j, st[j]))
+        } else {
+            None
+        };
+        let reusable = hit.filter(|(_, _, k)| !k.queued || k.stretch_start == Some(stretch));
+        if let Some((from, at, k)) = reusable {
+            match from {
+                From::Current => p.current_dest[at] = Dest::Keep,
+                _ => p.stash_dest[at] = Dest::Keep,
+            }
+            p.new_order.push(from);
+            p.known.push(k);
+        } else {
+            if let Some((from, at, _)) = hit {
+                match from {
+                    From::Current => p.current_dest[at] = Dest::Drop,
+                    _ => p.stash_dest[at] = Dest::Drop,
+                }
+            }
+            let ex = explainer.get_or_insert_with(|| Explainer::new(trace, &inp.lookups, &inp.devices, &inp.options));
+            let pid = match fallback.iter().find(|(d, _)| *d == device) {
+                Some(&(_, pid)) => pid,
+                None => {
+                    let pid = ex.fallback_pid(device);
+                    fallback.push((device, pid));
+                    pid
+                }
+            };
+            let mut g = ex.explain_window(device, pid, (start, end), stretch);
+            g.window = inp.windows.of(g.start, g.end);
+            p.new_order.push(From::Fresh);
+            p.fresh.push(g);
+            // `queued` is set after rule 6 below.
+            p.known.push(Known { device, start, end, queued: false, stretch_start: Some(stretch) });
+        }
+        p.spans.push((device, start, end));
+    }
+    p.explained = p.fresh.len();
+    host_cause::refine(trace, &inp.host, &mut p.fresh);
+    let mut fresh = p.fresh.iter();
+    for (k, from) in p.known.iter_mut().zip(&p.new_order) {
+        if *from == From::Fresh
+            && let Some(g) = fresh.next()
+        {
+            k.queued = g.cause == Cause::Queued;
         }
     }
-    let gaps = plan
-        .gaps
-        .into_iter()
-        .filter_map(|s| match s {
-            Source::Known(i) => pool.get_mut(i).and_then(Option::take),
-            Source::Fresh(g) => Some(g),
-        })
-        .collect();
-    (gaps, pool.into_iter().flatten().collect())
+    p.current = p.known.len();
+    // The new stash: what was neither kept nor dropped, merged in (start, device) order.
+    let left_cur = cur.iter().zip(&p.current_dest).filter(|(_, d)| **d == Dest::Stash).map(|(k, _)| *k);
+    let left_st = st.iter().zip(&p.stash_dest).filter(|(_, d)| **d == Dest::Stash).map(|(k, _)| *k);
+    let (mut a, mut b) = (left_cur.peekable(), left_st.peekable());
+    loop {
+        let from = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if key(x) <= key(y) => From::Current,
+            (Some(_), Some(_)) | (None, Some(_)) => From::Stash,
+            (Some(_), None) => From::Current,
+            (None, None) => break,
+        };
+        let k = if from == From::Current { a.next() } else { b.next() };
+        p.known.extend(k);
+        p.stash_order.push(from);
+    }
+    p
+}
+
+/// Carry out `plan` over the current gaps and the stash it was made for: the new gaps
+/// and the new stash. Every gap is moved once or twice, never cloned.
+pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<Gap>) {
+    use std::collections::VecDeque;
+    // Next gap of a stream bound for the new list; those bound for the stash are set
+    // aside on the way, dropped ones dropped.
+    fn next_kept(it: &mut impl Iterator<Item = (Gap, Dest)>, aside: &mut VecDeque<Gap>) -> Option<Gap> {
+        for (g, d) in it.by_ref() {
+            match d {
+                Dest::Keep => return Some(g),
+                Dest::Stash => aside.push_back(g),
+                Dest::Drop => {}
+            }
+        }
+        None
+    }
+    let mut cur = current.into_iter().zip(plan.current_dest);
+    let mut st = stash.into_iter().zip(plan.stash_dest);
+    let mut fresh = plan.fresh.into_iter();
+    let (mut cur_aside, mut st_aside) = (VecDeque::new(), VecDeque::new());
+    let mut gaps = Vec::with_capacity(plan.new_order.len());
+    for from in plan.new_order {
+        let g = match from {
+            From::Current => next_kept(&mut cur, &mut cur_aside),
+            From::Stash => next_kept(&mut st, &mut st_aside),
+            From::Fresh => fresh.next(),
+        };
+        gaps.extend(g);
+    }
+    while next_kept(&mut cur, &mut cur_aside).is_some() {}
+    while next_kept(&mut st, &mut st_aside).is_some() {}
+    let mut rest = Vec::with_capacity(plan.stash_order.len());
+    for from in plan.stash_order {
+        let g = if from == From::Current { cur_aside.pop_front() } else { st_aside.pop_front() };
+        rest.extend(g);
+    }
+    (gaps, rest)
 }

@@ -10,6 +10,9 @@ use ratatui::layout::Rect;
 
 use crate::analysis::host::HostIndex;
 use crate::analysis::regap::{self, GapFinder, Known, Plan};
+
+// Known gaps (the current ones, then the stash) and how many are current.
+type KnownGaps = Arc<(Vec<Known>, usize)>;
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
@@ -74,6 +77,7 @@ pub struct App {
     // Per GPU (in `devices` order): time directories over its busy and kernel unions.
     pub(crate) gpu_dirs: Vec<(UnionDir, UnionDir)>,
     pub(crate) stash: Vec<Gap>,
+    pub(crate) known: KnownGaps,
     // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
     pub(crate) regap_stats: (usize, f64, f64),
     // Correlation id to event (the `c` jump, the details panel).
@@ -130,6 +134,7 @@ impl App {
         let index = Index::build(&trace);
         let corr = CorrIndex::build(&trace);
         let gap_finder = Arc::new(GapFinder::build(&devices));
+        let known = Arc::new((Known::of_current(&analysis.gaps, &devices), analysis.gaps.len()));
         let gpu_dirs = devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
         let mut groups = rows::groups(&trace);
         let host = Arc::clone(&analysis.host);
@@ -168,6 +173,7 @@ impl App {
             gap_finder,
             gpu_dirs,
             stash: Vec::new(),
+            known,
             regap_stats: (0, 0.0, 0.0),
         };
         app.relayout();
@@ -392,13 +398,11 @@ impl App {
             windows: self.analysis.windows,
             finder: Arc::clone(&self.gap_finder),
         };
-        // The pool `regap::apply` will take: current gaps, then the stash.
-        let mut known = Known::of_current(&self.analysis.gaps, &self.devices);
-        known.extend(Known::of_stashed(&self.stash));
+        let known = Arc::clone(&self.known);
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
             let t = std::time::Instant::now();
-            let plan = regap::plan(&inputs, &known);
+            let plan = regap::plan(&inputs, &known.0, known.1);
             let index = GapIndex::from_spans(&plan.spans);
             let _ = tx.send((plan, index, t.elapsed().as_secs_f64() * 1e3));
         });
@@ -447,7 +451,7 @@ impl App {
     fn poll_gaps(&mut self) -> bool {
         let Some(job) = &self.job else { return false };
         match job.rx.try_recv() {
-            Ok((plan, index, worker_ms)) => {
+            Ok((mut plan, index, worker_ms)) => {
                 let current = job.min_gap_ns == self.threshold();
                 self.job = None;
                 if current {
@@ -457,9 +461,9 @@ impl App {
                     };
                     let t = std::time::Instant::now();
                     let explained = plan.explained;
-                    let mut pool = std::mem::take(&mut self.analysis.gaps);
-                    pool.append(&mut self.stash);
-                    let (gaps, rest) = regap::apply(plan, pool);
+                    self.known = Arc::new((std::mem::take(&mut plan.known), plan.current));
+                    let (current, stash) = (std::mem::take(&mut self.analysis.gaps), std::mem::take(&mut self.stash));
+                    let (gaps, rest) = regap::apply(plan, current, stash);
                     self.stash = rest;
                     self.set_gaps(gaps, index, selected);
                     self.regap_stats = (explained, worker_ms, t.elapsed().as_secs_f64() * 1e3);

@@ -592,11 +592,11 @@ impl GapIndex {
                 None => by_device.push((g.0, vec![i as u32])),
             }
         }
-        let mut by_dur: Vec<u32> = (0..gaps.len() as u32).collect();
-        by_dur.sort_by_key(|&i| {
-            let (_, s, e) = gaps[i as usize];
-            (std::cmp::Reverse(e - s), s)
-        });
+        // Sorted as (longest first, then by start) on the values, not through the ids.
+        let mut keyed: Vec<(std::cmp::Reverse<Ns>, Ns, u32)> =
+            gaps.iter().enumerate().map(|(i, &(_, s, e))| (std::cmp::Reverse(e - s), s, i as u32)).collect();
+        keyed.sort_unstable();
+        let by_dur = keyed.into_iter().map(|(_, _, i)| i).collect();
         Self { by_device, by_dur }
     }
 
