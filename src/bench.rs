@@ -380,132 +380,69 @@ struct Keys {
 // Time each key from the press to a drawn frame that shows its effect (self-contained:
 // it only drives the viewer through its key handling and background polling).
 fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
-    use crate::model::{EventRef, LaneKind};
     use crate::tui::Selection;
-    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     let area = Rect::new(0, 0, size.0, size.1);
-    let mut term = Terminal::with_options(
+    let term = &mut Terminal::with_options(
         CrosstermBackend::new(CompactWriter::new(Counter::default())),
         TerminalOptions { viewport: Viewport::Fixed(area) },
     )
     .context("creating the bench terminal")?;
-    let mut draw = |app: &App| -> Result<()> {
-        term.draw(|f| crate::tui::draw(f, app))?;
-        Ok(())
-    };
-    let key = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
     let (start, dur) = (app.trace().meta.start_ns, app.trace().duration().max(1));
 
     // Zoom: from the whole trace in 12 steps, then back out.
     app.set_view(start, dur);
-    draw(app)?;
+    show(term, app)?;
     let (mut zin, mut zout) = (0f64, 0f64);
     for _ in 0..12 {
-        let t = Instant::now();
-        app.handle_key(key('+'));
-        draw(app)?;
-        zin = zin.max(ms(t));
+        zin = zin.max(press(term, app, '+')?);
     }
     for _ in 0..12 {
-        let t = Instant::now();
-        app.handle_key(key('-'));
-        draw(app)?;
-        zout = zout.max(ms(t));
+        zout = zout.max(press(term, app, '-')?);
     }
 
-    // `c`: a CUDA call in the middle of the largest API lane that launched GPU work
-    // (found by a scan here, outside the timing).
-    let trace = std::sync::Arc::clone(&app.trace);
-    let api = trace
-        .lanes
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| matches!(l.kind, LaneKind::CudaApi { .. }))
-        .max_by_key(|(_, l)| l.ev.len());
-    let call = api.and_then(|(li, l)| {
-        let n = l.ev.len();
-        (n / 2..n).chain(0..n / 2).take(10_000).find_map(|i| {
-            let r = EventRef { lane: li as u32, idx: i as u32 };
-            trace.gpu_op_for(l.pid, l.ev.corr(i)).map(|_| r)
-        })
-    });
+    // `c` from a CUDA call to its GPU operation, then back.
     let (mut to_gpu, mut to_api) = (None, None);
-    if let Some(r) = call {
+    if let Some(r) = launching_call(app.trace()) {
         app.select(Some(Selection::Event(r)));
-        draw(app)?;
-        let t = Instant::now();
-        app.handle_key(key('c'));
-        draw(app)?;
-        to_gpu = Some(ms(t));
-        let t = Instant::now();
-        app.handle_key(key('c'));
-        draw(app)?;
-        to_api = Some(ms(t));
+        show(term, app)?;
+        to_gpu = Some(press(term, app, 'c')?);
+        to_api = Some(press(term, app, 'c')?);
     }
     app.set_view(start, dur);
     app.select(None);
 
     // `>` then `<`: the key's frame, then until the recomputed gaps are drawn.
     let gaps_before = app.analysis.gaps.len();
-    let mut threshold = |c: char| -> Result<(f64, f64, (usize, f64, f64), usize)> {
-        let t = Instant::now();
-        app.handle_key(key(c));
-        draw(app)?;
-        let k = ms(t);
-        app.finish_jobs();
-        draw(app)?;
-        Ok((k, ms(t), app.regap_stats, app.analysis.gaps.len()))
-    };
-    let (up_key, up_gaps, up_stats, gaps_after_up) = threshold('>')?;
-    let (down_key, down_gaps, down_stats, _) = threshold('<')?;
+    let up = threshold(term, app, '>')?;
+    let gaps_after_up = app.analysis.gaps.len();
+    let down = threshold(term, app, '<')?;
 
     // `/`: the name of an event in the middle of the largest lane, typed, then Enter.
+    let trace = app.trace();
     let query = trace.lanes.iter().max_by_key(|l| l.ev.len()).filter(|l| !l.ev.is_empty()).map(|l| {
         let name = trace.strings.get(l.ev.name[l.ev.len() / 2]);
         name.chars().filter(|c| !c.is_control()).take(24).collect::<String>()
     });
-    let (mut first, mut all, mut found) = (None, None, 0);
-    if let Some(q) = query.as_ref().filter(|q| !q.is_empty()) {
-        app.handle_key(key('/'));
-        for c in q.chars() {
-            app.handle_key(key(c));
-        }
-        let t = Instant::now();
-        app.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
-        loop {
-            app.poll_jobs();
-            if app.search.total > 0 || !app.searching() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-        draw(app)?;
-        first = Some(ms(t));
-        while app.searching() {
-            if !app.poll_jobs() {
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
-        }
-        draw(app)?;
-        all = Some(ms(t));
-        found = app.search.total;
-    }
+    let (first, all, found) = match query.as_deref().filter(|q| !q.is_empty()) {
+        Some(q) => search(term, app, q)?,
+        None => (None, None, 0),
+    };
     Ok(Keys {
         zoom_in_max_ms: zin,
         zoom_out_max_ms: zout,
         jump_to_gpu_ms: to_gpu,
         jump_to_api_ms: to_api,
-        threshold_up_key_ms: up_key,
-        threshold_down_key_ms: down_key,
-        threshold_up_gaps_ms: up_gaps,
-        threshold_down_gaps_ms: down_gaps,
-        threshold_up_worker_ms: up_stats.1,
-        threshold_up_apply_ms: up_stats.2,
-        threshold_up_explained: up_stats.0,
-        threshold_down_worker_ms: down_stats.1,
-        threshold_down_apply_ms: down_stats.2,
-        threshold_down_explained: down_stats.0,
+        threshold_up_key_ms: up.key_ms,
+        threshold_down_key_ms: down.key_ms,
+        threshold_up_gaps_ms: up.gaps_ms,
+        threshold_down_gaps_ms: down.gaps_ms,
+        threshold_up_worker_ms: up.worker_ms,
+        threshold_up_apply_ms: up.apply_ms,
+        threshold_up_explained: up.explained,
+        threshold_down_worker_ms: down.worker_ms,
+        threshold_down_apply_ms: down.apply_ms,
+        threshold_down_explained: down.explained,
         gaps_before,
         gaps_after_up,
         search_query: query,
@@ -515,6 +452,85 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
         time_directory_bytes: app.directory_bytes(),
         time_directory_bytes_per_event: app.directory_bytes() as f64 / app.trace().event_count().max(1) as f64,
     })
+}
+
+fn show(term: &mut Term, app: &App) -> Result<()> {
+    term.draw(|f| crate::tui::draw(f, app))?;
+    Ok(())
+}
+
+fn char_key(c: char) -> ratatui::crossterm::event::KeyEvent {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+// Press `c` and draw: milliseconds.
+fn press(term: &mut Term, app: &mut App, c: char) -> Result<f64> {
+    let t = Instant::now();
+    app.handle_key(char_key(c));
+    show(term, app)?;
+    Ok(ms(t))
+}
+
+// A CUDA call that launched GPU work, in the middle of the largest API lane (found by a
+// scan, outside the timing).
+fn launching_call(trace: &crate::model::Trace) -> Option<crate::model::EventRef> {
+    use crate::model::{EventRef, LaneKind};
+    let (li, l) = trace
+        .lanes
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| matches!(l.kind, LaneKind::CudaApi { .. }))
+        .max_by_key(|(_, l)| l.ev.len())?;
+    let n = l.ev.len();
+    (n / 2..n)
+        .chain(0..n / 2)
+        .take(10_000)
+        .find_map(|i| trace.gpu_op_for(l.pid, l.ev.corr(i)).map(|_| EventRef { lane: li as u32, idx: i as u32 }))
+}
+
+struct Threshold {
+    key_ms: f64,
+    gaps_ms: f64,
+    worker_ms: f64,
+    apply_ms: f64,
+    explained: usize,
+}
+
+// `>` or `<`: the key's own frame, then until the recomputed gaps are drawn.
+fn threshold(term: &mut Term, app: &mut App, c: char) -> Result<Threshold> {
+    let t = Instant::now();
+    let key_ms = press(term, app, c)?;
+    app.finish_jobs();
+    show(term, app)?;
+    let (explained, worker_ms, apply_ms) = app.regap_stats;
+    Ok(Threshold { key_ms, gaps_ms: ms(t), worker_ms, apply_ms, explained })
+}
+
+// Type `q` after `/`, press Enter: until the first match is drawn, until all are found
+// and drawn, and how many there are.
+fn search(term: &mut Term, app: &mut App, q: &str) -> Result<(Option<f64>, Option<f64>, usize)> {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    app.handle_key(char_key('/'));
+    for c in q.chars() {
+        app.handle_key(char_key(c));
+    }
+    let t = Instant::now();
+    app.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    while app.search.total == 0 && app.searching() {
+        if !app.poll_jobs() {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    show(term, app)?;
+    let first = ms(t);
+    while app.searching() {
+        if !app.poll_jobs() {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    show(term, app)?;
+    Ok((Some(first), Some(ms(t)), app.search.total))
 }
 
 fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {

@@ -258,13 +258,12 @@ pub fn plan(inp: &Inputs, known: &[Known], current: usize) -> Plan {
                 }
             }
             let ex = explainer.get_or_insert_with(|| Explainer::new(trace, &inp.lookups, &inp.devices, &inp.options));
-            let pid = match fallback.iter().find(|(d, _)| *d == device) {
-                Some(&(_, pid)) => pid,
-                None => {
-                    let pid = ex.fallback_pid(device);
-                    fallback.push((device, pid));
-                    pid
-                }
+            let pid = if let Some(&(_, pid)) = fallback.iter().find(|(d, _)| *d == device) {
+                pid
+            } else {
+                let pid = ex.fallback_pid(device);
+                fallback.push((device, pid));
+                pid
             };
             let mut g = ex.explain_window(device, pid, (start, end), stretch);
             g.window = inp.windows.of(g.start, g.end);
@@ -293,7 +292,7 @@ pub fn plan(inp: &Inputs, known: &[Known], current: usize) -> Plan {
     loop {
         let from = match (a.peek(), b.peek()) {
             (Some(x), Some(y)) if key(x) <= key(y) => From::Current,
-            (Some(_), Some(_)) | (None, Some(_)) => From::Stash,
+            (Some(_) | None, Some(_)) => From::Stash,
             (Some(_), None) => From::Current,
             (None, None) => break,
         };
@@ -319,6 +318,26 @@ pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<G
             }
         }
         None
+    }
+    // A higher threshold from the gaps at hand: the new gaps are some of the current
+    // ones, in place (no new buffer to fault in), the others go to the stash.
+    if plan.fresh.is_empty() && plan.new_order.iter().all(|&f| f == From::Current) {
+        let mut current = current;
+        let dest = plan.current_dest;
+        let mut i = 0;
+        let out: Vec<Gap> = current
+            .extract_if(.., |_| {
+                i += 1;
+                dest.get(i - 1) != Some(&Dest::Keep)
+            })
+            .collect();
+        let rest = if stash.is_empty() {
+            out
+        } else {
+            let (mut a, mut b) = (out.into_iter(), stash.into_iter());
+            plan.stash_order.iter().filter_map(|&f| if f == From::Current { a.next() } else { b.next() }).collect()
+        };
+        return (current, rest);
     }
     let mut cur = current.into_iter().zip(plan.current_dest);
     let mut st = stash.into_iter().zip(plan.stash_dest);

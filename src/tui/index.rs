@@ -527,7 +527,7 @@ mod tests {
         ) {
             let ev = events(&p);
             let disjoint = (1..ev.len()).all(|i| ev.end[i - 1] <= ev.start[i]);
-            let matches: Vec<u32> = (0..ev.len() as u32).filter(|i| *i as usize % every == 0).collect();
+            let matches: Vec<u32> = (0..ev.len() as u32).filter(|i| (*i as usize).is_multiple_of(every)).collect();
             for d in [disjoint, false] {
                 let mut idx = LaneIndex::build(&ev, d);
                 idx.rebuild_dir(&ev, per);
