@@ -182,6 +182,26 @@ impl Union {
         self.busy_before_block(t, self.block_start.partition_point(|&s| s < t))
     }
 
+    /// Gaps of at least `min` (at least 1) between the intervals of block `k` (not the
+    /// one before its first interval), in order; reads the block's idle times first and
+    /// decodes only up to its last such gap.
+    pub fn gaps_in_block(&self, k: usize, min: Ns, out: &mut Vec<(Ns, Ns)>) {
+        let (lo, hi) = (k * BLOCK, ((k + 1) * BLOCK).min(self.len()));
+        let min = min.max(1);
+        let Some(last) = (lo + 1..hi).rev().find(|&i| self.len[i] == WIDE || Ns::from(self.gap[i]) >= min) else {
+            return;
+        };
+        let mut end = self.block_start[k] + self.raw(lo).1;
+        for i in lo + 1..=last {
+            let (g, l) = self.raw(i);
+            let s = end + g;
+            if g >= min {
+                out.push((end, s));
+            }
+            end = s + l;
+        }
+    }
+
     /// Start of each block's first interval (sorted): callers that find the block of an
     /// instant by other means (the viewer's time directory) pass it to
     /// [`Union::busy_before_block`].

@@ -69,21 +69,19 @@ impl GapFinder {
             if Ns::from(g) < min && g != u32::MAX {
                 continue;
             }
-            // The end of the interval before the block: from the gap before its first
-            // interval, else (a gap too long for u32) from decoding the block before.
-            let mut prev: Option<Ns> = match (k, first[k]) {
+            // The gap before the block's first interval: from its stored length, else
+            // (too long for u32) from decoding the block before.
+            let prev: Option<Ns> = match (k, first[k]) {
                 (0, _) => None,
                 (_, u32::MAX) => d.busy.iter_from(k - 1).take(BLOCK).last().map(|(_, e)| e),
                 (_, f) => Some(starts[k] - Ns::from(f)),
             };
-            for (s, e) in d.busy.iter_from(k).take(BLOCK) {
-                if let Some(p) = prev
-                    && s - p >= min
-                {
-                    out.push((p, s));
-                }
-                prev = Some(e);
+            if let Some(p) = prev
+                && starts[k] - p >= min
+            {
+                out.push((p, starts[k]));
             }
+            d.busy.gaps_in_block(k, min, &mut out);
         }
         out
     }
@@ -360,4 +358,34 @@ pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<G
         rest.extend(g);
     }
     (gaps, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Union;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn finder_gaps_equal_the_union_gaps(
+            steps in prop::collection::vec((0i64..3, 1i64..50, 0u8..20), 0..300),
+            mins in prop::collection::vec(0i64..60, 1..6),
+        ) {
+            // Idle times from 0 to a few ns, some of them wider than u32.
+            let mut t = 0;
+            let mut pairs = Vec::new();
+            for (gap, len, wide) in steps {
+                t += if wide == 0 { 5_000_000_000 } else { gap * 10 };
+                pairs.push((t, t + len));
+                t += len;
+            }
+            let d = DeviceActivity { device: 0, busy: Union::from_pairs(pairs), ..DeviceActivity::default() };
+            let f = GapFinder::build(std::slice::from_ref(&d));
+            for min in mins.into_iter().chain([1, 5_000_000_000, Ns::MAX]) {
+                let want: Vec<(Ns, Ns)> = d.busy.gaps(min).collect();
+                prop_assert_eq!(f.gaps(&d, min), want, "min {}", min);
+            }
+        }
+    }
 }
