@@ -171,6 +171,8 @@ pub struct Plan {
     pub known: Vec<Known>,
     /// Number of new gaps (the first `current` of `known`).
     pub current: usize,
+    /// `known` holds every gap of at least this.
+    pub floor: Ns,
     /// How many gaps were explained.
     pub explained: usize,
 }
@@ -213,19 +215,51 @@ fn windows(inp: &Inputs, min: Ns) -> Vec<(Ns, u32, Ns, Ns)> {
     }
 }
 
+// The same from the known gaps, when they hold every gap of at least `min`: a merge of
+// the two sorted runs, nothing decoded.
+fn windows_from_known(inp: &Inputs, cur: &[Known], st: &[Known], min: Ns) -> Vec<(Ns, u32, Ns, Ns)> {
+    let mut stretch: Vec<(u32, Ns)> = inp.devices.iter().map(|d| (d.device, d.extent().map_or(0, |e| e.0))).collect();
+    let key = |k: &Known| (k.start, k.device);
+    let (mut a, mut b) = (cur.iter().peekable(), st.iter().peekable());
+    let mut out = Vec::new();
+    loop {
+        let k = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if key(x) <= key(y) => a.next(),
+            (Some(_) | None, Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, None) => return out,
+        };
+        let Some(k) = k.filter(|k| k.end - k.start >= min.max(1)) else { continue };
+        let s = match stretch.iter_mut().find(|(d, _)| *d == k.device) {
+            Some((_, e)) => std::mem::replace(e, k.end),
+            None => 0,
+        };
+        out.push((k.start, k.device, k.end, s));
+    }
+}
+
 /// Plan the gaps at `inp.options.min_gap_ns`. `known` describes the current gaps (its
-/// first `current` entries) then the stash, each run sorted by (start, device).
-pub fn plan(inp: &Inputs, known: &[Known], current: usize) -> Plan {
+/// first `current` entries) then the stash, each run sorted by (start, device), and
+/// holds every gap of at least `floor`: a threshold at or above it is planned from
+/// them alone, a lower one from the busy unions ([`GapFinder`]).
+pub fn plan(inp: &Inputs, known: &[Known], current: usize, floor: Ns) -> Plan {
     let trace = &*inp.trace;
     let (cur, st) = known.split_at(current.min(known.len()));
     let key = |k: &Known| (k.start, k.device);
-    let mut p =
-        Plan { current_dest: vec![Dest::Stash; cur.len()], stash_dest: vec![Dest::Stash; st.len()], ..Plan::default() };
+    let min = inp.options.min_gap_ns;
+    let (windows, floor) =
+        if min >= floor { (windows_from_known(inp, cur, st, min), floor) } else { (windows(inp, min), min) };
+    let mut p = Plan {
+        current_dest: vec![Dest::Stash; cur.len()],
+        stash_dest: vec![Dest::Stash; st.len()],
+        floor,
+        ..Plan::default()
+    };
     // Made on the first gap to explain: it costs a pass over the overlapping CPU lanes.
     let mut explainer: Option<Explainer> = None;
     let mut fallback: Vec<(u32, u32)> = Vec::new();
     let (mut i, mut j) = (0, 0);
-    for (start, device, end, stretch) in windows(inp, inp.options.min_gap_ns) {
+    for (start, device, end, stretch) in windows {
         while i < cur.len() && key(&cur[i]) < (start, device) {
             i += 1;
         }

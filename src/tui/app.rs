@@ -11,8 +11,9 @@ use ratatui::layout::Rect;
 use crate::analysis::host::HostIndex;
 use crate::analysis::regap::{self, GapFinder, Known, Plan};
 
-// Known gaps (the current ones, then the stash) and how many are current.
-type KnownGaps = Arc<(Vec<Known>, usize)>;
+// Known gaps (the current ones, then the stash), how many are current, and the
+// threshold above which they hold every gap.
+type KnownGaps = Arc<(Vec<Known>, usize, Ns)>;
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
@@ -134,7 +135,8 @@ impl App {
         let index = Index::build(&trace);
         let corr = CorrIndex::build(&trace);
         let gap_finder = Arc::new(GapFinder::build(&devices));
-        let known = Arc::new((Known::of_current(&analysis.gaps, &devices), analysis.gaps.len()));
+        let known =
+            Arc::new((Known::of_current(&analysis.gaps, &devices), analysis.gaps.len(), analysis.options.min_gap_ns));
         let gpu_dirs = devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
         let mut groups = rows::groups(&trace);
         let host = Arc::clone(&analysis.host);
@@ -402,7 +404,7 @@ impl App {
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
             let t = std::time::Instant::now();
-            let plan = regap::plan(&inputs, &known.0, known.1);
+            let plan = regap::plan(&inputs, &known.0, known.1, known.2);
             let index = GapIndex::from_spans(&plan.spans);
             let _ = tx.send((plan, index, t.elapsed().as_secs_f64() * 1e3));
         });
@@ -461,7 +463,7 @@ impl App {
                     };
                     let t = std::time::Instant::now();
                     let explained = plan.explained;
-                    self.known = Arc::new((std::mem::take(&mut plan.known), plan.current));
+                    self.known = Arc::new((std::mem::take(&mut plan.known), plan.current, plan.floor));
                     let (current, stash) = (std::mem::take(&mut self.analysis.gaps), std::mem::take(&mut self.stash));
                     let (gaps, rest) = regap::apply(plan, current, stash);
                     self.stash = rest;
