@@ -12,6 +12,9 @@
 //!   host window depend only on its device, start and end, except the evidence of a
 //!   queued gap, which also quotes the busy stretch before it (from the end of the
 //!   previous gap): such a gap is kept only when that stretch did not change.
+//!   The known gaps hold every gap of at least the lowest threshold computed so far
+//!   (the floor): a threshold at or above it takes its gaps from them (a merge of two
+//!   sorted runs); only a lower one reads the busy unions through the [`GapFinder`].
 //!
 //! The result equals [`super::find_gaps_with`] at the new threshold, with windows set
 //! (tests compare the two), at the cost of the gaps that are new or changed.
