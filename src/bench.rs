@@ -360,18 +360,18 @@ struct Keys {
     /// result in on the screen's thread, and how many gaps were explained.
     threshold_up_worker_ms: f64,
     threshold_up_apply_ms: f64,
-    threshold_up_explained: usize,
+    threshold_up_gaps_explained: usize,
     threshold_down_worker_ms: f64,
     threshold_down_apply_ms: f64,
-    threshold_down_explained: usize,
+    threshold_down_gaps_explained: usize,
     /// Gaps at the default threshold, and after `>`.
-    gaps_before: usize,
-    gaps_after_up: usize,
+    gap_count_before: usize,
+    gap_count_after_up: usize,
     /// `/` search: Enter to the frame showing the first match, and to all matches found.
     search_query: Option<String>,
     search_first_ms: Option<f64>,
     search_all_ms: Option<f64>,
-    search_matches: usize,
+    search_match_count: usize,
     /// Heap bytes of the time directories (lanes and GPU unions), total and per event.
     time_directory_bytes: usize,
     time_directory_bytes_per_event: f64,
@@ -413,9 +413,9 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
     app.select(None);
 
     // `>` then `<`: the key's frame, then until the recomputed gaps are drawn.
-    let gaps_before = app.analysis.gaps.len();
+    let gap_count_before = app.analysis.gaps.len();
     let up = threshold(term, app, '>')?;
-    let gaps_after_up = app.analysis.gaps.len();
+    let gap_count_after_up = app.analysis.gaps.len();
     let down = threshold(term, app, '<')?;
 
     // `/`: the name of an event in the middle of the largest lane, typed, then Enter.
@@ -439,16 +439,16 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
         threshold_down_gaps_ms: down.gaps_ms,
         threshold_up_worker_ms: up.worker_ms,
         threshold_up_apply_ms: up.apply_ms,
-        threshold_up_explained: up.explained,
+        threshold_up_gaps_explained: up.explained,
         threshold_down_worker_ms: down.worker_ms,
         threshold_down_apply_ms: down.apply_ms,
-        threshold_down_explained: down.explained,
-        gaps_before,
-        gaps_after_up,
+        threshold_down_gaps_explained: down.explained,
+        gap_count_before,
+        gap_count_after_up,
         search_query: query,
         search_first_ms: first,
         search_all_ms: all,
-        search_matches: found,
+        search_match_count: found,
         time_directory_bytes: app.directory_bytes(),
         time_directory_bytes_per_event: app.directory_bytes() as f64 / app.trace().event_count().max(1) as f64,
     })
@@ -556,9 +556,9 @@ fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {
         "           > {:.2} ms, gaps on screen {:.1} ms ({} -> {} gaps, {} explained; worker {:.1} ms, taken in {:.1} ms)",
         k.threshold_up_key_ms,
         k.threshold_up_gaps_ms,
-        k.gaps_before,
-        k.gaps_after_up,
-        k.threshold_up_explained,
+        k.gap_count_before,
+        k.gap_count_after_up,
+        k.threshold_up_gaps_explained,
         k.threshold_up_worker_ms,
         k.threshold_up_apply_ms
     )?;
@@ -567,7 +567,7 @@ fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {
         "           < {:.2} ms, gaps on screen {:.1} ms ({} explained; worker {:.1} ms, taken in {:.1} ms)",
         k.threshold_down_key_ms,
         k.threshold_down_gaps_ms,
-        k.threshold_down_explained,
+        k.threshold_down_gaps_explained,
         k.threshold_down_worker_ms,
         k.threshold_down_apply_ms
     )?;
@@ -576,7 +576,7 @@ fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {
         "           / {:?}: first match on screen {}, all {} matches {}",
         k.search_query.as_deref().unwrap_or("-"),
         opt(k.search_first_ms),
-        k.search_matches,
+        k.search_match_count,
         opt(k.search_all_ms)
     )
 }
