@@ -21,6 +21,8 @@
 
 use std::sync::Arc;
 
+use itertools::Either;
+
 use super::gaps::Explainer;
 use super::host::HostIndex;
 use super::intervals::BLOCK;
@@ -336,6 +338,57 @@ pub fn plan(inp: &Inputs, known: &[Known], current: usize, floor: Ns) -> Plan {
         p.stash_order.push(from);
     }
     p
+}
+
+/// The new gaps and the new stash in length order (longest first, then by start, then
+/// by position), from the same orders of the current gaps and the stash, without
+/// sorting again: kept gaps keep their relative order, so this is a merge of the
+/// filtered old orders (and of the fresh gaps, sorted).
+pub fn by_length(plan: &Plan, current_by_len: &[u32], stash_by_len: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    const NONE: u32 = u32::MAX;
+    let at = |dest: &[Dest], want: Dest| {
+        dest.iter().enumerate().filter(move |&(_, d)| *d == want).map(|(i, _)| i).collect::<Vec<usize>>()
+    };
+    // Position of each current and stashed gap in the new gaps, and in the new stash.
+    let (mut cur_new, mut st_new) = (vec![NONE; plan.current_dest.len()], vec![NONE; plan.stash_dest.len()]);
+    let (mut cur_st, mut st_st) = (vec![NONE; plan.current_dest.len()], vec![NONE; plan.stash_dest.len()]);
+    let (mut ck, mut sk) =
+        (at(&plan.current_dest, Dest::Keep).into_iter(), at(&plan.stash_dest, Dest::Keep).into_iter());
+    let mut fresh = Vec::new();
+    for (id, from) in plan.new_order.iter().enumerate() {
+        let id = id as u32;
+        match from {
+            From::Current => ck.next().into_iter().for_each(|i| cur_new[i] = id),
+            From::Stash => sk.next().into_iter().for_each(|i| st_new[i] = id),
+            From::Fresh => fresh.push(id),
+        }
+    }
+    let (mut cs, mut ss) =
+        (at(&plan.current_dest, Dest::Stash).into_iter(), at(&plan.stash_dest, Dest::Stash).into_iter());
+    for (id, from) in plan.stash_order.iter().enumerate() {
+        let id = id as u32;
+        match from {
+            From::Current => cs.next().into_iter().for_each(|i| cur_st[i] = id),
+            _ => ss.next().into_iter().for_each(|i| st_st[i] = id),
+        }
+    }
+    let key = |base: usize| {
+        move |id: &u32| {
+            let k = &plan.known[base + *id as usize];
+            (std::cmp::Reverse(k.end - k.start), k.start, *id)
+        }
+    };
+    let (knew, kst) = (key(0), key(plan.current));
+    fresh.sort_unstable_by_key(&knew);
+    let remap = |order: &[u32], to: &[u32]| -> Vec<u32> {
+        order.iter().map(|&i| to.get(i as usize).copied().unwrap_or(NONE)).filter(|&x| x != NONE).collect()
+    };
+    let (a, b) = (remap(current_by_len, &cur_new), remap(stash_by_len, &st_new));
+    let kept: Vec<u32> = itertools::merge_join_by(a, b, |x, y| knew(x) <= knew(y)).map(Either::into_inner).collect();
+    let new = itertools::merge_join_by(kept, fresh, |x, y| knew(x) <= knew(y)).map(Either::into_inner).collect();
+    let (a, b) = (remap(current_by_len, &cur_st), remap(stash_by_len, &st_st));
+    let stash = itertools::merge_join_by(a, b, |x, y| kst(x) <= kst(y)).map(Either::into_inner).collect();
+    (new, stash)
 }
 
 /// Carry out `plan` over the current gaps and the stash it was made for: the new gaps

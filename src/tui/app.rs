@@ -41,7 +41,7 @@ pub enum Selection {
 pub struct GapJob {
     /// The threshold asked for.
     pub min_gap_ns: Ns,
-    rx: mpsc::Receiver<(Plan, GapIndex, f64)>,
+    rx: mpsc::Receiver<(Plan, GapIndex, Vec<u32>, f64)>,
 }
 
 /// Per process with a CPU row: its tree's usable CPUs and the tree's own switches.
@@ -79,6 +79,8 @@ pub struct App {
     pub(crate) gpu_dirs: Vec<(UnionDir, UnionDir)>,
     pub(crate) stash: Vec<Gap>,
     pub(crate) known: KnownGaps,
+    // The stash in length order (as `GapIndex::by_dur` for the current gaps).
+    pub(crate) stash_by_len: Vec<u32>,
     // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
     pub(crate) regap_stats: (usize, f64, f64),
     // Correlation id to event (the `c` jump, the details panel).
@@ -176,6 +178,7 @@ impl App {
             gpu_dirs,
             stash: Vec::new(),
             known,
+            stash_by_len: Vec::new(),
             regap_stats: (0, 0.0, 0.0),
         };
         app.relayout();
@@ -401,12 +404,14 @@ impl App {
             finder: Arc::clone(&self.gap_finder),
         };
         let known = Arc::clone(&self.known);
+        let (cur_by_len, stash_by_len) = (self.gap_index.by_dur.clone(), self.stash_by_len.clone());
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
             let t = std::time::Instant::now();
             let plan = regap::plan(&inputs, &known.0, known.1, known.2);
-            let index = GapIndex::from_spans(&plan.spans);
-            let _ = tx.send((plan, index, t.elapsed().as_secs_f64() * 1e3));
+            let (by_len, stash_by_len) = regap::by_length(&plan, &cur_by_len, &stash_by_len);
+            let index = GapIndex::with_length_order(&plan.spans, by_len);
+            let _ = tx.send((plan, index, stash_by_len, t.elapsed().as_secs_f64() * 1e3));
         });
         if spawned.is_ok() {
             self.job = Some(GapJob { min_gap_ns, rx });
@@ -453,7 +458,7 @@ impl App {
     fn poll_gaps(&mut self) -> bool {
         let Some(job) = &self.job else { return false };
         match job.rx.try_recv() {
-            Ok((mut plan, index, worker_ms)) => {
+            Ok((mut plan, index, stash_by_len, worker_ms)) => {
                 let current = job.min_gap_ns == self.threshold();
                 self.job = None;
                 if current {
@@ -467,6 +472,9 @@ impl App {
                     let (current, stash) = (std::mem::take(&mut self.analysis.gaps), std::mem::take(&mut self.stash));
                     let (gaps, rest) = regap::apply(plan, current, stash);
                     self.stash = rest;
+                    self.stash_by_len = stash_by_len;
+                    debug_assert_eq!(index.by_dur, GapIndex::new(&gaps).by_dur, "length order of the new gaps");
+                    debug_assert_eq!(self.stash_by_len, GapIndex::new(&self.stash).by_dur, "length order of the stash");
                     self.set_gaps(gaps, index, selected);
                     self.regap_stats = (explained, worker_ms, t.elapsed().as_secs_f64() * 1e3);
                     self.message = Some(format!(

@@ -585,6 +585,21 @@ impl GapIndex {
 
     /// Index gaps given as (device, start, end), sorted by start.
     pub fn from_spans(gaps: &[(u32, Ns, Ns)]) -> Self {
+        let by_device = Self::devices(gaps);
+        // Sorted as (longest first, then by start) on the values, not through the ids.
+        let mut keyed: Vec<(std::cmp::Reverse<Ns>, Ns, u32)> =
+            gaps.iter().enumerate().map(|(i, &(_, s, e))| (std::cmp::Reverse(e - s), s, i as u32)).collect();
+        keyed.sort_unstable();
+        let by_dur = keyed.into_iter().map(|(_, _, i)| i).collect();
+        Self { by_device, by_dur }
+    }
+
+    /// The same, given the ids in length order (longest first, then by start, then by id).
+    pub fn with_length_order(gaps: &[(u32, Ns, Ns)], by_dur: Vec<u32>) -> Self {
+        Self { by_device: Self::devices(gaps), by_dur }
+    }
+
+    fn devices(gaps: &[(u32, Ns, Ns)]) -> Vec<(u32, Vec<u32>)> {
         let mut by_device: Vec<(u32, Vec<u32>)> = Vec::new();
         for (i, g) in gaps.iter().enumerate() {
             match by_device.iter_mut().find(|(d, _)| *d == g.0) {
@@ -592,12 +607,7 @@ impl GapIndex {
                 None => by_device.push((g.0, vec![i as u32])),
             }
         }
-        // Sorted as (longest first, then by start) on the values, not through the ids.
-        let mut keyed: Vec<(std::cmp::Reverse<Ns>, Ns, u32)> =
-            gaps.iter().enumerate().map(|(i, &(_, s, e))| (std::cmp::Reverse(e - s), s, i as u32)).collect();
-        keyed.sort_unstable();
-        let by_dur = keyed.into_iter().map(|(_, _, i)| i).collect();
-        Self { by_device, by_dur }
+        by_device
     }
 
     /// The gap of `device` that overlaps `[a, b)`, if any (the first one).
