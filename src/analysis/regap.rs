@@ -391,6 +391,22 @@ pub fn by_length(plan: &Plan, current_by_len: &[u32], stash_by_len: &[u32]) -> (
     (new, stash)
 }
 
+// A gap that owns nothing, for slots about to be overwritten.
+fn placeholder() -> Gap {
+    Gap {
+        device: 0,
+        pid: 0,
+        tid: None,
+        start: 0,
+        end: 0,
+        cause: Cause::Unknown,
+        evidence: String::new(),
+        phase: None,
+        window: super::Window::default(),
+        host: None,
+    }
+}
+
 /// Carry out `plan` over the current gaps and the stash it was made for: the new gaps
 /// and the new stash. Every gap is moved once or twice, never cloned.
 pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<Gap>) {
@@ -426,6 +442,36 @@ pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<G
             plan.stash_order.iter().filter_map(|&f| if f == From::Current { a.next() } else { b.next() }).collect()
         };
         return (current, rest);
+    }
+    // A lower threshold back over gaps seen before: every current gap stays, some of the
+    // stash joins them. Merged from the back into the current buffer (grown in place),
+    // so only the added gaps touch new memory.
+    if plan.fresh.is_empty()
+        && plan.current_dest.iter().all(|&d| d == Dest::Keep)
+        && plan.stash_dest.iter().all(|&d| d != Dest::Drop)
+    {
+        let (mut gaps, mut stash) = (current, stash);
+        let dest = plan.stash_dest;
+        let mut j = 0;
+        let joining: Vec<Gap> = stash
+            .extract_if(.., |_| {
+                j += 1;
+                dest.get(j - 1) == Some(&Dest::Keep)
+            })
+            .collect();
+        let mut i = gaps.len();
+        gaps.resize_with(gaps.len() + joining.len(), placeholder);
+        let mut joining = joining.into_iter().rev();
+        for (w, from) in plan.new_order.iter().enumerate().rev() {
+            if *from == From::Current {
+                // Slots above `i` hold placeholders or gaps already moved up.
+                i -= 1;
+                gaps.swap(i, w);
+            } else if let Some(g) = joining.next() {
+                gaps[w] = g;
+            }
+        }
+        return (gaps, stash);
     }
     let mut cur = current.into_iter().zip(plan.current_dest);
     let mut st = stash.into_iter().zip(plan.stash_dest);
