@@ -346,14 +346,13 @@ pub fn plan(inp: &Inputs, known: &[Known], current: usize, floor: Ns) -> Plan {
 /// filtered old orders (and of the fresh gaps, sorted).
 pub fn by_length(plan: &Plan, current_by_len: &[u32], stash_by_len: &[u32]) -> (Vec<u32>, Vec<u32>) {
     const NONE: u32 = u32::MAX;
-    let at = |dest: &[Dest], want: Dest| {
-        dest.iter().enumerate().filter(move |&(_, d)| *d == want).map(|(i, _)| i).collect::<Vec<usize>>()
-    };
+    fn at(dest: &[Dest], want: Dest) -> impl Iterator<Item = usize> + '_ {
+        dest.iter().enumerate().filter(move |&(_, d)| *d == want).map(|(i, _)| i)
+    }
     // Position of each current and stashed gap in the new gaps, and in the new stash.
     let (mut cur_new, mut st_new) = (vec![NONE; plan.current_dest.len()], vec![NONE; plan.stash_dest.len()]);
     let (mut cur_st, mut st_st) = (vec![NONE; plan.current_dest.len()], vec![NONE; plan.stash_dest.len()]);
-    let (mut ck, mut sk) =
-        (at(&plan.current_dest, Dest::Keep).into_iter(), at(&plan.stash_dest, Dest::Keep).into_iter());
+    let (mut ck, mut sk) = (at(&plan.current_dest, Dest::Keep), at(&plan.stash_dest, Dest::Keep));
     let mut fresh = Vec::new();
     for (id, from) in plan.new_order.iter().enumerate() {
         let id = id as u32;
@@ -363,8 +362,7 @@ pub fn by_length(plan: &Plan, current_by_len: &[u32], stash_by_len: &[u32]) -> (
             From::Fresh => fresh.push(id),
         }
     }
-    let (mut cs, mut ss) =
-        (at(&plan.current_dest, Dest::Stash).into_iter(), at(&plan.stash_dest, Dest::Stash).into_iter());
+    let (mut cs, mut ss) = (at(&plan.current_dest, Dest::Stash), at(&plan.stash_dest, Dest::Stash));
     for (id, from) in plan.stash_order.iter().enumerate() {
         let id = id as u32;
         match from {
