@@ -26,6 +26,7 @@ pub struct Bench {
     index_ms: f64,
     report: ReportTime,
     frames: Frames,
+    keys: Keys,
     /// The same measurements on a K-times larger export built from this one
     /// (`--scale-to K`), with the per-event ratios against this one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -162,6 +163,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let index_ms = ms(t);
     let first_frame_ms = load_ms + analysis_ms + index_ms;
     let frames = frames(&mut app, size)?;
+    let keys = keys(&mut app, size)?;
     let peak_view = rss("VmHWM");
 
     let queries = crate::reader::queries(path)?;
@@ -198,6 +200,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
         index_ms,
         report: ReportTime { write_ms, total_ms: report_total, vs_load: report_total / load_ms.max(1e-9) },
         frames,
+        keys,
         scale: None,
     })
 }
@@ -482,6 +485,7 @@ pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
             lv.pan_bytes_max
         )?;
     }
+    write_keys(w, &b.keys)?;
     if let Some(s) = &b.scale {
         write_scale_text(w, s)?;
     }
@@ -530,4 +534,248 @@ fn write_scale_text(w: &mut dyn Write, s: &Scale) -> io::Result<()> {
 pub fn write_json(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, b)?;
     writeln!(w)
+}
+
+// ----- key to screen -----
+
+/// Key to screen: from the key press to the frame that shows its effect drawn, in ms.
+/// `None` where the trace has nothing for the key (no CUDA call with a GPU operation,
+/// no event name to search).
+#[derive(Debug, Serialize)]
+struct Keys {
+    /// Zoom in (`+`) and out (`-`) from the whole trace: worst of the steps, ms.
+    zoom_in_max_ms: f64,
+    zoom_out_max_ms: f64,
+    /// `c` from a CUDA API call to its GPU operation, and back.
+    jump_to_gpu_ms: Option<f64>,
+    jump_to_api_ms: Option<f64>,
+    /// `>` and `<`: the key's own frame (gaps are recomputed in the background) ...
+    threshold_up_key_ms: f64,
+    threshold_down_key_ms: f64,
+    /// ... and until the new gaps are on screen.
+    threshold_up_gaps_ms: f64,
+    threshold_down_gaps_ms: f64,
+    /// Of those: the worker (which gaps to keep, explaining the others), taking its
+    /// result in on the screen's thread, and how many gaps were explained.
+    threshold_up_worker_ms: f64,
+    threshold_up_apply_ms: f64,
+    threshold_up_gaps_explained: usize,
+    threshold_down_worker_ms: f64,
+    threshold_down_apply_ms: f64,
+    threshold_down_gaps_explained: usize,
+    /// Gaps at the default threshold, and after `>`.
+    gap_count_before: usize,
+    gap_count_after_up: usize,
+    /// `/` search: Enter to the frame showing the first match, and to all matches found.
+    search_query: Option<String>,
+    search_first_ms: Option<f64>,
+    search_all_ms: Option<f64>,
+    search_match_count: usize,
+    /// Heap bytes of the time directories (lanes and GPU unions), total and per event.
+    time_directory_bytes: usize,
+    time_directory_bytes_per_event: f64,
+}
+
+// Time each key from the press to a drawn frame that shows its effect (self-contained:
+// it only drives the viewer through its key handling and background polling).
+fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
+    use crate::tui::Selection;
+
+    let area = Rect::new(0, 0, size.0, size.1);
+    let term = &mut Terminal::with_options(
+        CrosstermBackend::new(CompactWriter::new(Counter::default())),
+        TerminalOptions { viewport: Viewport::Fixed(area) },
+    )
+    .context("creating the bench terminal")?;
+    let (start, dur) = (app.trace().meta.start_ns, app.trace().duration().max(1));
+
+    // Zoom: from the whole trace in 12 steps, then back out.
+    app.set_view(start, dur);
+    show(term, app)?;
+    let (mut zin, mut zout) = (0f64, 0f64);
+    for _ in 0..12 {
+        zin = zin.max(press(term, app, '+')?);
+    }
+    for _ in 0..12 {
+        zout = zout.max(press(term, app, '-')?);
+    }
+
+    // `c` from a CUDA call to its GPU operation, then back.
+    let (mut to_gpu, mut to_api) = (None, None);
+    if let Some(r) = launching_call(app.trace()) {
+        app.select(Some(Selection::Event(r)));
+        show(term, app)?;
+        to_gpu = Some(press(term, app, 'c')?);
+        to_api = Some(press(term, app, 'c')?);
+    }
+    app.set_view(start, dur);
+    app.select(None);
+
+    // `>` then `<`: the key's frame, then until the recomputed gaps are drawn.
+    let gap_count_before = app.analysis.gaps.len();
+    let up = threshold(term, app, '>')?;
+    let gap_count_after_up = app.analysis.gaps.len();
+    let down = threshold(term, app, '<')?;
+
+    // `/`: the name of an event in the middle of the largest lane, typed, then Enter.
+    let trace = app.trace();
+    let query = trace.lanes.iter().max_by_key(|l| l.ev.len()).filter(|l| !l.ev.is_empty()).map(|l| {
+        let name = trace.strings.get(l.ev.name[l.ev.len() / 2]);
+        name.chars().filter(|c| !c.is_control()).take(24).collect::<String>()
+    });
+    let (first, all, found) = match query.as_deref().filter(|q| !q.is_empty()) {
+        Some(q) => search(term, app, q)?,
+        None => (None, None, 0),
+    };
+    Ok(Keys {
+        zoom_in_max_ms: zin,
+        zoom_out_max_ms: zout,
+        jump_to_gpu_ms: to_gpu,
+        jump_to_api_ms: to_api,
+        threshold_up_key_ms: up.key_ms,
+        threshold_down_key_ms: down.key_ms,
+        threshold_up_gaps_ms: up.gaps_ms,
+        threshold_down_gaps_ms: down.gaps_ms,
+        threshold_up_worker_ms: up.worker_ms,
+        threshold_up_apply_ms: up.apply_ms,
+        threshold_up_gaps_explained: up.explained,
+        threshold_down_worker_ms: down.worker_ms,
+        threshold_down_apply_ms: down.apply_ms,
+        threshold_down_gaps_explained: down.explained,
+        gap_count_before,
+        gap_count_after_up,
+        search_query: query,
+        search_first_ms: first,
+        search_all_ms: all,
+        search_match_count: found,
+        time_directory_bytes: app.directory_bytes(),
+        time_directory_bytes_per_event: app.directory_bytes() as f64 / app.trace().event_count().max(1) as f64,
+    })
+}
+
+fn show(term: &mut Term, app: &App) -> Result<()> {
+    term.draw(|f| crate::tui::draw(f, app))?;
+    Ok(())
+}
+
+fn char_key(c: char) -> ratatui::crossterm::event::KeyEvent {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+// Press `c` and draw: milliseconds.
+fn press(term: &mut Term, app: &mut App, c: char) -> Result<f64> {
+    let t = Instant::now();
+    app.handle_key(char_key(c));
+    show(term, app)?;
+    Ok(ms(t))
+}
+
+// A CUDA call that launched GPU work, in the middle of the largest API lane (found by a
+// scan, outside the timing).
+fn launching_call(trace: &crate::model::Trace) -> Option<crate::model::EventRef> {
+    use crate::model::{EventRef, LaneKind};
+    let (li, l) = trace
+        .lanes
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| matches!(l.kind, LaneKind::CudaApi { .. }))
+        .max_by_key(|(_, l)| l.ev.len())?;
+    let n = l.ev.len();
+    (n / 2..n)
+        .chain(0..n / 2)
+        .take(10_000)
+        .find_map(|i| trace.gpu_op_for(l.pid, l.ev.corr(i)).map(|_| EventRef { lane: li as u32, idx: i as u32 }))
+}
+
+struct Threshold {
+    key_ms: f64,
+    gaps_ms: f64,
+    worker_ms: f64,
+    apply_ms: f64,
+    explained: usize,
+}
+
+// `>` or `<`: the key's own frame, then until the recomputed gaps are drawn.
+fn threshold(term: &mut Term, app: &mut App, c: char) -> Result<Threshold> {
+    let t = Instant::now();
+    let key_ms = press(term, app, c)?;
+    app.finish_jobs();
+    show(term, app)?;
+    let (explained, worker_ms, apply_ms) = app.regap_stats;
+    Ok(Threshold { key_ms, gaps_ms: ms(t), worker_ms, apply_ms, explained })
+}
+
+// Type `q` after `/`, press Enter: until the first match is drawn, until all are found
+// and drawn, and how many there are.
+fn search(term: &mut Term, app: &mut App, q: &str) -> Result<(Option<f64>, Option<f64>, usize)> {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    app.handle_key(char_key('/'));
+    for c in q.chars() {
+        app.handle_key(char_key(c));
+    }
+    let t = Instant::now();
+    app.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    while app.search.total == 0 && app.searching() {
+        if !app.poll_jobs() {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    show(term, app)?;
+    let first = ms(t);
+    while app.searching() {
+        if !app.poll_jobs() {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    show(term, app)?;
+    Ok((Some(first), Some(ms(t)), app.search.total))
+}
+
+fn write_keys(w: &mut dyn Write, k: &Keys) -> io::Result<()> {
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2} ms"));
+    writeln!(
+        w,
+        "index    time directories {} bytes ({:.3} bytes/event)",
+        k.time_directory_bytes, k.time_directory_bytes_per_event
+    )?;
+    writeln!(
+        w,
+        "keys     key to screen: zoom in <= {:.2} ms, zoom out <= {:.2} ms",
+        k.zoom_in_max_ms, k.zoom_out_max_ms
+    )?;
+    writeln!(
+        w,
+        "           c: to the GPU operation {}, back to the call {}",
+        opt(k.jump_to_gpu_ms),
+        opt(k.jump_to_api_ms)
+    )?;
+    writeln!(
+        w,
+        "           > {:.2} ms, gaps on screen {:.1} ms ({} -> {} gaps, {} explained; worker {:.1} ms, taken in {:.1} ms)",
+        k.threshold_up_key_ms,
+        k.threshold_up_gaps_ms,
+        k.gap_count_before,
+        k.gap_count_after_up,
+        k.threshold_up_gaps_explained,
+        k.threshold_up_worker_ms,
+        k.threshold_up_apply_ms
+    )?;
+    writeln!(
+        w,
+        "           < {:.2} ms, gaps on screen {:.1} ms ({} explained; worker {:.1} ms, taken in {:.1} ms)",
+        k.threshold_down_key_ms,
+        k.threshold_down_gaps_ms,
+        k.threshold_down_gaps_explained,
+        k.threshold_down_worker_ms,
+        k.threshold_down_apply_ms
+    )?;
+    writeln!(
+        w,
+        "           / {:?}: first match on screen {}, all {} matches {}",
+        k.search_query.as_deref().unwrap_or("-"),
+        opt(k.search_first_ms),
+        k.search_match_count,
+        opt(k.search_all_ms)
+    )
 }

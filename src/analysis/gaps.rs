@@ -510,21 +510,33 @@ impl<'a> Explainer<'a> {
     /// Gaps of every device, sorted by start, with causes. Windows are all steady
     /// until [`super::steps`] sets them.
     pub fn find(&mut self) -> Vec<Gap> {
-        let trace = self.ctx.trace;
         let mut gaps = Vec::new();
         for d in self.devices {
-            let fallback_pid = busiest_pid(trace, device_lanes(&self.ctx.gpu_lanes, d.device));
+            let fallback_pid = self.fallback_pid(d.device);
             let mut stretch_start = d.extent().map_or(0, |e| e.0);
             for (start, end) in d.busy.gaps(self.ctx.options.min_gap_ns) {
-                let (op, call) = self.ctx.launch_of_op_at(d.device, end);
-                let pid = op.map_or(fallback_pid, |(p, _)| p);
-                let w = Win { device: d.device, pid, call, start, end, stretch_start };
-                gaps.push(self.explain(&w));
+                gaps.push(self.explain_window(d.device, fallback_pid, (start, end), stretch_start));
                 stretch_start = end;
             }
         }
         gaps.sort_by_key(|g| (g.start, g.device));
         gaps
+    }
+
+    /// The process that stands for `device` when the operation ending a gap has none
+    /// (the one with the most GPU operations there).
+    pub fn fallback_pid(&self, device: u32) -> u32 {
+        busiest_pid(self.ctx.trace, device_lanes(&self.ctx.gpu_lanes, device))
+    }
+
+    /// The gap `[start, end)` of `device`, whose busy stretch before it began at
+    /// `stretch_start` (the end of the previous gap, or the device's first operation),
+    /// explained as [`Explainer::find`] does. Only the evidence of a queued gap depends
+    /// on `stretch_start`.
+    pub fn explain_window(&mut self, device: u32, fallback_pid: u32, (start, end): (Ns, Ns), stretch_start: Ns) -> Gap {
+        let (op, call) = self.ctx.launch_of_op_at(device, end);
+        let pid = op.map_or(fallback_pid, |(p, _)| p);
+        self.explain(&Win { device, pid, call, start, end, stretch_start })
     }
 
     /// Cause and phase of the part `[start, end)` of `gap`, decided by the thread that

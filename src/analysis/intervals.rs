@@ -130,8 +130,8 @@ impl Union {
         self.iter_from(i / BLOCK).nth(i % BLOCK).expect("interval index in range")
     }
 
-    // The intervals from the first of block `k` on.
-    fn iter_from(&self, k: usize) -> Iter<'_> {
+    /// The intervals from the first of block `k` (interval `k * BLOCK`) on.
+    pub fn iter_from(&self, k: usize) -> Iter<'_> {
         Iter { u: self, i: k * BLOCK, pos: 0, end: 0 }
     }
 
@@ -160,8 +160,30 @@ impl Union {
         self.busy_before_block(t, self.block_start.partition_point(|&s| s < t))
     }
 
-    // Busy time before `t`, given the number `k` of blocks starting before it.
-    fn busy_before_block(&self, t: Ns, k: usize) -> Ns {
+    /// Gaps of at least `min` (at least 1) between the intervals of block `k` (not the
+    /// one before its first interval), in order.
+    pub fn gaps_in_block(&self, k: usize, min: Ns, out: &mut Vec<(Ns, Ns)>) {
+        let min = min.max(1);
+        let mut prev_end = None;
+        for (s, e) in self.block(k) {
+            if let Some(pe) = prev_end
+                && s - pe >= min
+            {
+                out.push((pe, s));
+            }
+            prev_end = Some(e);
+        }
+    }
+
+    /// Start of each block's first interval (sorted): callers that find the block of an
+    /// instant by other means (the viewer's time directory) pass it to
+    /// [`Union::busy_before_block`].
+    pub fn block_starts(&self) -> &[Ns] {
+        &self.block_start
+    }
+
+    /// Busy time before `t`, given the number `k` of blocks starting before it.
+    pub fn busy_before_block(&self, t: Ns, k: usize) -> Ns {
         if k == 0 {
             return 0;
         }

@@ -21,6 +21,7 @@ pub mod intervals;
 pub mod names;
 pub mod phases;
 pub mod ranks;
+pub mod regap;
 pub mod steps;
 pub mod transfers;
 
@@ -429,6 +430,8 @@ pub struct Analysis {
     /// Context switches by CPU and the host lanes by thread, built once; the viewer and
     /// gap recomputations share it.
     pub host: std::sync::Arc<host::HostIndex>,
+    /// Correlation lookups, built once; gap recomputations at a new threshold share it.
+    pub lookups: std::sync::Arc<index::Index>,
     /// Per GPU busy unions.
     pub devices: Vec<DeviceActivity>,
     /// Gaps of at least `options.min_gap_ns`, sorted by start.
@@ -531,6 +534,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     }
     Analysis {
         host: std::sync::Arc::new(host_ix),
+        lookups: std::sync::Arc::new(index),
         collectives,
         rank_phases,
         options: options.clone(),

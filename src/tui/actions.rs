@@ -75,8 +75,10 @@ impl App {
             self.search = Search::default();
             return;
         }
-        self.search = Search::run(&self.trace, q);
-        if self.search.total == 0 {
+        self.search = Search::start(&self.trace, q);
+        if self.search.running() {
+            self.message = Some(format!("searching \"{}\"…", text::clean(q)));
+        } else if self.search.total == 0 {
             self.message = Some(format!("no event name contains \"{}\"", text::clean(q)));
         } else {
             self.next_match(false);
@@ -281,9 +283,9 @@ impl App {
         let lane = &self.trace.lanes[r.lane as usize];
         let corr = lane.ev.corr(r.idx as usize);
         let target = if lane.kind.is_gpu() {
-            self.trace.api_call_for(lane.pid, corr)
+            self.corr.api_call_for(&self.trace, lane.pid, corr)
         } else if matches!(lane.kind, LaneKind::CudaApi { .. }) {
-            self.trace.gpu_op_for(lane.pid, corr)
+            self.corr.gpu_op_for(&self.trace, lane.pid, corr)
         } else {
             self.message = Some("c works on GPU operations and CUDA calls".to_string());
             return;
@@ -340,7 +342,7 @@ impl App {
         self.message = Some(format!("finding gaps ≥ {}…", text::dur(t)));
     }
 
-    fn next_match(&mut self, back: bool) {
+    pub(crate) fn next_match(&mut self, back: bool) {
         if !self.search.active() {
             self.message = Some("no search yet: / then a name".to_string());
             return;

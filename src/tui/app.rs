@@ -9,10 +9,16 @@ use std::sync::{Arc, mpsc};
 use ratatui::layout::Rect;
 
 use crate::analysis::host::HostIndex;
+use crate::analysis::regap::{self, GapFinder, Known, Plan};
+
+// Known gaps (the current ones, then the stash), how many are current, and the
+// threshold above which they hold every gap.
+type KnownGaps = Arc<(Vec<Known>, usize, Ns)>;
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
-use super::index::{CellInfo, GapIndex, Index};
+use super::corr::CorrIndex;
+use super::index::{CellInfo, GapIndex, Index, UnionDir};
 use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
 use super::panels::{Details, Help, Panel, Search, details};
@@ -29,12 +35,13 @@ pub enum Selection {
     Gap(usize),
 }
 
-/// Gaps being recomputed on a worker thread for a new threshold.
+/// Gaps being recomputed on a worker thread for a new threshold: the plan (which
+/// gaps are kept, which were explained) and the index of the new gaps.
 #[derive(Debug)]
 pub struct GapJob {
     /// The threshold asked for.
     pub min_gap_ns: Ns,
-    rx: mpsc::Receiver<Vec<Gap>>,
+    rx: mpsc::Receiver<(Plan, GapIndex, Vec<u32>, f64)>,
 }
 
 /// Per process with a CPU row: its tree's usable CPUs and the tree's own switches.
@@ -65,6 +72,19 @@ pub struct App {
     pub(crate) analysis: Analysis,
     pub(crate) index: Index,
     pub(crate) gap_index: GapIndex,
+    // Longest gap per block of busy intervals (threshold changes), and the gaps
+    // explained before but not at the current threshold (reused by later changes).
+    pub(crate) gap_finder: Arc<GapFinder>,
+    // Per GPU (in `devices` order): time directories over its busy and kernel unions.
+    pub(crate) gpu_dirs: Vec<(UnionDir, UnionDir)>,
+    pub(crate) stash: Vec<Gap>,
+    pub(crate) known: KnownGaps,
+    // The stash in length order (as `GapIndex::by_dur` for the current gaps).
+    pub(crate) stash_by_len: Vec<u32>,
+    // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
+    pub(crate) regap_stats: (usize, f64, f64),
+    // Correlation id to event (the `c` jump, the details panel).
+    pub(crate) corr: CorrIndex,
     // Context switches by CPU, and the per-process CPU rows.
     pub(crate) host: Arc<HostIndex>,
     pub(crate) cpu_rows: Vec<CpuRow>,
@@ -117,6 +137,11 @@ impl App {
     pub fn new(trace: Trace, mut analysis: Analysis, size: (u16, u16)) -> Self {
         let devices = Arc::new(std::mem::take(&mut analysis.devices));
         let index = Index::build(&trace);
+        let corr = CorrIndex::build(&trace);
+        let gap_finder = Arc::new(GapFinder::build(&devices));
+        let known =
+            Arc::new((Known::of_current(&analysis.gaps, &devices), analysis.gaps.len(), analysis.options.min_gap_ns));
+        let gpu_dirs = devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
         let mut groups = rows::groups(&trace);
         let host = Arc::clone(&analysis.host);
         let cpu_rows = cpu_rows(&trace, &host, &mut groups);
@@ -151,6 +176,13 @@ impl App {
             analysis,
             job: None,
             index,
+            corr,
+            gap_finder,
+            gpu_dirs,
+            stash: Vec::new(),
+            known,
+            stash_by_len: Vec::new(),
+            regap_stats: (0, 0.0, 0.0),
         };
         app.relayout();
         app.viewport.fit_all();
@@ -261,9 +293,18 @@ impl App {
         self.help.is_some()
     }
 
-    /// Heap bytes of the render index.
+    /// Heap bytes of the render index and the correlation lookups.
     pub fn index_bytes(&self) -> usize {
         self.index.heap_bytes()
+            + self.corr.heap_bytes()
+            + self.gap_finder.heap_bytes()
+            + self.gpu_dirs.iter().map(|(a, b)| a.heap_bytes() + b.heap_bytes()).sum::<usize>()
+    }
+
+    /// Heap bytes of the lanes' time directories alone (part of [`App::index_bytes`]).
+    pub fn directory_bytes(&self) -> usize {
+        self.index.lanes.iter().map(super::index::LaneIndex::dir_bytes).sum::<usize>()
+            + self.gpu_dirs.iter().map(|(a, b)| a.heap_bytes() + b.heap_bytes()).sum::<usize>()
     }
 
     /// Show `[t0, t0 + span)` and put the cursor in its middle.
@@ -320,8 +361,8 @@ impl App {
     pub(crate) fn select(&mut self, sel: Option<Selection>) {
         self.selection = sel;
         self.details = match sel {
-            Some(Selection::Event(r)) => Some(details::event(&self.trace, r)),
-            Some(Selection::Gap(i)) => Some(details::gap(&self.trace, &self.analysis, i)),
+            Some(Selection::Event(r)) => Some(details::event(&self.trace, &self.corr, r)),
+            Some(Selection::Gap(i)) => Some(details::gap(&self.trace, &self.corr, &self.analysis, i)),
             None => None,
         };
     }
@@ -356,42 +397,93 @@ impl App {
     // ----- gaps -----
 
     /// Recompute gaps with a new threshold (keys `>` and `<`) on a worker thread; the
-    /// screen stays live and [`App::poll_jobs`] picks the result up.
+    /// screen stays live and [`App::poll_jobs`] picks the result up. Only gaps that are
+    /// new or whose explanation changed are explained ([`regap`]).
     pub(crate) fn set_threshold(&mut self, min_gap_ns: Ns) {
         self.analysis.options.min_gap_ns = min_gap_ns;
-        let (trace, devices, opts) =
-            (Arc::clone(&self.trace), Arc::clone(&self.devices), self.analysis.options.clone());
-        let (windows, host) = (self.analysis.windows, Arc::clone(&self.analysis.host));
-        let find = move || {
-            let mut gaps = crate::analysis::find_gaps_with(&trace, &devices, &opts, &host);
-            for g in &mut gaps {
-                g.window = windows.of(g.start, g.end);
-            }
-            gaps
+        let inputs = regap::Inputs {
+            trace: Arc::clone(&self.trace),
+            devices: Arc::clone(&self.devices),
+            options: self.analysis.options.clone(),
+            host: Arc::clone(&self.analysis.host),
+            lookups: Arc::clone(&self.analysis.lookups),
+            windows: self.analysis.windows,
+            finder: Arc::clone(&self.gap_finder),
         };
+        let known = Arc::clone(&self.known);
+        let (cur_by_len, stash_by_len) = (self.gap_index.by_dur.clone(), self.stash_by_len.clone());
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
-            let _ = tx.send(find());
+            let t = std::time::Instant::now();
+            let plan = regap::plan(&inputs, &known.0, known.1, known.2);
+            let (by_len, stash_by_len) = regap::by_length(&plan, &cur_by_len, &stash_by_len);
+            let index = GapIndex::with_length_order(&plan.spans, by_len);
+            let _ = tx.send((plan, index, stash_by_len, t.elapsed().as_secs_f64() * 1e3));
         });
         if spawned.is_ok() {
             self.job = Some(GapJob { min_gap_ns, rx });
         }
     }
 
-    /// True while gaps are being recomputed.
+    /// True while a search is still looking for matches.
+    pub fn searching(&self) -> bool {
+        self.search.running()
+    }
+
+    /// True while gaps are being recomputed or a search runs.
     pub fn busy(&self) -> bool {
-        self.job.is_some()
+        self.job.is_some() || self.searching()
     }
 
     /// Take finished background results; returns true when the screen changed.
     pub fn poll_jobs(&mut self) -> bool {
+        let searched = self.poll_search();
+        searched | self.poll_gaps()
+    }
+
+    // Matches of a running search: the first ones select the next match, as a search
+    // that ran at once would.
+    fn poll_search(&mut self) -> bool {
+        let (first, before) = (self.search.total == 0, self.search.running());
+        if !self.search.poll() {
+            return false;
+        }
+        if first && self.search.total > 0 {
+            self.next_match(false);
+        }
+        if before && !self.search.running() {
+            let q = super::text::clean(&self.search.query).into_owned();
+            self.message = Some(if self.search.total == 0 {
+                format!("no event name contains \"{q}\"")
+            } else {
+                format!("\"{q}\": {} matches", super::text::count(self.search.total as u64))
+            });
+        }
+        true
+    }
+
+    fn poll_gaps(&mut self) -> bool {
         let Some(job) = &self.job else { return false };
         match job.rx.try_recv() {
-            Ok(gaps) => {
+            Ok((mut plan, index, stash_by_len, worker_ms)) => {
                 let current = job.min_gap_ns == self.threshold();
                 self.job = None;
                 if current {
-                    self.set_gaps(gaps);
+                    let selected = match self.selection {
+                        Some(Selection::Gap(i)) => self.analysis.gaps.get(i).map(|g| (g.device, g.start)),
+                        _ => None,
+                    };
+                    let t = std::time::Instant::now();
+                    let explained = plan.explained;
+                    self.known = Arc::new((std::mem::take(&mut plan.known), plan.current, plan.floor));
+                    let (current, stash) = (std::mem::take(&mut self.analysis.gaps), std::mem::take(&mut self.stash));
+                    let (gaps, rest) = regap::apply(plan, current, stash);
+                    self.stash = rest;
+                    self.stash_by_len = stash_by_len;
+                    debug_assert_eq!(index.by_dur, GapIndex::new(&gaps).by_dur, "length order of the new gaps");
+                    debug_assert_eq!(self.stash_by_len, GapIndex::new(&self.stash).by_dur, "length order of the stash");
+                    self.set_gaps(gaps, index, selected);
+                    self.regap_stats = (explained, worker_ms, t.elapsed().as_secs_f64() * 1e3);
                     self.message = Some(format!(
                         "gap threshold {}: {} gaps",
                         super::text::dur(self.threshold()),
@@ -421,15 +513,16 @@ impl App {
         }
     }
 
-    fn set_gaps(&mut self, gaps: Vec<Gap>) {
-        let selected = match self.selection {
-            Some(Selection::Gap(i)) => self.analysis.gaps.get(i).map(|g| (g.device, g.start)),
-            _ => None,
-        };
+    // `selected`: (device, start) of the gap selected before; the new gap holding that
+    // instant stays selected.
+    fn set_gaps(&mut self, gaps: Vec<Gap>, index: GapIndex, selected: Option<(u32, Ns)>) {
         self.analysis.gaps = gaps;
-        self.gap_index = GapIndex::new(&self.analysis.gaps);
+        self.gap_index = index;
         if let Some((d, s)) = selected {
-            let keep = self.analysis.gaps.iter().position(|g| g.device == d && g.start <= s && s < g.end);
+            // Gaps of one GPU are disjoint: only its last one starting at or before `s` can hold it.
+            let gaps = &self.analysis.gaps;
+            let p = gaps.partition_point(|g| g.start <= s);
+            let keep = (0..p).rev().find(|&i| gaps[i].device == d).filter(|&i| s < gaps[i].end);
             self.select(keep.map(Selection::Gap));
         }
         if let Some(mut p) = self.panel.take() {

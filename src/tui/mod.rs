@@ -9,6 +9,7 @@
 mod actions;
 mod app;
 pub mod compact;
+mod corr;
 mod index;
 mod input;
 mod layout;
@@ -17,6 +18,8 @@ mod pair;
 mod panels;
 mod render;
 mod rows;
+#[cfg(test)]
+mod scale_tests;
 mod terminal;
 pub mod text;
 pub mod theme;
@@ -38,6 +41,7 @@ use ratatui::layout::Rect;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 
 pub use app::App;
+pub(crate) use app::Selection;
 pub use input::Action;
 pub use pair::{Align, Pair, draw_pair};
 pub use render::draw;

@@ -106,8 +106,8 @@ fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: u
         Row::Lane(l) => draw_lane(buf, ctx, l, y),
         Row::Group(g) => match app.lanes.groups[g].kind {
             GroupKind::Gpu(d) => {
-                if let Some(dev) = app.devices.iter().find(|x| x.device == d) {
-                    draw_gpu(buf, ctx, dev, y);
+                if let Some(i) = app.devices.iter().position(|x| x.device == d) {
+                    draw_gpu(buf, ctx, i, y);
                 }
             }
             GroupKind::Thread { .. } | GroupKind::Others => draw_thread(buf, ctx, g, y),
@@ -178,8 +178,10 @@ fn draw_lane(buf: &mut Buffer, ctx: &mut Ctx, lane: u32, y: u16) {
     }
 }
 
-fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
+fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
     let app = ctx.app;
+    let dev: &DeviceActivity = &app.devices[i];
+    let (busy_dir, kern_dir) = &app.gpu_dirs[i];
     let theme = app.theme;
     let gaps = &app.analysis.gaps;
     let sel_gap = match app.selection {
@@ -193,8 +195,8 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, dev: &DeviceActivity, y: u16) {
         let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
         let gap = app.gap_index.overlapping(gaps, dev.device, a, b);
         gap_of.push(gap);
-        let busy = dev.busy.busy_in(a, b);
-        let kern = dev.kernels.busy_in(a, b);
+        let busy = busy_dir.busy_in(&dev.busy, a, b);
+        let kern = kern_dir.busy_in(&dev.kernels, a, b);
         let frac = busy as f32 / (b - a).max(1) as f32;
         let waiting = waits.map_or(0, |u| u.busy_in(a, b));
         let (ch, style) = if let Some(g) = gap {

@@ -1,0 +1,172 @@
+//! Frames and keys at scale (issue 13, the viewer's half), on real fixtures:
+//! - the render index's time directory gives the same cells as plain binary searches;
+//! - the correlation index gives the same answers as the linear scans and as SQL joins
+//!   on correlationId;
+//! - gaps after threshold changes (`>`, `<`: only new or changed gaps explained) equal
+//!   a full recomputation at that threshold.
+//!
+//! No wall-clock figure is asserted here: `lanescope bench` measures them. These tests
+//! reach the view index and the regap planner, so they sit in the crate, not in `tests/it`.
+
+use std::path::{Path, PathBuf};
+
+use crate::analysis::{self, Options};
+use crate::model::{EventRef, LaneKind, Ns, Trace};
+use crate::tui::App;
+use crate::tui::corr::CorrIndex;
+use crate::tui::index::{CellInfo, Index};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn load(name: &str) -> Trace {
+    crate::reader::load(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"))
+}
+
+const TRACES: [&str; 5] =
+    ["pageable.sqlite", "queued.sqlite", "multigpu.sqlite", "contention.sqlite", "launchbound.sqlite"];
+
+#[test]
+fn directory_cells_equal_binary_search_cells_on_real_traces() {
+    for name in TRACES {
+        let t = load(name);
+        let mut index = Index::build(&t);
+        let (start, dur) = (t.meta.start_ns, t.duration().max(1));
+        // Views: whole trace, zooms down to a few ns per cell, at spread offsets; odd widths.
+        let mut views: Vec<(Ns, Ns, usize)> = Vec::new();
+        for (zoom, width) in [(1, 200), (3, 157), (10, 200), (100, 80), (10_000, 200), (1_000_000, 31)] {
+            let span = (dur / zoom).max(1);
+            for k in 0..7 {
+                views.push((start - span / 3 + (dur - span).max(0) * k / 6, span, width));
+            }
+        }
+        for per_bucket in [0, 1, 3, 32] {
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            for (li, lane) in t.lanes.iter().enumerate() {
+                let ix = &mut index.lanes[li];
+                if per_bucket > 0 {
+                    ix.rebuild_dir(&lane.ev, per_bucket);
+                }
+                let matches: Vec<u32> = (0..lane.ev.len() as u32).filter(|i| i % 3 == 1).collect();
+                for &(t0, span, w) in &views {
+                    for m in [None, Some(matches.as_slice())] {
+                        ix.raster(&lane.ev, t0, span, w, m, &mut fast);
+                        ix.raster_searching(&lane.ev, t0, span, w, m, &mut slow);
+                        assert_eq!(fast, slow, "{name} lane {li} view {t0} +{span} x{w} per bucket {per_bucket}");
+                        assert_eq!(fast.len(), w);
+                        assert!(fast.iter().all(|c| c.dom == CellInfo::NONE || (c.dom as usize) < lane.ev.len()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn correlation_index_equals_the_linear_scans() {
+    for name in TRACES {
+        let t = load(name);
+        let ix = CorrIndex::build(&t);
+        let mut checked = 0;
+        for lane in t.lanes.iter().filter(|l| l.kind.is_gpu() || matches!(l.kind, LaneKind::CudaApi { .. })) {
+            for i in 0..lane.ev.len() {
+                let c = lane.ev.corr(i);
+                for pid in [lane.pid, lane.pid + 1] {
+                    assert_eq!(ix.gpu_op_for(&t, pid, c), t.gpu_op_for(pid, c), "{name} pid {pid} corr {c}");
+                    assert_eq!(ix.api_call_for(&t, pid, c), t.api_call_for(pid, c), "{name} pid {pid} corr {c}");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 0, "{name} has CUDA calls");
+    }
+}
+
+#[test]
+fn correlation_index_follows_sql_correlation_joins() {
+    for name in ["pageable.sqlite", "multigpu.sqlite", "queued.sqlite"] {
+        let f = fixture(name);
+        let t = load(name);
+        let ix = CorrIndex::build(&t);
+        let c = rusqlite::Connection::open_with_flags(&f, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let mut stmt = c
+            .prepare(
+                "SELECT k.correlationId, k.end - k.start, r.end - r.start FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+                 AND r.globalTid / 16777216 % 16777216 = k.globalPid / 16777216 % 16777216",
+            )
+            .unwrap();
+        let rows: Vec<(i64, i64, i64)> =
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+        assert!(!rows.is_empty(), "{name}: kernels with launches");
+        let pids: Vec<u32> = {
+            let mut v: Vec<u32> = t.lanes.iter().filter(|l| l.kind.is_gpu()).map(|l| l.pid).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let dur = |r: EventRef| t.lanes[r.lane as usize].ev.dur(r.idx as usize);
+        for (corr, kdur, rdur) in rows {
+            let corr = corr as u32;
+            let pid = pids.iter().copied().find(|&p| ix.gpu_op_for(&t, p, corr).is_some());
+            let pid = pid.unwrap_or_else(|| panic!("{name}: no GPU op for correlation {corr}"));
+            let op = ix.gpu_op_for(&t, pid, corr).unwrap();
+            assert!(matches!(t.lanes[op.lane as usize].kind, LaneKind::Kernels { .. }), "{name} {corr}");
+            assert_eq!(dur(op), kdur, "{name}: kernel of correlation {corr}");
+            let call = ix.api_call_for(&t, pid, corr).unwrap_or_else(|| panic!("{name}: no call for {corr}"));
+            assert_eq!(dur(call), rdur, "{name}: launch of correlation {corr}");
+            assert_eq!(t.lanes[call.lane as usize].ev.corr(call.idx as usize), corr);
+        }
+    }
+}
+
+fn key(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+// Gaps at `min` from scratch, as the report and the first load compute them.
+fn full(app: &App, min: Ns) -> Vec<analysis::Gap> {
+    let a = app.analysis();
+    let opts = Options { min_gap_ns: min, ..a.options.clone() };
+    let mut gaps = analysis::find_gaps_with(app.trace(), app.devices(), &opts, &a.host);
+    for g in &mut gaps {
+        g.window = a.windows.of(g.start, g.end);
+    }
+    gaps
+}
+
+#[test]
+fn gaps_after_threshold_changes_equal_a_full_recomputation() {
+    for name in TRACES {
+        let t = load(name);
+        let a = analysis::analyze(&t, &Options::default());
+        let mut app = App::new(t, a, (160, 48));
+        assert_eq!(app.analysis().gaps, full(&app, app.analysis().options.min_gap_ns), "{name}: at load");
+        // Up and down, back over thresholds seen before, and below them all.
+        for (step, c) in "><<<>>>><<<<<<>".chars().enumerate() {
+            app.handle_key(key(c));
+            app.finish_jobs();
+            let min = app.analysis().options.min_gap_ns;
+            let want = full(&app, min);
+            assert_eq!(app.analysis().gaps.len(), want.len(), "{name}: step {step} ({c}) at {min} ns");
+            assert_eq!(app.analysis().gaps, want, "{name}: step {step} ({c}) at {min} ns");
+        }
+    }
+}
+
+#[test]
+fn gap_finder_finds_the_gaps_of_the_busy_union() {
+    for name in TRACES {
+        let t = load(name);
+        let a = analysis::analyze(&t, &Options::default());
+        let finder = analysis::regap::GapFinder::build(&a.devices);
+        for d in &a.devices {
+            for min in [1, 500, 1_000, 4_000, 50_000, 1_000_000, 100_000_000, Ns::MAX] {
+                let want: Vec<(Ns, Ns)> = d.busy.gaps(min).collect();
+                assert_eq!(finder.gaps(d, min), want, "{name} GPU {} min {min}", d.device);
+            }
+        }
+    }
+}
