@@ -103,6 +103,9 @@ pub struct App {
     pub(crate) drag: Option<Drag>,
     // The screen areas given by the two-run view (`tui::pair`); None: the whole screen.
     pub(crate) slot: Option<Areas>,
+    // Where displayed times count from: the trace's first event, or in the two-run view
+    // the instant both runs are aligned at (a step start), so their times compare.
+    pub(crate) time_base: Ns,
     // Flags and feedback.
     pub(crate) job: Option<GapJob>,
     pub(crate) message: Option<String>,
@@ -167,6 +170,7 @@ impl App {
             details: None,
             drag: None,
             slot: None,
+            time_base: trace.meta.start_ns,
             gap_index,
             message: None,
             quit: false,
@@ -350,10 +354,10 @@ impl App {
         self.panel.as_ref().map_or(PanelShape::None, Panel::shape)
     }
 
-    /// Time `t` relative to the first event of the trace (what every screen shows,
-    /// like `lanescope report`).
+    /// Time `t` as every screen shows it: since the first event of the trace, like
+    /// `lanescope report`, or in the two-run view since the aligned step's start.
     pub(crate) fn rel(&self, t: Ns) -> Ns {
-        t.saturating_sub(self.trace.meta.start_ns)
+        t.saturating_sub(self.time_base)
     }
 
     // ----- selection -----

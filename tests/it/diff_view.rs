@@ -412,3 +412,49 @@ fn a_missing_file_is_one_line_naming_it() {
     assert_eq!(lines.len(), 1, "{text}");
     assert!(lines[0].starts_with("lanescope: tests/fixtures/no-such-run.sqlite"), "{text}");
 }
+
+/// The seconds the status line shows after `cursor `.
+fn shown_cursor_secs(p: &Pair) -> f64 {
+    let screen = lines(p);
+    let line = screen.iter().rev().find(|l| l.contains("cursor ")).expect("a status line with the cursor");
+    let rest = &line[line.find("cursor ").expect("cursor") + 7..];
+    rest.split_whitespace().next().and_then(|v| v.parse().ok()).expect("cursor seconds")
+}
+
+#[test]
+fn times_count_from_the_aligned_step_and_from_the_first_event_after_v() {
+    let mut p = pair(120, 40);
+    for _ in 0..7 {
+        key(&mut p, 'L');
+    }
+    // Aligned at the second step: the ruler says so and the cursor reads as time since
+    // that step's start (SQL), for the focused run and, after `b`, for the other one.
+    assert!(lines(&p)[1].contains("s since step"), "{}", lines(&p)[1]);
+    for (run, rel) in [(0, BEFORE), (1, AFTER)] {
+        if run == 1 {
+            key(&mut p, 'b');
+        }
+        let step = sql_steps(rel).swap_remove(1).0;
+        let want = (p.run(run).cursor() - step) as f64 / 1e9;
+        assert!(want > 0.0, "{rel}: the cursor moved past the step start");
+        let shown = shown_cursor_secs(&p);
+        assert!((shown - want).abs() < 1e-4, "{rel}: shown {shown} s, SQL says {want} s since the step");
+    }
+    // Each run from its own start: times since the run's first event again.
+    key(&mut p, 'v');
+    assert!(lines(&p)[1].contains("time (s)"), "{}", lines(&p)[1]);
+    let first: i64 = db(AFTER)
+        .query_row(
+            "SELECT min(s) FROM (SELECT min(start) s FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL \
+             SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION ALL SELECT min(start) FROM NVTX_EVENTS \
+             UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT min(start) FROM OSRT_API)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("first event");
+    let want = (p.run(1).cursor() - first) as f64 / 1e9;
+    let shown = shown_cursor_secs(&p);
+    // The whole view (30 s over about 100 columns) shows the cursor to about a cell, 0.3 s;
+    // counted from the step instead, it would be 7 s off.
+    assert!((shown - want).abs() <= 0.5, "shown {shown} s, SQL says {want} s since the first event");
+}

@@ -356,6 +356,9 @@ impl Pair {
         };
         let steps = align::common_steps(spans);
         self.origins = origins;
+        for (r, &o) in self.runs.iter_mut().zip(&origins) {
+            r.time_base = o;
+        }
         if let Align::Step(k) = self.align {
             self.step_names = [0, 1].map(|i| {
                 let r = &self.runs[i];

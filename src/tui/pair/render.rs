@@ -80,7 +80,12 @@ fn title(frame: &mut Frame, pair: &Pair, i: usize, area: Rect) {
     };
     let place = match step {
         Some(&(s, e)) => {
-            format!("{} at {}, {} long", pair.step_names[i], text::time(run.rel(s), 1_000_000), text::dur(e - s))
+            format!(
+                "{} at {}, {} long",
+                pair.step_names[i],
+                text::time(s - run.trace.meta.start_ns, 1_000_000),
+                text::dur(e - s)
+            )
         }
         None => format!("from its start · trace {}", text::dur(run.trace.meta.end_ns - origin)),
     };

@@ -59,13 +59,17 @@ pub fn render(frame: &mut Frame, app: &App, a: &Areas) {
     let x0 = a.timeline_x();
     let w = usize::from(a.timeline_w());
     let buf = frame.buffer_mut();
-    let label = if a.label_w >= 16 { " time (s)" } else { " s" };
+    let label = match (a.label_w >= 16, app.time_base != app.trace.meta.start_ns) {
+        (true, false) => " time (s)",
+        (true, true) => " s since step",
+        (false, _) => " s",
+    };
     buf.set_stringn(a.ruler.x, y, label, usize::from(a.label_w), theme.dim());
     buf.set_stringn(x0 - 1, y, "│", 1, theme.border());
     let vp = &app.viewport;
     let v = vp.view();
-    // Ticks at round times since the first event.
-    let base = app.trace.meta.start_ns;
+    // Ticks at round times since the time base (the first event, or the aligned step).
+    let base = app.time_base;
     let (step, dec) = ticks(app.rel(v.t0), v.span, w);
     let cur = vp.cursor_col();
     // In i128: relative times can exceed i64 on a trace spanning its whole range.
