@@ -168,13 +168,19 @@ impl App {
         self.panel = if same { None } else { Some(new) };
     }
 
+    // Esc steps back one layer and never quits: reopening a large trace takes seconds, and
+    // the findings box at the bottom reads like a dialog that Esc would close.
     fn back(&mut self) {
         if self.help.is_some() {
             self.help = None;
         } else if self.panel.is_some() {
             self.panel = None;
+        } else if self.selection.is_some() {
+            self.select(None);
+        } else if self.viewport.mark.is_some() {
+            self.viewport.mark = None;
         } else {
-            self.quit = true;
+            self.message = Some("q quits".to_string());
         }
     }
 

@@ -349,7 +349,13 @@ pub const GLOBAL: &[Section] = &[
         title: "General",
         bindings: &[
             h("?", &[C('?'), K(KeyCode::F(1))], Action::Help, "this help", ("?", "help", 0, 23, Always)),
-            h("Esc", &[K(KeyCode::Esc)], Action::Back, "close the panel, or quit", ("Esc", "close", 1, 3, List)),
+            h(
+                "Esc",
+                &[K(KeyCode::Esc)],
+                Action::Back,
+                "close the panel, else clear the selection or mark",
+                ("Esc", "close", 1, 3, List),
+            ),
             h("q Ctrl-C", &[C('q'), Ctrl('c')], Action::Quit, "quit", ("q", "quit", 1, 24, Always)),
             b("Ctrl-Z", &[Ctrl('z')], Action::Suspend, "suspend to the shell (fg resumes)"),
         ],

@@ -528,3 +528,25 @@ fn several_ranks_fold_their_threads_and_r_moves_between_their_gpus() {
         assert!(status(&app).contains(want), "{want}: {}", status(&app));
     }
 }
+
+#[test]
+fn esc_steps_back_one_layer_and_never_quits() {
+    let mut app = app(120, 40);
+    let esc = |app: &mut App| app.handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    // A gap selected (`]`), a mark set (`m`), the gap list open (`g`), then help (`?`).
+    keys(&mut app, "]mg?");
+    assert!(app.help_open() && app.selected_gap().is_some() && app.mark().is_some());
+    esc(&mut app);
+    assert!(!app.help_open(), "help first");
+    esc(&mut app);
+    assert!(app.selected_gap().is_some(), "the panel closes before the selection clears");
+    esc(&mut app);
+    assert!(app.selected_gap().is_none() && app.mark().is_some(), "then the selection");
+    esc(&mut app);
+    assert!(app.mark().is_none(), "then the mark");
+    esc(&mut app);
+    assert!(!app.should_quit(), "Esc never quits");
+    assert_eq!(app.message(), Some("q quits"));
+    keys(&mut app, "q");
+    assert!(app.should_quit());
+}
