@@ -113,6 +113,56 @@ impl Index {
         }
     }
 
+    // First row of lane `li` with correlation id `corr`, by a plain binary search (for
+    // one-off lookups, such as the viewer's, that have no time order to gallop along).
+    fn first_row(&self, trace: &Trace, li: usize, corr: u32) -> Option<usize> {
+        let pairs = &self.unsorted[li];
+        if pairs.is_empty() {
+            let col = &trace.lanes[li].ev.corr;
+            let i = col.partition_point(|&c| c < corr);
+            (col.get(i) == Some(&corr)).then_some(i)
+        } else {
+            let i = pairs.partition_point(|&(c, _)| c < corr);
+            pairs.get(i).filter(|&&(c, _)| c == corr).map(|&(_, r)| r as usize)
+        }
+    }
+
+    /// The GPU operation launched by API call `corr` of `pid`: the same answer as
+    /// [`Trace::gpu_op_for`], without its scan.
+    pub fn gpu_op_at(&self, trace: &Trace, pid: u32, corr: u32) -> Option<EventRef> {
+        if corr == 0 {
+            return None;
+        }
+        Self::of_pid(&self.gpu, pid)
+            .find_map(|li| self.first_row(trace, li, corr).map(|j| EventRef { lane: li as u32, idx: j as u32 }))
+    }
+
+    /// The CUDA API call with correlation id `corr` in `pid`: the same answer as
+    /// [`Trace::api_call_for`], without its scan.
+    pub fn api_call_at(&self, trace: &Trace, pid: u32, corr: u32) -> Option<EventRef> {
+        if corr == 0 {
+            return None;
+        }
+        // `api` puts the busiest lane first; the answer is the first lane in lane order.
+        let lo = self.api.partition_point(|&(p, _, _)| p < pid);
+        self.api[lo..]
+            .iter()
+            .take_while(|&&(p, _, _)| p == pid)
+            .filter_map(|&(_, _, li)| {
+                self.first_row(trace, li, corr).map(|j| EventRef { lane: li as u32, idx: j as u32 })
+            })
+            .min_by_key(|r| r.lane)
+    }
+
+    /// Heap bytes used.
+    pub fn heap_bytes(&self) -> usize {
+        self.api.capacity() * std::mem::size_of::<(u32, u32, usize)>()
+            + (self.copies.capacity() + self.gpu.capacity()) * std::mem::size_of::<(u32, usize)>()
+            + self.unsorted.capacity() * std::mem::size_of::<Vec<(u32, u32)>>()
+            + self.unsorted.iter().map(|v| v.capacity() * 8).sum::<usize>()
+            + self.pid_devices.capacity() * 8
+    }
+
     // Lanes of `pid` in a (pid, lane) list.
     fn of_pid(list: &[(u32, usize)], pid: u32) -> impl Iterator<Item = usize> + '_ {
         let lo = list.partition_point(|&(p, _)| p < pid);
@@ -164,5 +214,46 @@ impl Index {
     pub fn devices_of(&self, pid: u32) -> impl Iterator<Item = u32> + '_ {
         let lo = self.pid_devices.partition_point(|&(p, _)| p < pid);
         self.pid_devices[lo..].iter().take_while(move |&&(p, _)| p == pid).map(|&(_, d)| d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Events, Lane, Strings};
+    use proptest::prelude::*;
+
+    fn lane(kind: LaneKind, pid: u32, corrs: &[u32]) -> Lane {
+        let mut ev = Events::default();
+        for (i, &c) in corrs.iter().enumerate() {
+            ev.push(i as i64 * 10, i as i64 * 10 + 5, 0, Some(c), None, None);
+        }
+        Lane::new(kind, pid, ev)
+    }
+
+    proptest! {
+        #[test]
+        fn one_off_lookups_equal_the_linear_scans(
+            lanes in prop::collection::vec((0u8..3, 1u32..3, prop::collection::vec(0u32..40, 0..30), any::<bool>()), 0..8),
+            probes in prop::collection::vec((1u32..3, 0u32..42), 1..30),
+        ) {
+            let mut t = Trace { strings: Strings::new(), ..Trace::default() };
+            for (k, pid, mut corrs, sorted) in lanes {
+                if sorted {
+                    corrs.sort_unstable();
+                }
+                let kind = match k {
+                    0 => LaneKind::Kernels { device: 0, stream: 7 },
+                    1 => LaneKind::CudaApi { tid: 3 },
+                    _ => LaneKind::Nvtx { tid: 3, depth: 0 },
+                };
+                t.lanes.push(lane(kind, pid, &corrs));
+            }
+            let ix = Index::build(&t);
+            for (pid, corr) in probes {
+                prop_assert_eq!(ix.gpu_op_at(&t, pid, corr), t.gpu_op_for(pid, corr));
+                prop_assert_eq!(ix.api_call_at(&t, pid, corr), t.api_call_for(pid, corr));
+            }
+        }
     }
 }

@@ -289,9 +289,9 @@ impl App {
         let lane = &self.trace.lanes[r.lane as usize];
         let corr = lane.ev.corr(r.idx as usize);
         let target = if lane.kind.is_gpu() {
-            self.corr.api_call_for(&self.trace, lane.pid, corr)
+            self.analysis.lookups.api_call_at(&self.trace, lane.pid, corr)
         } else if matches!(lane.kind, LaneKind::CudaApi { .. }) {
-            self.corr.gpu_op_for(&self.trace, lane.pid, corr)
+            self.analysis.lookups.gpu_op_at(&self.trace, lane.pid, corr)
         } else {
             self.message = Some("c works on GPU operations and CUDA calls".to_string());
             return;

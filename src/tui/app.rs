@@ -17,7 +17,6 @@ type KnownGaps = Arc<(Vec<Known>, usize, Ns)>;
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
-use super::corr::CorrIndex;
 use super::index::{CellInfo, GapIndex, Index, UnionDir};
 use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
@@ -83,8 +82,6 @@ pub struct App {
     pub(crate) stash_by_len: Vec<u32>,
     // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
     pub(crate) regap_stats: (usize, f64, f64),
-    // Correlation id to event (the `c` jump, the details panel).
-    pub(crate) corr: CorrIndex,
     // Context switches by CPU, and the per-process CPU rows.
     pub(crate) host: Arc<HostIndex>,
     pub(crate) cpu_rows: Vec<CpuRow>,
@@ -140,7 +137,6 @@ impl App {
     pub fn new(trace: Trace, mut analysis: Analysis, size: (u16, u16)) -> Self {
         let devices = Arc::new(std::mem::take(&mut analysis.devices));
         let index = Index::build(&trace);
-        let corr = CorrIndex::build(&trace);
         let gap_finder = Arc::new(GapFinder::build(&devices));
         let known =
             Arc::new((Known::of_current(&analysis.gaps, &devices), analysis.gaps.len(), analysis.options.min_gap_ns));
@@ -180,7 +176,6 @@ impl App {
             analysis,
             job: None,
             index,
-            corr,
             gap_finder,
             gpu_dirs,
             stash: Vec::new(),
@@ -297,10 +292,10 @@ impl App {
         self.help.is_some()
     }
 
-    /// Heap bytes of the render index and the correlation lookups.
+    /// Heap bytes of the render index and the viewer's gap and busy-time lookups (the
+    /// correlation lookups are the analysis's, [`Analysis::lookups`]).
     pub fn index_bytes(&self) -> usize {
         self.index.heap_bytes()
-            + self.corr.heap_bytes()
             + self.gap_finder.heap_bytes()
             + self.gpu_dirs.iter().map(|(a, b)| a.heap_bytes() + b.heap_bytes()).sum::<usize>()
     }
@@ -365,8 +360,8 @@ impl App {
     pub(crate) fn select(&mut self, sel: Option<Selection>) {
         self.selection = sel;
         self.details = match sel {
-            Some(Selection::Event(r)) => Some(details::event(&self.trace, &self.corr, r)),
-            Some(Selection::Gap(i)) => Some(details::gap(&self.trace, &self.corr, &self.analysis, i)),
+            Some(Selection::Event(r)) => Some(details::event(&self.trace, &self.analysis.lookups, r)),
+            Some(Selection::Gap(i)) => Some(details::gap(&self.trace, &self.analysis, i)),
             None => None,
         };
     }

@@ -9,7 +9,6 @@
 mod actions;
 mod app;
 pub mod compact;
-mod corr;
 mod index;
 mod input;
 mod layout;

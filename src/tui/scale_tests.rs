@@ -10,10 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::analysis::index::Index as Lookups;
 use crate::analysis::{self, Options};
 use crate::model::{EventRef, LaneKind, Ns, Trace};
 use crate::tui::App;
-use crate::tui::corr::CorrIndex;
 use crate::tui::index::{CellInfo, Index};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -68,14 +68,14 @@ fn directory_cells_equal_binary_search_cells_on_real_traces() {
 fn correlation_index_equals_the_linear_scans() {
     for name in TRACES {
         let t = load(name);
-        let ix = CorrIndex::build(&t);
+        let ix = Lookups::build(&t);
         let mut checked = 0;
         for lane in t.lanes.iter().filter(|l| l.kind.is_gpu() || matches!(l.kind, LaneKind::CudaApi { .. })) {
             for i in 0..lane.ev.len() {
                 let c = lane.ev.corr(i);
                 for pid in [lane.pid, lane.pid + 1] {
-                    assert_eq!(ix.gpu_op_for(&t, pid, c), t.gpu_op_for(pid, c), "{name} pid {pid} corr {c}");
-                    assert_eq!(ix.api_call_for(&t, pid, c), t.api_call_for(pid, c), "{name} pid {pid} corr {c}");
+                    assert_eq!(ix.gpu_op_at(&t, pid, c), t.gpu_op_for(pid, c), "{name} pid {pid} corr {c}");
+                    assert_eq!(ix.api_call_at(&t, pid, c), t.api_call_for(pid, c), "{name} pid {pid} corr {c}");
                 }
                 checked += 1;
             }
@@ -89,7 +89,7 @@ fn correlation_index_follows_sql_correlation_joins() {
     for name in ["pageable.sqlite", "multigpu.sqlite", "queued.sqlite"] {
         let f = fixture(name);
         let t = load(name);
-        let ix = CorrIndex::build(&t);
+        let ix = Lookups::build(&t);
         let c = rusqlite::Connection::open_with_flags(&f, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         let mut stmt = c
             .prepare(
@@ -110,12 +110,12 @@ fn correlation_index_follows_sql_correlation_joins() {
         let dur = |r: EventRef| t.lanes[r.lane as usize].ev.dur(r.idx as usize);
         for (corr, kdur, rdur) in rows {
             let corr = corr as u32;
-            let pid = pids.iter().copied().find(|&p| ix.gpu_op_for(&t, p, corr).is_some());
+            let pid = pids.iter().copied().find(|&p| ix.gpu_op_at(&t, p, corr).is_some());
             let pid = pid.unwrap_or_else(|| panic!("{name}: no GPU op for correlation {corr}"));
-            let op = ix.gpu_op_for(&t, pid, corr).unwrap();
+            let op = ix.gpu_op_at(&t, pid, corr).unwrap();
             assert!(matches!(t.lanes[op.lane as usize].kind, LaneKind::Kernels { .. }), "{name} {corr}");
             assert_eq!(dur(op), kdur, "{name}: kernel of correlation {corr}");
-            let call = ix.api_call_for(&t, pid, corr).unwrap_or_else(|| panic!("{name}: no call for {corr}"));
+            let call = ix.api_call_at(&t, pid, corr).unwrap_or_else(|| panic!("{name}: no call for {corr}"));
             assert_eq!(dur(call), rdur, "{name}: launch of correlation {corr}");
             assert_eq!(t.lanes[call.lane as usize].ev.corr(call.idx as usize), corr);
         }

@@ -10,8 +10,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use crate::analysis::index::Index;
 use crate::tui::app::App;
-use crate::tui::corr::CorrIndex;
 use crate::tui::render::panel_block;
 use crate::tui::text::{self, clean};
 
@@ -62,7 +62,7 @@ pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
 }
 
 /// Details of one event.
-pub fn event(trace: &Trace, links: &CorrIndex, r: EventRef) -> Details {
+pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
     let lane = &trace.lanes[r.lane as usize];
     let ev = &lane.ev;
     let i = r.idx as usize;
@@ -120,10 +120,10 @@ pub fn event(trace: &Trace, links: &CorrIndex, r: EventRef) -> Details {
     d
 }
 
-fn describe_links(trace: &Trace, links: &CorrIndex, kind: LaneKind, pid: u32, corr: u32, start: Ns, d: &mut Details) {
+fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: u32, start: Ns, d: &mut Details) {
     let mut nvtx_at = None;
     if kind.is_gpu() {
-        if let Some(api) = links.api_call_for(trace, pid, corr) {
+        if let Some(api) = links.api_call_at(trace, pid, corr) {
             let al = &trace.lanes[api.lane as usize];
             let j = api.idx as usize;
             let tid = al.kind.tid().unwrap_or(0);
@@ -136,7 +136,7 @@ fn describe_links(trace: &Trace, links: &CorrIndex, kind: LaneKind, pid: u32, co
         }
     } else if let Some(tid) = kind.tid() {
         if matches!(kind, LaneKind::CudaApi { .. })
-            && let Some(op) = links.gpu_op_for(trace, pid, corr)
+            && let Some(op) = links.gpu_op_at(trace, pid, corr)
         {
             let ol = &trace.lanes[op.lane as usize];
             let j = op.idx as usize;
@@ -154,7 +154,7 @@ fn describe_links(trace: &Trace, links: &CorrIndex, kind: LaneKind, pid: u32, co
 }
 
 /// Details of a gap.
-pub fn gap(trace: &Trace, links: &CorrIndex, analysis: &Analysis, gi: usize) -> Details {
+pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
     let g: &Gap = &analysis.gaps[gi];
     let mut d = Details {
         title: format!("idle gap {}/{} on {}", gi + 1, analysis.gaps.len(), clean(&trace.gpu_label(g.device))),
@@ -195,7 +195,7 @@ pub fn gap(trace: &Trace, links: &CorrIndex, analysis: &Analysis, gi: usize) -> 
     });
     if let Some((l, i)) = after.into_iter().next() {
         d.add("next op", format!("{} ({})", clean(trace.strings.get(l.ev.name[i])), l.title()));
-        if let Some(api) = links.api_call_for(trace, l.pid, l.ev.corr(i)) {
+        if let Some(api) = analysis.lookups.api_call_at(trace, l.pid, l.ev.corr(i)) {
             let al = &trace.lanes[api.lane as usize];
             let j = api.idx as usize;
             d.add(
