@@ -615,7 +615,7 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
 
     // `c` from a CUDA call to its GPU operation, then back.
     let (mut to_gpu, mut to_api) = (None, None);
-    if let Some(r) = launching_call(app.trace()) {
+    if let Some(r) = launching_call(app.trace(), &app.analysis().lookups) {
         app.select(Some(Selection::Event(r)));
         show(term, app)?;
         to_gpu = Some(press(term, app, 'c')?);
@@ -684,9 +684,12 @@ fn press(term: &mut Term, app: &mut App, c: char) -> Result<f64> {
     Ok(ms(t))
 }
 
-// A CUDA call that launched GPU work, in the middle of the largest API lane (found by a
-// scan, outside the timing).
-fn launching_call(trace: &crate::model::Trace) -> Option<crate::model::EventRef> {
+// A CUDA call that launched GPU work, in the middle of the largest API lane (found
+// outside the timing).
+fn launching_call(
+    trace: &crate::model::Trace,
+    lookups: &crate::analysis::index::Index,
+) -> Option<crate::model::EventRef> {
     use crate::model::{EventRef, LaneKind};
     let (li, l) = trace
         .lanes
@@ -695,10 +698,9 @@ fn launching_call(trace: &crate::model::Trace) -> Option<crate::model::EventRef>
         .filter(|(_, l)| matches!(l.kind, LaneKind::CudaApi { .. }))
         .max_by_key(|(_, l)| l.ev.len())?;
     let n = l.ev.len();
-    (n / 2..n)
-        .chain(0..n / 2)
-        .take(10_000)
-        .find_map(|i| trace.gpu_op_for(l.pid, l.ev.corr(i)).map(|_| EventRef { lane: li as u32, idx: i as u32 }))
+    (n / 2..n).chain(0..n / 2).take(10_000).find_map(|i| {
+        lookups.gpu_op_at(trace, l.pid, l.ev.corr(i)).map(|_| EventRef { lane: li as u32, idx: i as u32 })
+    })
 }
 
 struct Threshold {
