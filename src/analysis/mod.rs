@@ -118,7 +118,7 @@ use crate::model::{MemClass, MemKind};
 
 /// Why the GPU was idle during a gap, from what the CPU threads of its process did
 /// (the rule is in [`gaps`] and docs/causes.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Cause {
     /// The deciding thread was blocked in a synchronize call or a synchronous copy.
     SyncWait,
@@ -141,6 +141,7 @@ pub enum Cause {
     /// Profiler overhead (buffer flushes) stalled the launching thread.
     Profiler,
     /// Nothing in the trace explains it.
+    #[default]
     Unknown,
 }
 
@@ -238,7 +239,7 @@ impl Windows {
 }
 
 /// One idle stretch of one GPU.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gap {
     /// GPU device id.
     pub device: u32,

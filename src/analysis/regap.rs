@@ -389,22 +389,6 @@ pub fn by_length(plan: &Plan, current_by_len: &[u32], stash_by_len: &[u32]) -> (
     (new, stash)
 }
 
-// A gap that owns nothing, for slots about to be overwritten.
-fn placeholder() -> Gap {
-    Gap {
-        device: 0,
-        pid: 0,
-        tid: None,
-        start: 0,
-        end: 0,
-        cause: Cause::Unknown,
-        evidence: String::new(),
-        phase: None,
-        window: super::Window::default(),
-        host: None,
-    }
-}
-
 /// Carry out `plan` over the current gaps and the stash it was made for: the new gaps
 /// and the new stash. Every gap is moved once or twice, never cloned.
 pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<Gap>) {
@@ -458,7 +442,8 @@ pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<G
             })
             .collect();
         let mut i = gaps.len();
-        gaps.resize_with(gaps.len() + joining.len(), placeholder);
+        // Default gaps own nothing: slots about to be overwritten.
+        gaps.resize_with(gaps.len() + joining.len(), Gap::default);
         let mut joining = joining.into_iter().rev();
         for (w, from) in plan.new_order.iter().enumerate().rev() {
             if *from == From::Current {
