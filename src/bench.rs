@@ -625,9 +625,9 @@ fn keys(app: &mut App, size: (u16, u16)) -> Result<Keys> {
     app.select(None);
 
     // `>` then `<`: the key's frame, then until the recomputed gaps are drawn.
-    let gap_count_before = app.analysis.gaps.len();
+    let gap_count_before = app.gaps.len();
     let up = threshold(term, app, '>')?;
-    let gap_count_after_up = app.analysis.gaps.len();
+    let gap_count_after_up = app.gaps.len();
     let down = threshold(term, app, '<')?;
 
     // `/`: the name of an event in the middle of the largest lane, typed, then Enter.

@@ -6,22 +6,21 @@
 //!   of at least a threshold are found by skipping the blocks whose longest gap is
 //!   shorter, in O(blocks + gaps found). About 0.25 bytes per busy interval (with the
 //!   gap before each block's first interval, so a block is decoded alone).
-//! - [`plan`] decides, for every gap at the new threshold, whether a gap explained
-//!   before ([`Known`]: the current gaps and those dropped by earlier threshold
-//!   changes) can be kept as it is, or must be explained. A gap's cause, evidence and
-//!   host window depend only on its device, start and end, except the evidence of a
-//!   queued gap, which also quotes the busy stretch before it (from the end of the
-//!   previous gap): such a gap is kept only when that stretch did not change.
-//!   The known gaps hold every gap of at least the lowest threshold computed so far
-//!   (the floor): a threshold at or above it takes its gaps from them (a merge of two
-//!   sorted runs); only a lower one reads the busy unions through the [`GapFinder`].
+//! - [`Pool`] keeps every gap explained so far: every gap of at least the lowest
+//!   threshold asked for (the floor), sorted by (start, device), with a length order.
+//!   The gaps at a threshold are ids into it ([`Shown`]), never copies or moves. A
+//!   gap's cause, evidence and host window depend only on its device, start and end,
+//!   except the evidence of a queued gap, which also quotes the busy stretch before it
+//!   (from the end of the previous gap): such a gap is explained again when that
+//!   stretch changed. A threshold at or above the floor is one pass over the pool's
+//!   [`Known`] list (40 bytes a gap); only a lower one reads the busy unions through
+//!   the [`GapFinder`], explains the new gaps and merges them into the pool.
+//!   The pass runs on a worker thread ([`Job`]); [`Pool::apply`] takes its result in.
 //!
 //! The result equals [`super::find_gaps_with`] at the new threshold, with windows set
 //! (tests compare the two), at the cost of the gaps that are new or changed.
 
 use std::sync::Arc;
-
-use itertools::Either;
 
 use super::gaps::Explainer;
 use super::host::HostIndex;
@@ -63,10 +62,17 @@ impl GapFinder {
     }
 
     /// Gaps of `d` lasting at least `min`, in time order: what `d.busy.gaps(min)` gives.
+    #[cfg(test)]
     pub fn gaps(&self, d: &DeviceActivity, min: Ns) -> Vec<(Ns, Ns)> {
+        self.gaps_up_to(d, min, usize::MAX).unwrap_or_default()
+    }
+
+    /// The same, or None as soon as there are more than `limit`.
+    pub fn gaps_up_to(&self, d: &DeviceActivity, min: Ns, limit: usize) -> Option<Vec<(Ns, Ns)>> {
         let min = min.max(1);
         let Some((_, longest, first)) = self.blocks.iter().find(|(dev, _, _)| *dev == d.device) else {
-            return d.busy.gaps(min).collect();
+            let all: Vec<(Ns, Ns)> = d.busy.gaps(min).take(limit.saturating_add(1)).collect();
+            return (all.len() <= limit).then_some(all);
         };
         let starts = d.busy.block_starts();
         let mut out = Vec::new();
@@ -87,8 +93,11 @@ impl GapFinder {
                 out.push((p, starts[k]));
             }
             d.busy.gaps_in_block(k, min, &mut out);
+            if out.len() > limit {
+                return None;
+            }
         }
-        out
+        Some(out)
     }
 
     /// Heap bytes used.
@@ -97,92 +106,253 @@ impl GapFinder {
     }
 }
 
-/// A gap explained before, by where it is.
+/// A gap of the pool: where it is, where it is stored and what its explanation
+/// depended on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Known {
     /// GPU.
     pub device: u32,
+    /// Where the pool stores its [`Gap`].
+    pub slot: u32,
     /// Gap start.
     pub start: Ns,
     /// Gap end.
     pub end: Ns,
+    /// Start of the busy stretch it was explained with.
+    pub stretch_start: Ns,
     /// Whether its cause is [`Cause::Queued`] (its evidence depends on the stretch).
     pub queued: bool,
-    /// Start of the busy stretch it was explained with, when known.
-    pub stretch_start: Option<Ns>,
 }
 
 impl Known {
-    /// Describe `gaps` (sorted by start, as the analysis keeps them) with the stretch
-    /// each was explained with: the end of the previous gap of its GPU, or the GPU's
-    /// first operation.
-    pub fn of_current(gaps: &[Gap], devices: &[DeviceActivity]) -> Vec<Known> {
-        let mut last: Vec<(u32, Ns)> = devices.iter().map(|d| (d.device, d.extent().map_or(0, |e| e.0))).collect();
+    /// Describe `gaps` (every gap of at least one threshold, sorted by (start,
+    /// device) as the analysis keeps them, stored in that order) with the stretch each
+    /// was explained with: the end of the previous gap of its GPU, or the GPU's first
+    /// operation.
+    pub fn of_gaps(gaps: &[Gap], devices: &[DeviceActivity]) -> Vec<Known> {
+        let mut last = Stretches::new(devices);
         gaps.iter()
-            .map(|g| {
-                let slot = last.iter_mut().find(|(d, _)| *d == g.device);
-                let stretch = slot.map(|(_, e)| std::mem::replace(e, g.end));
-                Known {
-                    device: g.device,
-                    start: g.start,
-                    end: g.end,
-                    queued: g.cause == Cause::Queued,
-                    stretch_start: stretch,
-                }
+            .enumerate()
+            .map(|(slot, g)| Known {
+                device: g.device,
+                slot: slot as u32,
+                start: g.start,
+                end: g.end,
+                stretch_start: last.next(g.device, g.end),
+                queued: g.cause == Cause::Queued,
             })
             .collect()
     }
+
+    fn len(&self) -> Ns {
+        self.end - self.start
+    }
+
+    fn key(&self) -> (Ns, u32) {
+        (self.start, self.device)
+    }
 }
 
-/// The stream a gap comes from when [`apply`] builds the new lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum From {
-    /// The current gaps.
-    Current,
-    /// The stash (gaps explained before, not at the current threshold).
-    Stash,
-    /// Explained by this plan.
-    Fresh,
+// Per GPU, where the busy stretch before its next gap starts: the end of its previous
+// gap, or its first operation.
+struct Stretches(Vec<(u32, Ns)>);
+
+impl Stretches {
+    fn new(devices: &[DeviceActivity]) -> Self {
+        Self(devices.iter().map(|d| (d.device, d.extent().map_or(0, |e| e.0))).collect())
+    }
+
+    // The stretch before a gap of `device` ending at `end`, which starts the next one.
+    fn next(&mut self, device: u32, end: Ns) -> Ns {
+        match self.0.iter_mut().find(|(d, _)| *d == device) {
+            Some((_, e)) => std::mem::replace(e, end),
+            None => 0,
+        }
+    }
 }
 
-/// Where a current or stashed gap goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dest {
-    /// Into the new gaps.
-    Keep,
-    /// Into the new stash.
-    Stash,
-    /// Away: a fresh gap replaces it.
-    Drop,
+/// The gaps at one threshold, as positions in the [`Pool`]'s [`Known`] list.
+#[derive(Debug, Clone, Default)]
+pub struct Shown {
+    /// The threshold.
+    pub min: Ns,
+    // Positions in the known list, ascending (so by (start, device)).
+    ids: Vec<u32>,
+    // Per GPU: positions in `ids` of its gaps.
+    by_device: Vec<(u32, Vec<u32>)>,
 }
 
-/// The gaps at a new threshold, as moves over the current gaps and the stash (both
-/// sorted by (start, device), as the analysis keeps gaps) plus the gaps explained now.
+impl Shown {
+    fn new(min: Ns, ids: Vec<u32>, known: &[Known]) -> Self {
+        let mut by_device: Vec<(u32, Vec<u32>)> = Vec::new();
+        for (pos, &id) in ids.iter().enumerate() {
+            let d = known[id as usize].device;
+            match by_device.iter_mut().find(|(x, _)| *x == d) {
+                Some((_, v)) => v.push(pos as u32),
+                None => by_device.push((d, vec![pos as u32])),
+            }
+        }
+        Self { min, ids, by_device }
+    }
+}
+
+/// The viewer's gaps: every gap explained so far, which is every gap of at least the
+/// lowest threshold asked for (the floor), and the ones at the current threshold
+/// ([`Shown`]: positions, not copies). See the module text.
 #[derive(Debug, Default)]
-pub struct Plan {
-    /// Stream of each new gap, in order.
-    pub new_order: Vec<From>,
-    /// Stream of each gap of the new stash, in order.
-    pub stash_order: Vec<From>,
-    /// Per current gap, and per stashed gap: where it goes.
-    pub current_dest: Vec<Dest>,
-    /// Same for the stash.
-    pub stash_dest: Vec<Dest>,
-    /// Gaps explained now, in order.
-    pub fresh: Vec<Gap>,
-    /// (device, start, end) per new gap.
-    pub spans: Vec<(u32, Ns, Ns)>,
-    /// [`Known`] of the new gaps then of the new stash: the next plan's input.
-    pub known: Vec<Known>,
-    /// Number of new gaps (the first `current` of `known`).
-    pub current: usize,
-    /// `known` holds every gap of at least this.
-    pub floor: Ns,
-    /// How many gaps were explained.
-    pub explained: usize,
+pub struct Pool {
+    // The gaps, in chunks that are only added to (one per lowering of the floor, made
+    // by the worker thread): taking one in is a move of the chunk, not of its gaps.
+    chunks: Vec<Vec<Gap>>,
+    // Slot of each chunk's first gap.
+    chunk_start: Vec<u32>,
+    // Every gap, sorted by (start, device).
+    known: Arc<Vec<Known>>,
+    // Positions in `known`, longest first, then by start, then by position: the gaps
+    // of at least a threshold at or above the floor are a prefix.
+    by_len: Arc<Vec<u32>>,
+    // Place of each position of `known` in `by_len`.
+    rank: Vec<u32>,
+    floor: Ns,
+    shown: Shown,
 }
 
-/// What [`plan`] needs besides the known gaps.
+impl Pool {
+    /// The pool of `gaps`, every gap of at least `min` (sorted as the analysis keeps them).
+    pub fn new(gaps: Vec<Gap>, devices: &[DeviceActivity], min: Ns) -> Self {
+        let known = Known::of_gaps(&gaps, devices);
+        let mut by_len: Vec<u32> = (0..gaps.len() as u32).collect();
+        by_len.sort_unstable_by_key(|&id| length_key(&known, id));
+        let shown = Shown::new(min, (0..gaps.len() as u32).collect(), &known);
+        let rank = ranks(&by_len);
+        Self {
+            chunks: vec![gaps],
+            chunk_start: vec![0],
+            known: Arc::new(known),
+            by_len: Arc::new(by_len),
+            rank,
+            floor: min,
+            shown,
+        }
+    }
+
+    fn stored(&self, slot: u32) -> &Gap {
+        let c = self.chunk_start.partition_point(|&s| s <= slot) - 1;
+        &self.chunks[c][(slot - self.chunk_start[c]) as usize]
+    }
+
+    fn stored_mut(&mut self, slot: u32) -> &mut Gap {
+        let c = self.chunk_start.partition_point(|&s| s <= slot) - 1;
+        &mut self.chunks[c][(slot - self.chunk_start[c]) as usize]
+    }
+
+    fn slots(&self) -> usize {
+        self.chunks.iter().map(Vec::len).sum()
+    }
+
+    /// Number of gaps at the current threshold.
+    pub fn len(&self) -> usize {
+        self.shown.ids.len()
+    }
+
+    /// True when no gap reaches the current threshold.
+    pub fn is_empty(&self) -> bool {
+        self.shown.ids.is_empty()
+    }
+
+    /// Gap `i` at the current threshold (in start order).
+    pub fn get(&self, i: usize) -> Option<&Gap> {
+        self.shown.ids.get(i).map(|&id| self.stored(self.known[id as usize].slot))
+    }
+
+    /// The gaps at the current threshold, in start order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Gap> + DoubleEndedIterator + '_ {
+        self.shown.ids.iter().map(|&id| self.stored(self.known[id as usize].slot))
+    }
+
+    /// Index of the first gap at the current threshold (in start order) for which
+    /// `pred(start, end)` is false, all before it true: [`slice::partition_point`].
+    pub fn partition_point(&self, pred: impl Fn(Ns, Ns) -> bool) -> usize {
+        self.shown.ids.partition_point(|&id| {
+            let k = &self.known[id as usize];
+            pred(k.start, k.end)
+        })
+    }
+
+    /// Gap `row` of the current gaps in length order (longest first): its index.
+    pub fn by_length(&self, row: usize) -> Option<usize> {
+        let id = *self.by_len.get(row).filter(|_| row < self.len())?;
+        self.shown.ids.binary_search(&id).ok()
+    }
+
+    /// Row of gap `i` in length order.
+    pub fn length_row(&self, i: usize) -> Option<usize> {
+        self.shown.ids.get(i).map(|&id| self.rank[id as usize] as usize)
+    }
+
+    /// The gap of `device` that overlaps `[a, b)`, if any (the first one): O(log n).
+    pub fn overlapping(&self, device: u32, a: Ns, b: Ns) -> Option<u32> {
+        let (_, pos) = self.shown.by_device.iter().find(|(d, _)| *d == device)?;
+        let at = |p: u32| &self.known[self.shown.ids[p as usize] as usize];
+        let p = pos.partition_point(|&p| at(p).end <= a);
+        pos.get(p).copied().filter(|&p| at(p).start < b)
+    }
+
+    /// The threshold of the gaps shown.
+    pub fn threshold(&self) -> Ns {
+        self.shown.min
+    }
+
+    /// What a worker thread needs to compute [`Change`] for the threshold of `inputs`.
+    pub fn job(&self, inputs: Inputs) -> Job {
+        Job {
+            inputs,
+            known: Arc::clone(&self.known),
+            by_len: Arc::clone(&self.by_len),
+            floor: self.floor,
+            slots: self.slots(),
+        }
+    }
+
+    /// Take in a change computed from this pool's [`Pool::job`]: no gap is moved
+    /// or copied, only the changed ones replaced.
+    pub fn apply(&mut self, change: Change) {
+        debug_assert_eq!(change.slots, self.slots(), "a change applies to the pool it was made from");
+        for (slot, g) in change.replaced {
+            *self.stored_mut(slot) = g;
+        }
+        if !change.known_updates.is_empty() {
+            let known = Arc::make_mut(&mut self.known);
+            for (id, k) in change.known_updates {
+                known[id as usize] = k;
+            }
+        }
+        if let Some(added) = change.added {
+            self.chunk_start.push(self.slots() as u32);
+            self.chunks.push(added.gaps);
+            self.known = Arc::new(added.known);
+            self.by_len = Arc::new(added.by_len);
+            self.rank = added.rank;
+            self.floor = change.shown.min;
+        }
+        self.shown = change.shown;
+    }
+}
+
+fn length_key(known: &[Known], id: u32) -> (std::cmp::Reverse<Ns>, Ns, u32) {
+    let k = &known[id as usize];
+    (std::cmp::Reverse(k.len()), k.start, id)
+}
+
+fn ranks(by_len: &[u32]) -> Vec<u32> {
+    let mut rank = vec![0u32; by_len.len()];
+    for (r, &id) in by_len.iter().enumerate() {
+        rank[id as usize] = r as u32;
+    }
+    rank
+}
+
+/// What a threshold change needs besides the pool's [`Known`] list.
 #[derive(Debug, Clone)]
 pub struct Inputs {
     /// The trace.
@@ -199,12 +369,195 @@ pub struct Inputs {
     pub windows: Windows,
     /// Longest gaps per block.
     pub finder: Arc<GapFinder>,
+    /// The most gaps to explain ([`MAX_GAPS`]).
+    pub max_gaps: usize,
+}
+
+/// The most gaps the pool explains (about 300 bytes each with their text, so about
+/// 1.2 GB): a lower threshold that would give more is refused ([`TooMany`]). The gaps
+/// of a 100M-event training run at 50 µs are 2.4M; at 25 µs, 11.7M.
+pub const MAX_GAPS: usize = 4_000_000;
+
+/// A threshold refused: it gives more than `limit` gaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooMany {
+    /// The threshold asked for.
+    pub min: Ns,
+    /// The most gaps explained ([`MAX_GAPS`]).
+    pub limit: usize,
+}
+
+/// A threshold change to compute off the screen's thread ([`Job::run`]).
+#[derive(Debug)]
+pub struct Job {
+    inputs: Inputs,
+    known: Arc<Vec<Known>>,
+    by_len: Arc<Vec<u32>>,
+    floor: Ns,
+    slots: usize,
+}
+
+/// The pool at a new threshold, as [`Pool::apply`] takes it in.
+#[derive(Debug)]
+pub struct Change {
+    shown: Shown,
+    // Gaps explained again (queued gaps whose stretch changed), by slot.
+    replaced: Vec<(u32, Gap)>,
+    // At or above the floor: their known entries, by position.
+    known_updates: Vec<(u32, Known)>,
+    // Below the floor: the new gaps and the pool's new lists.
+    added: Option<Added>,
+    slots: usize,
+    /// How many gaps were explained.
+    pub explained: usize,
+}
+
+#[derive(Debug)]
+struct Added {
+    // New gaps, stored in this order from the pool's next free slot.
+    gaps: Vec<Gap>,
+    known: Vec<Known>,
+    by_len: Vec<u32>,
+    rank: Vec<u32>,
+}
+
+impl Job {
+    /// Compute the change. Its memory is the new positions (4 bytes per gap shown)
+    /// and the gaps explained; the pool's lists are shared, and released when this
+    /// returns. A threshold below the floor with more than `max_gaps` gaps is refused.
+    pub fn run(self) -> Result<Change, TooMany> {
+        let min = self.inputs.options.min_gap_ns.max(1);
+        if min >= self.floor { Ok(self.select(min)) } else { self.extend(min) }
+    }
+
+    // At or above the floor: the pool's gaps of at least `min`.
+    fn select(self, min: Ns) -> Change {
+        let inp = &self.inputs;
+        let mut stretch = Stretches::new(&inp.devices);
+        let mut ids = Vec::new();
+        let mut redo: Vec<(u32, Known)> = Vec::new();
+        for (id, k) in self.known.iter().enumerate().filter(|(_, k)| k.len() >= min) {
+            let s = stretch.next(k.device, k.end);
+            if k.queued && k.stretch_start != s {
+                redo.push((id as u32, Known { stretch_start: s, ..*k }));
+            }
+            ids.push(id as u32);
+        }
+        let explained = redo.len();
+        let (ids_redone, todo): (Vec<u32>, Vec<Known>) = redo.into_iter().unzip();
+        let (mut replaced, mut known_updates) = (Vec::new(), Vec::new());
+        for (id, (g, k)) in ids_redone.into_iter().zip(explain(inp, todo)) {
+            replaced.push((k.slot, g));
+            known_updates.push((id, k));
+        }
+        let shown = Shown::new(min, ids, &self.known);
+        Change { shown, replaced, known_updates, added: None, slots: self.slots, explained }
+    }
+
+    // Below the floor: every gap of at least `min` from the busy unions; those already
+    // in the pool are kept (a queued one explained again if its stretch changed), the
+    // others explained and stored in a new chunk.
+    fn extend(self, min: Ns) -> Result<Change, TooMany> {
+        let inp = &self.inputs;
+        let windows = windows(inp, min, inp.max_gaps)?;
+        let old = &self.known;
+        // Each window as its known entry, the pool's when it has the gap (its stretch
+        // updated), and whether it must be explained.
+        let mut j = 0;
+        let mut next_slot = self.slots as u32;
+        let mut known: Vec<Known> = Vec::with_capacity(windows.len());
+        // New position of each old one; u32::MAX where a window was not found (never: the
+        // gaps of the floor are among those of any lower threshold).
+        let mut old_pos = vec![u32::MAX; old.len()];
+        let mut todo: Vec<(usize, Known)> = Vec::new();
+        for &(start, device, end, s) in &windows {
+            while j < old.len() && old[j].key() < (start, device) {
+                j += 1;
+            }
+            let hit = j < old.len() && old[j].key() == (start, device) && old[j].end == end;
+            let k = if hit {
+                old_pos[j] = known.len() as u32;
+                Known { stretch_start: s, ..old[j] }
+            } else {
+                next_slot += 1;
+                Known { device, slot: next_slot - 1, start, end, stretch_start: s, queued: false }
+            };
+            if !hit || (k.queued && old[j].stretch_start != s) {
+                todo.push((known.len(), k));
+            }
+            known.push(k);
+        }
+        let explained = todo.len();
+        let (at, todo): (Vec<usize>, Vec<Known>) = todo.into_iter().unzip();
+        let (mut replaced, mut added) = (Vec::new(), Vec::new());
+        let mut fresh_ids = Vec::new();
+        for (n, (g, k)) in at.into_iter().zip(explain(inp, todo)) {
+            known[n] = k;
+            if (k.slot as usize) < self.slots {
+                replaced.push((k.slot, g));
+            } else {
+                added.push(g);
+                fresh_ids.push(n as u32);
+            }
+        }
+        // Length order: the old one renumbered (still ordered, as positions keep their
+        // order), and the new gaps sorted, merged.
+        let old_order = self.by_len.iter().map(|&id| old_pos[id as usize]).filter(|&p| p != u32::MAX);
+        fresh_ids.sort_unstable_by_key(|&id| length_key(&known, id));
+        let by_len: Vec<u32> =
+            itertools::merge_join_by(old_order, fresh_ids, |a, b| length_key(&known, *a) <= length_key(&known, *b))
+                .map(itertools::Either::into_inner)
+                .collect();
+        let rank = ranks(&by_len);
+        let shown = Shown::new(min, (0..known.len() as u32).collect(), &known);
+        let added = Some(Added { gaps: added, known, by_len, rank });
+        Ok(Change { shown, replaced, known_updates: Vec::new(), added, slots: self.slots, explained })
+    }
+}
+
+// Explain the gaps of `todo` (each with the stretch before it), in (start, device)
+// order, rule 6 included: each gap with its known entry updated.
+fn explain(inp: &Inputs, todo: Vec<Known>) -> Vec<(Gap, Known)> {
+    if todo.is_empty() {
+        return Vec::new();
+    }
+    let trace = &*inp.trace;
+    // Made once: it costs a pass over the overlapping CPU lanes.
+    let mut ex = Explainer::new(trace, &inp.lookups, &inp.devices, &inp.options);
+    let mut fallback: Vec<(u32, u32)> = Vec::new();
+    let mut gaps: Vec<Gap> = todo
+        .iter()
+        .map(|k| {
+            let pid = if let Some(&(_, pid)) = fallback.iter().find(|(d, _)| *d == k.device) {
+                pid
+            } else {
+                let pid = ex.fallback_pid(k.device);
+                fallback.push((k.device, pid));
+                pid
+            };
+            let mut g = ex.explain_window(k.device, pid, (k.start, k.end), k.stretch_start);
+            g.window = inp.windows.of(g.start, g.end);
+            g
+        })
+        .collect();
+    host_cause::refine(trace, &inp.host, &mut gaps);
+    todo.into_iter()
+        .zip(gaps)
+        .map(|(k, g)| {
+            let queued = g.cause == Cause::Queued;
+            (g, Known { queued, ..k })
+        })
+        .collect()
 }
 
 // The gap windows of every GPU at `min`, merged in (start, device) order, each with
-// the start of the busy stretch before it.
-fn windows(inp: &Inputs, min: Ns) -> Vec<(Ns, u32, Ns, Ns)> {
-    let per: Vec<Vec<(Ns, Ns)>> = inp.devices.iter().map(|d| inp.finder.gaps(d, min)).collect();
+// the start of the busy stretch before it; Err(more than) when over `limit`.
+fn windows(inp: &Inputs, min: Ns, limit: usize) -> Result<Vec<(Ns, u32, Ns, Ns)>, TooMany> {
+    let mut per: Vec<Vec<(Ns, Ns)>> = Vec::with_capacity(inp.devices.len());
+    for d in inp.devices.iter() {
+        let left = limit - per.iter().map(Vec::len).sum::<usize>();
+        per.push(inp.finder.gaps_up_to(d, min, left).ok_or(TooMany { min, limit })?);
+    }
     let mut cursor = vec![0usize; per.len()];
     let mut stretch: Vec<Ns> = inp.devices.iter().map(|d| d.extent().map_or(0, |e| e.0)).collect();
     let mut out = Vec::with_capacity(per.iter().map(Vec::len).sum());
@@ -212,271 +565,12 @@ fn windows(inp: &Inputs, min: Ns) -> Vec<(Ns, u32, Ns, Ns)> {
         let next = (0..per.len())
             .filter(|&k| cursor[k] < per[k].len())
             .min_by_key(|&k| (per[k][cursor[k]].0, inp.devices[k].device));
-        let Some(k) = next else { return out };
+        let Some(k) = next else { return Ok(out) };
         let (start, end) = per[k][cursor[k]];
         out.push((start, inp.devices[k].device, end, stretch[k]));
         stretch[k] = end;
         cursor[k] += 1;
     }
-}
-
-// The same from the known gaps, when they hold every gap of at least `min`: a merge of
-// the two sorted runs, nothing decoded.
-fn windows_from_known(inp: &Inputs, cur: &[Known], st: &[Known], min: Ns) -> Vec<(Ns, u32, Ns, Ns)> {
-    let mut stretch: Vec<(u32, Ns)> = inp.devices.iter().map(|d| (d.device, d.extent().map_or(0, |e| e.0))).collect();
-    let key = |k: &Known| (k.start, k.device);
-    let (mut a, mut b) = (cur.iter().peekable(), st.iter().peekable());
-    let mut out = Vec::new();
-    loop {
-        let k = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) if key(x) <= key(y) => a.next(),
-            (Some(_) | None, Some(_)) => b.next(),
-            (Some(_), None) => a.next(),
-            (None, None) => return out,
-        };
-        let Some(k) = k.filter(|k| k.end - k.start >= min.max(1)) else { continue };
-        let s = match stretch.iter_mut().find(|(d, _)| *d == k.device) {
-            Some((_, e)) => std::mem::replace(e, k.end),
-            None => 0,
-        };
-        out.push((k.start, k.device, k.end, s));
-    }
-}
-
-/// Plan the gaps at `inp.options.min_gap_ns`. `known` describes the current gaps (its
-/// first `current` entries) then the stash, each run sorted by (start, device), and
-/// holds every gap of at least `floor`: a threshold at or above it is planned from
-/// them alone, a lower one from the busy unions ([`GapFinder`]).
-pub fn plan(inp: &Inputs, known: &[Known], current: usize, floor: Ns) -> Plan {
-    let trace = &*inp.trace;
-    let (cur, st) = known.split_at(current.min(known.len()));
-    let key = |k: &Known| (k.start, k.device);
-    let min = inp.options.min_gap_ns;
-    let (windows, floor) =
-        if min >= floor { (windows_from_known(inp, cur, st, min), floor) } else { (windows(inp, min), min) };
-    let mut p = Plan {
-        current_dest: vec![Dest::Stash; cur.len()],
-        stash_dest: vec![Dest::Stash; st.len()],
-        floor,
-        ..Plan::default()
-    };
-    // Made on the first gap to explain: it costs a pass over the overlapping CPU lanes.
-    let mut explainer: Option<Explainer> = None;
-    let mut fallback: Vec<(u32, u32)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    for (start, device, end, stretch) in windows {
-        while i < cur.len() && key(&cur[i]) < (start, device) {
-            i += 1;
-        }
-        while j < st.len() && key(&st[j]) < (start, device) {
-            j += 1;
-        }
-        // A gap's start fixes its end (the next busy interval); `end` is checked anyway.
-        let hit = if i < cur.len() && key(&cur[i]) == (start, device) && cur[i].end == end {
-            Some((From::Current, i, cur[i]))
-        } else if j < st.len() && key(&st[j]) == (start, device) && st[j].end == end {
-            Some((From::Stash, j, st[j]))
-        } else {
-            None
-        };
-        let reusable = hit.filter(|(_, _, k)| !k.queued || k.stretch_start == Some(stretch));
-        if let Some((from, at, k)) = reusable {
-            match from {
-                From::Current => p.current_dest[at] = Dest::Keep,
-                _ => p.stash_dest[at] = Dest::Keep,
-            }
-            p.new_order.push(from);
-            p.known.push(k);
-        } else {
-            if let Some((from, at, _)) = hit {
-                match from {
-                    From::Current => p.current_dest[at] = Dest::Drop,
-                    _ => p.stash_dest[at] = Dest::Drop,
-                }
-            }
-            let ex = explainer.get_or_insert_with(|| Explainer::new(trace, &inp.lookups, &inp.devices, &inp.options));
-            let pid = if let Some(&(_, pid)) = fallback.iter().find(|(d, _)| *d == device) {
-                pid
-            } else {
-                let pid = ex.fallback_pid(device);
-                fallback.push((device, pid));
-                pid
-            };
-            let mut g = ex.explain_window(device, pid, (start, end), stretch);
-            g.window = inp.windows.of(g.start, g.end);
-            p.new_order.push(From::Fresh);
-            p.fresh.push(g);
-            // `queued` is set after rule 6 below.
-            p.known.push(Known { device, start, end, queued: false, stretch_start: Some(stretch) });
-        }
-        p.spans.push((device, start, end));
-    }
-    p.explained = p.fresh.len();
-    host_cause::refine(trace, &inp.host, &mut p.fresh);
-    let mut fresh = p.fresh.iter();
-    for (k, from) in p.known.iter_mut().zip(&p.new_order) {
-        if *from == From::Fresh
-            && let Some(g) = fresh.next()
-        {
-            k.queued = g.cause == Cause::Queued;
-        }
-    }
-    p.current = p.known.len();
-    // The new stash: what was neither kept nor dropped, merged in (start, device) order.
-    let left_cur = cur.iter().zip(&p.current_dest).filter(|(_, d)| **d == Dest::Stash).map(|(k, _)| *k);
-    let left_st = st.iter().zip(&p.stash_dest).filter(|(_, d)| **d == Dest::Stash).map(|(k, _)| *k);
-    let (mut a, mut b) = (left_cur.peekable(), left_st.peekable());
-    loop {
-        let from = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) if key(x) <= key(y) => From::Current,
-            (Some(_) | None, Some(_)) => From::Stash,
-            (Some(_), None) => From::Current,
-            (None, None) => break,
-        };
-        let k = if from == From::Current { a.next() } else { b.next() };
-        p.known.extend(k);
-        p.stash_order.push(from);
-    }
-    p
-}
-
-/// The new gaps and the new stash in length order (longest first, then by start, then
-/// by position), from the same orders of the current gaps and the stash, without
-/// sorting again: kept gaps keep their relative order, so this is a merge of the
-/// filtered old orders (and of the fresh gaps, sorted).
-pub fn by_length(plan: &Plan, current_by_len: &[u32], stash_by_len: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    const NONE: u32 = u32::MAX;
-    fn at(dest: &[Dest], want: Dest) -> impl Iterator<Item = usize> + '_ {
-        dest.iter().enumerate().filter(move |&(_, d)| *d == want).map(|(i, _)| i)
-    }
-    // Position of each current and stashed gap in the new gaps, and in the new stash.
-    let (mut cur_new, mut st_new) = (vec![NONE; plan.current_dest.len()], vec![NONE; plan.stash_dest.len()]);
-    let (mut cur_st, mut st_st) = (vec![NONE; plan.current_dest.len()], vec![NONE; plan.stash_dest.len()]);
-    let (mut ck, mut sk) = (at(&plan.current_dest, Dest::Keep), at(&plan.stash_dest, Dest::Keep));
-    let mut fresh = Vec::new();
-    for (id, from) in plan.new_order.iter().enumerate() {
-        let id = id as u32;
-        match from {
-            From::Current => ck.next().into_iter().for_each(|i| cur_new[i] = id),
-            From::Stash => sk.next().into_iter().for_each(|i| st_new[i] = id),
-            From::Fresh => fresh.push(id),
-        }
-    }
-    let (mut cs, mut ss) = (at(&plan.current_dest, Dest::Stash), at(&plan.stash_dest, Dest::Stash));
-    for (id, from) in plan.stash_order.iter().enumerate() {
-        let id = id as u32;
-        match from {
-            From::Current => cs.next().into_iter().for_each(|i| cur_st[i] = id),
-            _ => ss.next().into_iter().for_each(|i| st_st[i] = id),
-        }
-    }
-    let key = |base: usize| {
-        move |id: &u32| {
-            let k = &plan.known[base + *id as usize];
-            (std::cmp::Reverse(k.end - k.start), k.start, *id)
-        }
-    };
-    let (knew, kst) = (key(0), key(plan.current));
-    fresh.sort_unstable_by_key(&knew);
-    let remap = |order: &[u32], to: &[u32]| -> Vec<u32> {
-        order.iter().map(|&i| to.get(i as usize).copied().unwrap_or(NONE)).filter(|&x| x != NONE).collect()
-    };
-    let (a, b) = (remap(current_by_len, &cur_new), remap(stash_by_len, &st_new));
-    let kept: Vec<u32> = itertools::merge_join_by(a, b, |x, y| knew(x) <= knew(y)).map(Either::into_inner).collect();
-    let new = itertools::merge_join_by(kept, fresh, |x, y| knew(x) <= knew(y)).map(Either::into_inner).collect();
-    let (a, b) = (remap(current_by_len, &cur_st), remap(stash_by_len, &st_st));
-    let stash = itertools::merge_join_by(a, b, |x, y| kst(x) <= kst(y)).map(Either::into_inner).collect();
-    (new, stash)
-}
-
-/// Carry out `plan` over the current gaps and the stash it was made for: the new gaps
-/// and the new stash. Every gap is moved once or twice, never cloned.
-pub fn apply(plan: Plan, current: Vec<Gap>, stash: Vec<Gap>) -> (Vec<Gap>, Vec<Gap>) {
-    use std::collections::VecDeque;
-    // Next gap of a stream bound for the new list; those bound for the stash are set
-    // aside on the way, dropped ones dropped.
-    fn next_kept(it: &mut impl Iterator<Item = (Gap, Dest)>, aside: &mut VecDeque<Gap>) -> Option<Gap> {
-        for (g, d) in it.by_ref() {
-            match d {
-                Dest::Keep => return Some(g),
-                Dest::Stash => aside.push_back(g),
-                Dest::Drop => {}
-            }
-        }
-        None
-    }
-    // A higher threshold from the gaps at hand: the new gaps are some of the current
-    // ones, in place (no new buffer to fault in), the others go to the stash.
-    if plan.fresh.is_empty() && plan.new_order.iter().all(|&f| f == From::Current) {
-        let mut current = current;
-        let dest = plan.current_dest;
-        let mut i = 0;
-        let out: Vec<Gap> = current
-            .extract_if(.., |_| {
-                i += 1;
-                dest.get(i - 1) != Some(&Dest::Keep)
-            })
-            .collect();
-        let rest = if stash.is_empty() {
-            out
-        } else {
-            let (mut a, mut b) = (out.into_iter(), stash.into_iter());
-            plan.stash_order.iter().filter_map(|&f| if f == From::Current { a.next() } else { b.next() }).collect()
-        };
-        return (current, rest);
-    }
-    // A lower threshold back over gaps seen before: every current gap stays, some of the
-    // stash joins them. Merged from the back into the current buffer (grown in place),
-    // so only the added gaps touch new memory.
-    if plan.fresh.is_empty()
-        && plan.current_dest.iter().all(|&d| d == Dest::Keep)
-        && plan.stash_dest.iter().all(|&d| d != Dest::Drop)
-    {
-        let (mut gaps, mut stash) = (current, stash);
-        let dest = plan.stash_dest;
-        let mut j = 0;
-        let joining: Vec<Gap> = stash
-            .extract_if(.., |_| {
-                j += 1;
-                dest.get(j - 1) == Some(&Dest::Keep)
-            })
-            .collect();
-        let mut i = gaps.len();
-        // Default gaps own nothing: slots about to be overwritten.
-        gaps.resize_with(gaps.len() + joining.len(), Gap::default);
-        let mut joining = joining.into_iter().rev();
-        for (w, from) in plan.new_order.iter().enumerate().rev() {
-            if *from == From::Current {
-                // Slots above `i` hold placeholders or gaps already moved up.
-                i -= 1;
-                gaps.swap(i, w);
-            } else if let Some(g) = joining.next() {
-                gaps[w] = g;
-            }
-        }
-        return (gaps, stash);
-    }
-    let mut cur = current.into_iter().zip(plan.current_dest);
-    let mut st = stash.into_iter().zip(plan.stash_dest);
-    let mut fresh = plan.fresh.into_iter();
-    let (mut cur_aside, mut st_aside) = (VecDeque::new(), VecDeque::new());
-    let mut gaps = Vec::with_capacity(plan.new_order.len());
-    for from in plan.new_order {
-        let g = match from {
-            From::Current => next_kept(&mut cur, &mut cur_aside),
-            From::Stash => next_kept(&mut st, &mut st_aside),
-            From::Fresh => fresh.next(),
-        };
-        gaps.extend(g);
-    }
-    while next_kept(&mut cur, &mut cur_aside).is_some() {}
-    while next_kept(&mut st, &mut st_aside).is_some() {}
-    let mut rest = Vec::with_capacity(plan.stash_order.len());
-    for from in plan.stash_order {
-        let g = if from == From::Current { cur_aside.pop_front() } else { st_aside.pop_front() };
-        rest.extend(g);
-    }
-    (gaps, rest)
 }
 
 #[cfg(test)]

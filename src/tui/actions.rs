@@ -305,7 +305,7 @@ impl App {
 
     /// Select gap `i`, zoom to it and focus its GPU.
     pub(crate) fn show_gap(&mut self, i: usize) {
-        let Some(g) = self.analysis.gaps.get(i) else { return };
+        let Some(g) = self.gaps.get(i) else { return };
         let (start, end, device) = (g.start, g.end, g.device);
         self.select(Some(Selection::Gap(i)));
         self.viewport.zoom_to(start, end);
@@ -315,7 +315,7 @@ impl App {
     }
 
     fn step_gap(&mut self, back: bool) {
-        let gaps = &self.analysis.gaps;
+        let gaps = &self.gaps;
         let v = self.viewport.view();
         let (v0, v1) = (v.t0, v.end());
         // Step from the selected gap while it is on screen, else from the screen's edge:
@@ -327,8 +327,8 @@ impl App {
         let next = match selected {
             Some(i) if back => i.checked_sub(1),
             Some(i) => Some(i + 1).filter(|&j| j < gaps.len()),
-            None if back => gaps.partition_point(|g| g.start < v1).checked_sub(1),
-            None => Some(gaps.partition_point(|g| g.end <= v0)).filter(|&j| j < gaps.len()),
+            None if back => gaps.partition_point(|s, _| s < v1).checked_sub(1),
+            None => Some(gaps.partition_point(|_, e| e <= v0)).filter(|&j| j < gaps.len()),
         };
         match next {
             Some(i) => self.show_gap(i),

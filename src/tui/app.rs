@@ -9,15 +9,11 @@ use std::sync::{Arc, mpsc};
 use ratatui::layout::Rect;
 
 use crate::analysis::host::HostIndex;
-use crate::analysis::regap::{self, GapFinder, Known, Plan};
-
-// Known gaps (the current ones, then the stash), how many are current, and the
-// threshold above which they hold every gap.
-type KnownGaps = Arc<(Vec<Known>, usize, Ns)>;
+use crate::analysis::regap::{self, Change, GapFinder, Pool, TooMany};
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
-use super::index::{CellInfo, GapIndex, Index, UnionDir};
+use super::index::{CellInfo, Index, UnionDir};
 use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
 use super::panels::{Details, Help, Panel, Search, details};
@@ -30,17 +26,17 @@ use super::viewport::{View, Viewport};
 pub enum Selection {
     /// One event.
     Event(EventRef),
-    /// One gap (index into `Analysis::gaps`).
+    /// One gap (its index among the gaps at the current threshold, [`App::gaps`]).
     Gap(usize),
 }
 
-/// Gaps being recomputed on a worker thread for a new threshold: the plan (which
-/// gaps are kept, which were explained) and the index of the new gaps.
+/// Gaps being recomputed on a worker thread for a new threshold: the change to the
+/// gap pool, and the worker's milliseconds.
 #[derive(Debug)]
 pub struct GapJob {
     /// The threshold asked for.
     pub min_gap_ns: Ns,
-    rx: mpsc::Receiver<(Plan, GapIndex, Vec<u32>, f64)>,
+    rx: mpsc::Receiver<(Result<Change, TooMany>, f64)>,
 }
 
 /// Per process with a CPU row: its tree's usable CPUs and the tree's own switches.
@@ -68,18 +64,17 @@ pub struct App {
     pub(crate) trace: Arc<Trace>,
     // Moved out of `analysis` and shared with the thread that recomputes gaps.
     pub(crate) devices: Arc<Vec<DeviceActivity>>,
+    // Its gaps are moved into `gaps`.
     pub(crate) analysis: Analysis,
     pub(crate) index: Index,
-    pub(crate) gap_index: GapIndex,
-    // Longest gap per block of busy intervals (threshold changes), and the gaps
-    // explained before but not at the current threshold (reused by later changes).
+    // Every gap explained so far, and those at the current threshold.
+    pub(crate) gaps: Pool,
+    // Longest gap per block of busy intervals (thresholds below any asked before).
     pub(crate) gap_finder: Arc<GapFinder>,
+    // The most gaps a threshold may give ([`regap::MAX_GAPS`]; tests lower it).
+    pub(crate) max_gaps: usize,
     // Per GPU (in `devices` order): time directories over its busy and kernel unions.
     pub(crate) gpu_dirs: Vec<(UnionDir, UnionDir)>,
-    pub(crate) stash: Vec<Gap>,
-    pub(crate) known: KnownGaps,
-    // The stash in length order (as `GapIndex::by_dur` for the current gaps).
-    pub(crate) stash_by_len: Vec<u32>,
     // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
     pub(crate) regap_stats: (usize, f64, f64),
     // Context switches by CPU, and the per-process CPU rows.
@@ -138,8 +133,7 @@ impl App {
         let devices = Arc::new(std::mem::take(&mut analysis.devices));
         let index = Index::build(&trace);
         let gap_finder = Arc::new(GapFinder::build(&devices));
-        let known =
-            Arc::new((Known::of_current(&analysis.gaps, &devices), analysis.gaps.len(), analysis.options.min_gap_ns));
+        let gaps = Pool::new(std::mem::take(&mut analysis.gaps), &devices, analysis.options.min_gap_ns);
         let gpu_dirs = devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
         let mut groups = rows::groups(&trace);
         let host = Arc::clone(&analysis.host);
@@ -148,7 +142,6 @@ impl App {
         let title = std::path::Path::new(&trace.meta.path)
             .file_name()
             .map_or_else(|| trace.meta.path.clone(), |n| n.to_string_lossy().into_owned());
-        let gap_index = GapIndex::new(&analysis.gaps);
         let viewport = Viewport::new(trace.meta.start_ns, trace.meta.end_ns, 1);
         let mut app = Self {
             host,
@@ -167,7 +160,7 @@ impl App {
             drag: None,
             slot: None,
             time_base: trace.meta.start_ns,
-            gap_index,
+            gaps,
             message: None,
             quit: false,
             suspend: false,
@@ -177,10 +170,8 @@ impl App {
             job: None,
             index,
             gap_finder,
+            max_gaps: regap::MAX_GAPS,
             gpu_dirs,
-            stash: Vec::new(),
-            known,
-            stash_by_len: Vec::new(),
             regap_stats: (0, 0.0, 0.0),
         };
         app.relayout();
@@ -231,9 +222,15 @@ impl App {
         &self.trace
     }
 
-    /// The analysis being shown (its `devices` live in [`App::devices`]).
+    /// The analysis being shown (its `devices` live in [`App::devices`], its `gaps`
+    /// in [`App::gaps`]).
     pub fn analysis(&self) -> &Analysis {
         &self.analysis
+    }
+
+    /// The gaps at the current threshold, in start order.
+    pub fn gaps(&self) -> impl ExactSizeIterator<Item = &Gap> + '_ {
+        self.gaps.iter()
     }
 
     /// Busy unions per GPU.
@@ -244,7 +241,7 @@ impl App {
     /// The selected gap, if a gap is selected.
     pub fn selected_gap(&self) -> Option<&Gap> {
         match self.selection {
-            Some(Selection::Gap(i)) => self.analysis.gaps.get(i),
+            Some(Selection::Gap(i)) => self.gaps.get(i),
             _ => None,
         }
     }
@@ -361,7 +358,9 @@ impl App {
         self.selection = sel;
         self.details = match sel {
             Some(Selection::Event(r)) => Some(details::event(&self.trace, &self.analysis.lookups, r)),
-            Some(Selection::Gap(i)) => Some(details::gap(&self.trace, &self.analysis, i)),
+            Some(Selection::Gap(i)) => {
+                self.gaps.get(i).map(|g| details::gap(&self.trace, &self.analysis, g, (i, self.gaps.len())))
+            }
             None => None,
         };
     }
@@ -379,7 +378,7 @@ impl App {
     /// The gap of `device` in column `col`.
     pub(crate) fn gap_at(&self, device: u32, col: usize) -> Option<usize> {
         let (a, b) = self.viewport.bucket(col);
-        self.gap_index.overlapping(&self.analysis.gaps, device, a, b).map(|i| i as usize)
+        self.gaps.overlapping(device, a, b).map(|i| i as usize)
     }
 
     /// Start and end of the selection.
@@ -389,7 +388,7 @@ impl App {
                 let ev = &self.trace.lanes[r.lane as usize].ev;
                 Some((ev.start[r.idx as usize], ev.end(r.idx as usize)))
             }
-            Selection::Gap(i) => self.analysis.gaps.get(i).map(|g| (g.start, g.end)),
+            Selection::Gap(i) => self.gaps.get(i).map(|g| (g.start, g.end)),
         }
     }
 
@@ -408,16 +407,16 @@ impl App {
             lookups: Arc::clone(&self.analysis.lookups),
             windows: self.analysis.windows,
             finder: Arc::clone(&self.gap_finder),
+            max_gaps: self.max_gaps,
         };
-        let known = Arc::clone(&self.known);
-        let (cur_by_len, stash_by_len) = (self.gap_index.by_dur.clone(), self.stash_by_len.clone());
+        let job = self.gaps.job(inputs);
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new().name("gaps".into()).spawn(move || {
             let t = std::time::Instant::now();
-            let plan = regap::plan(&inputs, &known.0, known.1, known.2);
-            let (by_len, stash_by_len) = regap::by_length(&plan, &cur_by_len, &stash_by_len);
-            let index = GapIndex::with_length_order(&plan.spans, by_len);
-            let _ = tx.send((plan, index, stash_by_len, t.elapsed().as_secs_f64() * 1e3));
+            // `run` releases its share of the pool's lists before the result is sent, so
+            // taking it in changes them in place.
+            let change = job.run();
+            let _ = tx.send((change, t.elapsed().as_secs_f64() * 1e3));
         });
         if spawned.is_ok() {
             self.job = Some(GapJob { min_gap_ns, rx });
@@ -463,44 +462,54 @@ impl App {
 
     fn poll_gaps(&mut self) -> bool {
         let Some(job) = &self.job else { return false };
-        match job.rx.try_recv() {
-            Ok((mut plan, index, stash_by_len, worker_ms)) => {
-                let current = job.min_gap_ns == self.threshold();
-                self.job = None;
-                if current {
-                    let selected = match self.selection {
-                        Some(Selection::Gap(i)) => self.analysis.gaps.get(i).map(|g| (g.device, g.start)),
-                        _ => None,
-                    };
-                    let t = std::time::Instant::now();
-                    let explained = plan.explained;
-                    self.known = Arc::new((std::mem::take(&mut plan.known), plan.current, plan.floor));
-                    let (current, stash) = (std::mem::take(&mut self.analysis.gaps), std::mem::take(&mut self.stash));
-                    let (gaps, rest) = regap::apply(plan, current, stash);
-                    self.stash = rest;
-                    self.stash_by_len = stash_by_len;
-                    debug_assert_eq!(index.by_dur, GapIndex::new(&gaps).by_dur, "length order of the new gaps");
-                    debug_assert_eq!(self.stash_by_len, GapIndex::new(&self.stash).by_dur, "length order of the stash");
-                    self.set_gaps(gaps, index, selected);
-                    self.regap_stats = (explained, worker_ms, t.elapsed().as_secs_f64() * 1e3);
-                    self.message = Some(format!(
-                        "gap threshold {}: {} gaps",
-                        super::text::dur(self.threshold()),
-                        super::text::count(self.analysis.gaps.len() as u64)
-                    ));
-                } else {
-                    // A newer threshold was asked for meanwhile.
-                    self.set_threshold(self.threshold());
-                }
-                true
-            }
-            Err(mpsc::TryRecvError::Empty) => false,
+        let (result, worker_ms) = match job.rx.try_recv() {
+            Ok(r) => r,
+            Err(mpsc::TryRecvError::Empty) => return false,
             Err(mpsc::TryRecvError::Disconnected) => {
                 self.job = None;
+                self.analysis.options.min_gap_ns = self.gaps.threshold();
                 self.message = Some("recomputing gaps failed".to_string());
-                true
+                return true;
+            }
+        };
+        let current = job.min_gap_ns == self.threshold();
+        self.job = None;
+        if !current {
+            // A newer threshold was asked for meanwhile.
+            self.set_threshold(self.threshold());
+            return true;
+        }
+        match result {
+            Ok(change) => self.take_gaps(change, worker_ms),
+            Err(too_many) => {
+                let kept = self.gaps.threshold();
+                self.analysis.options.min_gap_ns = kept;
+                self.message = Some(format!(
+                    "gaps ≥ {} are over {}, more than the viewer explains: the threshold stays {}",
+                    super::text::dur(too_many.min),
+                    super::text::count(too_many.limit as u64),
+                    super::text::dur(kept)
+                ));
             }
         }
+        true
+    }
+
+    fn take_gaps(&mut self, change: Change, worker_ms: f64) {
+        let selected = match self.selection {
+            Some(Selection::Gap(i)) => self.gaps.get(i).map(|g| (g.device, g.start)),
+            _ => None,
+        };
+        let t = std::time::Instant::now();
+        let explained = change.explained;
+        self.gaps.apply(change);
+        self.gaps_changed(selected);
+        self.regap_stats = (explained, worker_ms, t.elapsed().as_secs_f64() * 1e3);
+        self.message = Some(format!(
+            "gap threshold {}: {} gaps",
+            super::text::dur(self.threshold()),
+            super::text::count(self.gaps.len() as u64)
+        ));
     }
 
     /// Wait for background work (tests and benches).
@@ -514,14 +523,15 @@ impl App {
 
     // `selected`: (device, start) of the gap selected before; the new gap holding that
     // instant stays selected.
-    fn set_gaps(&mut self, gaps: Vec<Gap>, index: GapIndex, selected: Option<(u32, Ns)>) {
-        self.analysis.gaps = gaps;
-        self.gap_index = index;
+    fn gaps_changed(&mut self, selected: Option<(u32, Ns)>) {
         if let Some((d, s)) = selected {
             // Gaps of one GPU are disjoint: only its last one starting at or before `s` can hold it.
-            let gaps = &self.analysis.gaps;
-            let p = gaps.partition_point(|g| g.start <= s);
-            let keep = (0..p).rev().find(|&i| gaps[i].device == d).filter(|&i| s < gaps[i].end);
+            let gaps = &self.gaps;
+            let p = gaps.partition_point(|start, _| start <= s);
+            let keep = (0..p)
+                .rev()
+                .find(|&i| gaps.get(i).is_some_and(|g| g.device == d))
+                .filter(|&i| gaps.get(i).is_some_and(|g| s < g.end));
             self.select(keep.map(Selection::Gap));
         }
         if let Some(mut p) = self.panel.take() {

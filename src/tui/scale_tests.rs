@@ -143,17 +143,68 @@ fn gaps_after_threshold_changes_equal_a_full_recomputation() {
         let t = load(name);
         let a = analysis::analyze(&t, &Options::default());
         let mut app = App::new(t, a, (160, 48));
-        assert_eq!(app.analysis().gaps, full(&app, app.analysis().options.min_gap_ns), "{name}: at load");
+        let shown = |app: &App| app.gaps().cloned().collect::<Vec<_>>();
+        assert_eq!(shown(&app), full(&app, app.analysis().options.min_gap_ns), "{name}: at load");
         // Up and down, back over thresholds seen before, and below them all.
         for (step, c) in "><<<>>>><<<<<<>".chars().enumerate() {
             app.handle_key(key(c));
             app.finish_jobs();
             let min = app.analysis().options.min_gap_ns;
             let want = full(&app, min);
-            assert_eq!(app.analysis().gaps.len(), want.len(), "{name}: step {step} ({c}) at {min} ns");
-            assert_eq!(app.analysis().gaps, want, "{name}: step {step} ({c}) at {min} ns");
+            assert_eq!(app.gaps().len(), want.len(), "{name}: step {step} ({c}) at {min} ns");
+            assert_eq!(shown(&app), want, "{name}: step {step} ({c}) at {min} ns");
+            lookups_agree(&app, &want, name);
         }
     }
+}
+
+// The gap list's length order and the per-cell gap lookup, against sorts and scans of
+// the recomputed gaps.
+fn lookups_agree(app: &App, want: &[analysis::Gap], name: &str) {
+    let mut order: Vec<usize> = (0..want.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(want[i].dur()), want[i].start, i));
+    for (row, &i) in order.iter().enumerate() {
+        assert_eq!(app.gaps.by_length(row), Some(i), "{name}: row {row}");
+        assert_eq!(app.gaps.length_row(i), Some(row), "{name}: gap {i}");
+    }
+    assert_eq!(app.gaps.by_length(want.len()), None);
+    let (t0, t1) = (app.trace().meta.start_ns, app.trace().meta.end_ns);
+    for d in app.devices() {
+        for k in 0..200 {
+            let (a, b) = (t0 + (t1 - t0) / 200 * k, t0 + (t1 - t0) / 200 * (k + 1));
+            let scan = want.iter().position(|g| g.device == d.device && g.start < b && g.end > a);
+            assert_eq!(
+                app.gaps.overlapping(d.device, a, b).map(|i| i as usize),
+                scan,
+                "{name}: GPU {} cell {k}",
+                d.device
+            );
+        }
+    }
+}
+
+#[test]
+fn a_threshold_with_too_many_gaps_is_refused() {
+    let t = load("launchbound.sqlite");
+    let a = analysis::analyze(&t, &Options::default());
+    let mut app = App::new(t, a, (160, 48));
+    let before = app.threshold();
+    let lower = full(&app, before / 2);
+    assert!(lower.len() > app.gaps().len(), "halving the threshold adds gaps");
+    let kept: Vec<analysis::Gap> = app.gaps().cloned().collect();
+    app.max_gaps = lower.len() - 1;
+    app.handle_key(key('<'));
+    app.finish_jobs();
+    assert_eq!(app.threshold(), before, "threshold kept");
+    assert!(app.gaps().cloned().eq(kept), "gaps kept");
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(msg.contains("the threshold stays"), "{msg}");
+    // At the limit it is taken.
+    app.max_gaps = lower.len();
+    app.handle_key(key('<'));
+    app.finish_jobs();
+    assert_eq!(app.threshold(), before / 2);
+    assert!(app.gaps().cloned().eq(lower), "gaps at the lower threshold");
 }
 
 #[test]

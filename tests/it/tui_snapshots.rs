@@ -217,7 +217,7 @@ fn gap_list_enter_zooms_to_the_longest_gap() {
     let mut a = app(120, 40);
     a.apply(Action::GapList);
     a.apply(Action::ListEnter);
-    let longest = a.analysis().gaps.iter().map(lanescope::Gap::dur).max().expect("gaps");
+    let longest = a.gaps().map(lanescope::Gap::dur).max().expect("gaps");
     let g = a.selected_gap().expect("gap selected");
     assert_eq!(g.dur(), longest);
     let v = a.view();
@@ -424,7 +424,7 @@ fn clicks_in_the_gap_list_select_rows_and_a_second_click_zooms() {
     click(&mut a, 30, first_row + 2);
     assert!(a.selected_gap().is_none(), "one click only highlights");
     click(&mut a, 30, first_row + 2);
-    let mut by_dur: Vec<_> = a.analysis().gaps.iter().map(lanescope::Gap::dur).collect();
+    let mut by_dur: Vec<_> = a.gaps().map(lanescope::Gap::dur).collect();
     by_dur.sort_unstable_by(|x, y| y.cmp(x));
     assert_eq!(a.selected_gap().map(lanescope::Gap::dur), Some(by_dur[2]));
     // The wheel scrolls the list; the phase table takes clicks too.

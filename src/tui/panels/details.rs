@@ -153,11 +153,10 @@ fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: 
     }
 }
 
-/// Details of a gap.
-pub fn gap(trace: &Trace, analysis: &Analysis, gi: usize) -> Details {
-    let g: &Gap = &analysis.gaps[gi];
+/// Details of gap `g`, number `gi` of `count`.
+pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usize)) -> Details {
     let mut d = Details {
-        title: format!("idle gap {}/{} on {}", gi + 1, analysis.gaps.len(), clean(&trace.gpu_label(g.device))),
+        title: format!("idle gap {}/{count} on {}", gi + 1, clean(&trace.gpu_label(g.device))),
         lines: Vec::new(),
     };
     d.add("start", text::time(g.start.saturating_sub(trace.meta.start_ns), 1));

@@ -31,7 +31,7 @@ impl GapList {
     /// Open on the selected gap, if any, sorted by duration.
     pub fn open(app: &App) -> Self {
         let sel = match app.selection {
-            Some(Selection::Gap(i)) => app.gap_index.by_dur.iter().position(|&g| g as usize == i).unwrap_or(0),
+            Some(Selection::Gap(i)) => app.gaps.length_row(i).unwrap_or(0),
             _ => 0,
         };
         Self { sel, by_start: false }
@@ -39,21 +39,17 @@ impl GapList {
 
     /// Gap id at row `row` of the list's order.
     pub fn gap_at_row(&self, app: &App, row: usize) -> Option<usize> {
-        if self.by_start {
-            (row < app.analysis.gaps.len()).then_some(row)
-        } else {
-            app.gap_index.by_dur.get(row).map(|&g| g as usize)
-        }
+        if self.by_start { (row < app.gaps.len()).then_some(row) } else { app.gaps.by_length(row) }
     }
 
     /// Keep the highlight on a row after the gaps changed.
     pub fn clamp(&mut self, app: &App) {
-        self.sel = self.sel.min(app.analysis.gaps.len().saturating_sub(1));
+        self.sel = self.sel.min(app.gaps.len().saturating_sub(1));
     }
 
     /// Handle a list action.
     pub fn on_action(&mut self, action: Action, app: &App) -> Effect {
-        if super::list_move(&mut self.sel, app.analysis.gaps.len(), action) {
+        if super::list_move(&mut self.sel, app.gaps.len(), action) {
             return Effect::None;
         }
         match action {
@@ -72,7 +68,7 @@ impl GapList {
 
     /// A click on a row highlights it; on the highlighted row, zooms to the gap.
     pub fn on_click(&mut self, area: Rect, y: u16, app: &App) -> Effect {
-        let row = super::row_at(area, y, app.analysis.gaps.len(), self.sel);
+        let row = super::row_at(area, y, app.gaps.len(), self.sel);
         if super::click(&mut self.sel, row) { self.on_action(Action::ListEnter, app) } else { Effect::None }
     }
 
@@ -80,7 +76,7 @@ impl GapList {
     pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
         let Self { sel, by_start } = *self;
         frame.render_widget(Clear, area);
-        let gaps = &app.analysis.gaps;
+        let gaps = &app.gaps;
         let title = format!(
             "{} gaps ≥ {} by {} (Enter zooms, o sorts, < > threshold)",
             text::count(gaps.len() as u64),
@@ -109,7 +105,7 @@ impl GapList {
         let h = usize::from(inner.height.saturating_sub(1));
         let rows = window(gaps.len(), h, sel).filter_map(|row| {
             let gi = self.gap_at_row(app, row)?;
-            let g = &gaps[gi];
+            let g = gaps.get(gi)?;
             let r = Row::new(vec![
                 (gi + 1).to_string(),
                 g.device.to_string(),

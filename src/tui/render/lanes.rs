@@ -183,7 +183,6 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
     let dev: &DeviceActivity = &app.devices[i];
     let (busy_dir, kern_dir) = &app.gpu_dirs[i];
     let theme = app.theme;
-    let gaps = &app.analysis.gaps;
     let sel_gap = match app.selection {
         Some(Selection::Gap(i)) => Some(i as u32),
         _ => None,
@@ -193,7 +192,7 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
     let waits = app.analysis.collectives.waits.iter().find(|(d, _)| *d == dev.device).map(|(_, u)| u);
     for k in 0..ctx.w {
         let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
-        let gap = app.gap_index.overlapping(gaps, dev.device, a, b);
+        let gap = app.gaps.overlapping(dev.device, a, b);
         gap_of.push(gap);
         let busy = busy_dir.busy_in(&dev.busy, a, b);
         let kern = kern_dir.busy_in(&dev.kernels, a, b);
@@ -236,7 +235,7 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
         while end < gap_of.len() && gap_of[end] == Some(g) {
             end += 1;
         }
-        let gap = &gaps[g as usize];
+        let Some(gap) = app.gaps.get(g as usize) else { break };
         let selected = sel_gap == Some(g);
         let long = format!(" idle {} {} ", text::dur(gap.dur()), gap.cause.label());
         let short = format!(" idle {} ", text::dur(gap.dur()));
@@ -332,7 +331,7 @@ fn overlays(buf: &mut Buffer, ctx: &Ctx, drawn: &[(u16, usize)]) {
     let theme = app.theme;
     if theme.colored()
         && let Some(Selection::Gap(i)) = app.selection
-        && let Some(g) = app.analysis.gaps.get(i)
+        && let Some(g) = app.gaps.get(i)
     {
         for k in 0..ctx.w {
             if ctx.edges[k] < g.end && ctx.edges[k + 1] > g.start {

@@ -21,11 +21,11 @@ fn info(app: &App) -> Vec<(String, Style)> {
     }
     match app.selection {
         Some(Selection::Gap(i)) => {
-            if let Some(g) = app.analysis.gaps.get(i) {
+            if let Some(g) = app.gaps.get(i) {
                 let mut s = format!(
                     "gap {}/{} GPU {} · {} idle · cause {}",
                     i + 1,
-                    app.analysis.gaps.len(),
+                    app.gaps.len(),
                     g.device,
                     text::dur(g.dur()),
                     g.cause.label()
@@ -59,7 +59,7 @@ fn info(app: &App) -> Vec<(String, Style)> {
     }
     let res = app.viewport.ns_per_cell();
     out.push((format!("cursor {}", text::time(app.rel(app.viewport.cursor), res)), Style::new()));
-    let count = if app.busy() { "…".to_string() } else { text::count(app.analysis.gaps.len() as u64) };
+    let count = if app.busy() { "…".to_string() } else { text::count(app.gaps.len() as u64) };
     out.push((format!("gaps ≥ {}: {count}", text::dur(app.threshold())), Style::new()));
     out
 }
