@@ -178,19 +178,32 @@ pub struct Shown {
     pub min: Ns,
     // Positions in the known list, ascending (so by (start, device)).
     ids: Vec<u32>,
-    // Per GPU: positions in `ids` of its gaps.
-    by_device: Vec<(u32, Vec<u32>)>,
+    // Per GPU: its gaps, for the per-cell lookups of the timeline.
+    by_device: Vec<DeviceGaps>,
+}
+
+// The gaps of one GPU: positions in `Shown::ids` and their ends, both in time order
+// (the ends are searched without reaching into the pool: 8 bytes a probe).
+#[derive(Debug, Clone, Default)]
+struct DeviceGaps {
+    device: u32,
+    pos: Vec<u32>,
+    ends: Vec<Ns>,
 }
 
 impl Shown {
     fn new(min: Ns, ids: Vec<u32>, known: &[Known]) -> Self {
-        let mut by_device: Vec<(u32, Vec<u32>)> = Vec::new();
+        let mut by_device: Vec<DeviceGaps> = Vec::new();
         for (pos, &id) in ids.iter().enumerate() {
-            let d = known[id as usize].device;
-            match by_device.iter_mut().find(|(x, _)| *x == d) {
-                Some((_, v)) => v.push(pos as u32),
-                None => by_device.push((d, vec![pos as u32])),
-            }
+            let k = &known[id as usize];
+            let at = if let Some(at) = by_device.iter().position(|g| g.device == k.device) {
+                at
+            } else {
+                by_device.push(DeviceGaps { device: k.device, ..DeviceGaps::default() });
+                by_device.len() - 1
+            };
+            by_device[at].pos.push(pos as u32);
+            by_device[at].ends.push(k.end);
         }
         Self { min, ids, by_device }
     }
@@ -292,10 +305,31 @@ impl Pool {
 
     /// The gap of `device` that overlaps `[a, b)`, if any (the first one): O(log n).
     pub fn overlapping(&self, device: u32, a: Ns, b: Ns) -> Option<u32> {
-        let (_, pos) = self.shown.by_device.iter().find(|(d, _)| *d == device)?;
-        let at = |p: u32| &self.known[self.shown.ids[p as usize] as usize];
-        let p = pos.partition_point(|&p| at(p).end <= a);
-        pos.get(p).copied().filter(|&p| at(p).start < b)
+        let g = self.shown.by_device.iter().find(|g| g.device == device)?;
+        self.first_overlap(g, g.ends.partition_point(|&e| e <= a), b)
+    }
+
+    /// [`Pool::overlapping`] for each cell `[edges[k], edges[k + 1])` of a row, edges
+    /// ascending: each search starts where the one before ended.
+    pub fn overlapping_cells(&self, device: u32, edges: &[Ns]) -> Vec<Option<u32>> {
+        let cells = edges.len().saturating_sub(1);
+        let Some(g) = self.shown.by_device.iter().find(|g| g.device == device) else {
+            return vec![None; cells];
+        };
+        let mut p = 0;
+        edges
+            .windows(2)
+            .map(|w| {
+                p = crate::analysis::intervals::partition_near(&g.ends, p, |&e| e <= w[0]);
+                self.first_overlap(g, p, w[1])
+            })
+            .collect()
+    }
+
+    // Gap `p` of `g` (the first ending after a cell's start), if it starts before `b`.
+    fn first_overlap(&self, g: &DeviceGaps, p: usize, b: Ns) -> Option<u32> {
+        let pos = *g.pos.get(p)?;
+        (self.known[self.shown.ids[pos as usize] as usize].start < b).then_some(pos)
     }
 
     /// The threshold of the gaps shown.

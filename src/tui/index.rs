@@ -303,36 +303,41 @@ impl LaneIndex {
             out.resize(width, CellInfo::EMPTY);
             return;
         }
-        let mut a = t0;
-        let mut ia = dir.count_below(&ev.start, a);
-        let mut busy_a = self.busy_before_at(ev, a, ia);
-        // Where the last search in `matches` ended; cells go forward in time.
-        let mut mp = 0;
-        for k in 0..width {
-            let b = bucket_edge(t0, span, width, k + 1);
-            let ib = if b <= a { ia } else { dir.count_below(&ev.start, b) };
-            let busy_b = self.busy_before_at(ev, b, ib);
-            let busy = busy_b - busy_a;
-            let any = busy > 0 || ib > ia;
-            let mut cell = CellInfo { busy: (busy as f64 / (b - a).max(1) as f64) as f32, any, ..CellInfo::EMPTY };
-            if any {
-                let lo = if ia == 0 {
+        // Edge by edge in separate passes: the iterations of a pass are independent, so
+        // the reads of different edges (cache misses on a large lane) overlap.
+        let edges: Vec<Ns> = (0..=width).map(|k| bucket_edge(t0, span, width, k)).collect();
+        let counts: Vec<usize> = edges.iter().map(|&t| dir.count_below(&ev.start, t)).collect();
+        let busy: Vec<Ns> = edges.iter().zip(&counts).map(|(&t, &i)| self.busy_before_at(ev, t, i)).collect();
+        // Per cell: the first row that can touch it.
+        let lo: Vec<usize> = (0..width)
+            .map(|k| {
+                let (a, ia) = (edges[k], counts[k]);
+                if ia == 0 {
                     0
                 } else if self.disjoint {
                     if ev.end(ia - 1) > a { ia - 1 } else { ia }
                 } else {
                     self.first_ending_after_near(ev, a, ia / BLOCK).min(ia)
-                };
-                if let Some(d) = self.longest(ev, lo, ib) {
+                }
+            })
+            .collect();
+        // Where the last search in `matches` ended; cells go forward in time.
+        let mut mp = 0;
+        for k in 0..width {
+            let (a, b, ia, ib) = (edges[k], edges[k + 1], counts[k], counts[k + 1]);
+            let busy = busy[k + 1] - busy[k];
+            let any = busy > 0 || ib > ia;
+            let mut cell = CellInfo { busy: (busy as f64 / (b - a).max(1) as f64) as f32, any, ..CellInfo::EMPTY };
+            if any {
+                if let Some(d) = self.longest(ev, lo[k], ib) {
                     cell.dom = d as u32;
                 }
                 if let Some(m) = matches {
-                    mp = crate::analysis::intervals::partition_near(m, mp, |&x| (x as usize) < lo);
+                    mp = crate::analysis::intervals::partition_near(m, mp, |&x| (x as usize) < lo[k]);
                     cell.matched = mp < m.len() && (m[mp] as usize) < ib;
                 }
             }
             out.push(cell);
-            (a, ia, busy_a) = (b, ib, busy_b);
         }
     }
 

@@ -169,16 +169,15 @@ fn lookups_agree(app: &App, want: &[analysis::Gap], name: &str) {
     }
     assert_eq!(app.gaps.by_length(want.len()), None);
     let (t0, t1) = (app.trace().meta.start_ns, app.trace().meta.end_ns);
+    let edges: Vec<Ns> = (0..=200).map(|k| t0 + (t1 - t0) / 200 * k).collect();
     for d in app.devices() {
-        for k in 0..200 {
-            let (a, b) = (t0 + (t1 - t0) / 200 * k, t0 + (t1 - t0) / 200 * (k + 1));
+        let row = app.gaps.overlapping_cells(d.device, &edges);
+        for (k, w) in edges.windows(2).enumerate() {
+            let (a, b) = (w[0], w[1]);
             let scan = want.iter().position(|g| g.device == d.device && g.start < b && g.end > a);
-            assert_eq!(
-                app.gaps.overlapping(d.device, a, b).map(|i| i as usize),
-                scan,
-                "{name}: GPU {} cell {k}",
-                d.device
-            );
+            let one = app.gaps.overlapping(d.device, a, b).map(|i| i as usize);
+            assert_eq!(one, scan, "{name}: GPU {} cell {k}", d.device);
+            assert_eq!(row[k].map(|i| i as usize), scan, "{name}: GPU {} cell {k} of the row", d.device);
         }
     }
 }

@@ -187,13 +187,11 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
         Some(Selection::Gap(i)) => Some(i as u32),
         _ => None,
     };
-    let mut gap_of: Vec<Option<u32>> = Vec::with_capacity(ctx.w);
+    let gap_of = app.gaps.overlapping_cells(dev.device, &ctx.edges);
     // Several ranks: time waiting in collectives for another rank (two binary searches).
     let waits = app.analysis.collectives.waits.iter().find(|(d, _)| *d == dev.device).map(|(_, u)| u);
-    for k in 0..ctx.w {
+    for (k, &gap) in gap_of.iter().enumerate() {
         let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
-        let gap = app.gaps.overlapping(dev.device, a, b);
-        gap_of.push(gap);
         let busy = busy_dir.busy_in(&dev.busy, a, b);
         let kern = kern_dir.busy_in(&dev.kernels, a, b);
         let frac = busy as f32 / (b - a).max(1) as f32;
