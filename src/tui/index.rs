@@ -362,7 +362,7 @@ pub fn bucket_edge(t0: Ns, span: Ns, width: usize, k: usize) -> Ns {
 }
 
 /// A busy [`Union`](crate::analysis::Union) with a [`TimeDir`] over its blocks: busy
-/// time in a cell is two table reads and two block scans.
+/// time before a cell edge is a table read and a block scan.
 #[derive(Debug, Clone, Default)]
 pub struct UnionDir {
     dir: TimeDir,
@@ -375,13 +375,13 @@ impl UnionDir {
         Self { dir: TimeDir::build(u.block_starts(), 1) }
     }
 
-    /// `u.busy_in(a, b)`, for the union this was built over.
-    pub fn busy_in(&self, u: &crate::analysis::Union, a: Ns, b: Ns) -> Ns {
-        if b <= a {
-            return 0;
-        }
-        let before = |t: Ns| u.busy_before_block(t, self.dir.count_below(u.block_starts(), t));
-        before(b) - before(a)
+    /// `u.busy_in(a, b)` of each cell `[a, b)` = `[edges[k], edges[k + 1])` (edges
+    /// ascending, `u` the union this was built over): the busy time before each edge is
+    /// found once, in one pass over the edges.
+    pub fn busy_cells(&self, u: &crate::analysis::Union, edges: &[Ns]) -> Vec<Ns> {
+        let before: Vec<Ns> =
+            edges.iter().map(|&t| u.busy_before_block(t, self.dir.count_below(u.block_starts(), t))).collect();
+        before.windows(2).map(|w| (w[1] - w[0]).max(0)).collect()
     }
 
     /// Heap bytes used.

@@ -14,7 +14,7 @@ use crate::analysis::index::Index as Lookups;
 use crate::analysis::{self, Options};
 use crate::model::{EventRef, LaneKind, Ns, Trace};
 use crate::tui::App;
-use crate::tui::index::{CellInfo, Index};
+use crate::tui::index::{CellInfo, Index, UnionDir};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 fn fixture(name: &str) -> PathBuf {
@@ -204,6 +204,29 @@ fn a_threshold_with_too_many_gaps_is_refused() {
     app.finish_jobs();
     assert_eq!(app.threshold(), before / 2);
     assert!(app.gaps().cloned().eq(lower), "gaps at the lower threshold");
+}
+
+#[test]
+fn gpu_row_busy_time_per_cell_equals_the_union() {
+    for name in TRACES {
+        let t = load(name);
+        let a = analysis::analyze(&t, &Options::default());
+        let (t0, dur) = (t.meta.start_ns, t.duration().max(1));
+        for d in &a.devices {
+            let (busy, kernels) = (UnionDir::build(&d.busy), UnionDir::build(&d.kernels));
+            for (zoom, width) in [(1, 200), (7, 157), (1_000, 80), (1_000_000, 31)] {
+                let span = (dur / zoom).max(1);
+                let start = t0 + (dur - span) / 3;
+                let edges: Vec<Ns> =
+                    (0..=width).map(|k| crate::tui::index::bucket_edge(start, span, width, k)).collect();
+                let (got_busy, got_kern) = (busy.busy_cells(&d.busy, &edges), kernels.busy_cells(&d.kernels, &edges));
+                for (k, w) in edges.windows(2).enumerate() {
+                    assert_eq!(got_busy[k], d.busy.busy_in(w[0], w[1]), "{name} GPU {} zoom {zoom} cell {k}", d.device);
+                    assert_eq!(got_kern[k], d.kernels.busy_in(w[0], w[1]), "{name} GPU {} kernels cell {k}", d.device);
+                }
+            }
+        }
+    }
 }
 
 #[test]

@@ -23,7 +23,12 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let mut lines = Vec::new();
+    // Each line takes a row or more: lines past the box's height never show.
+    let rows = usize::from(inner.height);
     for f in findings {
+        if lines.len() >= rows {
+            break;
+        }
         let (tag, style) = match f.severity {
             Severity::Critical => ("critical", app.theme.warn()),
             Severity::Warning => ("warning", app.theme.key()),

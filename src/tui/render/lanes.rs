@@ -190,10 +190,11 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
     let gap_of = app.gaps.overlapping_cells(dev.device, &ctx.edges);
     // Several ranks: time waiting in collectives for another rank (two binary searches).
     let waits = app.analysis.collectives.waits.iter().find(|(d, _)| *d == dev.device).map(|(_, u)| u);
+    let (busy_of, kern_of) =
+        (busy_dir.busy_cells(&dev.busy, &ctx.edges), kern_dir.busy_cells(&dev.kernels, &ctx.edges));
     for (k, &gap) in gap_of.iter().enumerate() {
         let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
-        let busy = busy_dir.busy_in(&dev.busy, a, b);
-        let kern = kern_dir.busy_in(&dev.kernels, a, b);
+        let (busy, kern) = (busy_of[k], kern_of[k]);
         let frac = busy as f32 / (b - a).max(1) as f32;
         let waiting = waits.map_or(0, |u| u.busy_in(a, b));
         let (ch, style) = if let Some(g) = gap {
