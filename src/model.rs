@@ -105,6 +105,13 @@ impl Events {
         self.start.is_empty()
     }
 
+    /// Durations of rows `lo..hi` when the lane keeps them as `u32` (every event
+    /// shorter than 4.29 s), for scans over many rows: no per-row branch.
+    #[inline]
+    pub fn narrow_durs(&self, lo: usize, hi: usize) -> Option<&[u32]> {
+        (self.dur32.len() == self.start.len()).then(|| &self.dur32[lo..hi])
+    }
+
     /// Duration of event `i`.
     pub fn dur(&self, i: usize) -> Ns {
         match self.dur32.get(i) {

@@ -128,6 +128,17 @@ pub struct LaneIndex {
     dir: TimeDir,
 }
 
+// Index of the first largest of `durs` (0 when empty).
+fn first_longest(durs: &[u32]) -> usize {
+    let mut best = 0;
+    for (i, &d) in durs.iter().enumerate() {
+        if d > durs[best] {
+            best = i;
+        }
+    }
+    best
+}
+
 fn better(ev: &Events, a: u32, b: u32) -> u32 {
     if ev.dur(b as usize) > ev.dur(a as usize) { b } else { a }
 }
@@ -185,12 +196,20 @@ impl LaneIndex {
         } else {
             ev.end(k * BLOCK - 1)
         };
-        for j in k * BLOCK..i {
-            let s = ev.start[j].max(m);
-            if ev.end(j) > s {
-                u += ev.end(j) - s;
+        let mut add = |start: Ns, end: Ns| {
+            let s = start.max(m);
+            if end > s {
+                u += end - s;
             }
-            m = m.max(ev.end(j));
+            m = m.max(end);
+        };
+        let lo = k * BLOCK;
+        if let Some(durs) = ev.narrow_durs(lo, i) {
+            for (&s, &d) in ev.start[lo..i].iter().zip(durs) {
+                add(s, s.saturating_add(Ns::from(d)));
+            }
+        } else {
+            (lo..i).for_each(|j| add(ev.start[j], ev.end(j)));
         }
         (u, m)
     }
@@ -238,7 +257,10 @@ impl LaneIndex {
         if lo >= hi {
             return None;
         }
-        let scan = |a: usize, b: usize| (a..b).fold(a as u32, |best, j| better(ev, best, j as u32));
+        let scan = |a: usize, b: usize| match ev.narrow_durs(a, b) {
+            Some(durs) => (a + first_longest(durs)) as u32,
+            None => (a..b).fold(a as u32, |best, j| better(ev, best, j as u32)),
+        };
         let (bl, bh) = (lo / BLOCK, (hi - 1) / BLOCK);
         if bh <= bl + 1 {
             return Some(scan(lo, hi) as usize);
