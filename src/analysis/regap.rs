@@ -129,7 +129,7 @@ impl Known {
     /// device) as the analysis keeps them, stored in that order) with the stretch each
     /// was explained with: the end of the previous gap of its GPU, or the GPU's first
     /// operation.
-    pub fn of_gaps(gaps: &[Gap], devices: &[DeviceActivity]) -> Vec<Known> {
+    fn of_gaps(gaps: &[Gap], devices: &[DeviceActivity]) -> Vec<Known> {
         let mut last = Stretches::new(devices);
         gaps.iter()
             .enumerate()
