@@ -174,8 +174,8 @@ impl Stretches {
 /// The gaps at one threshold, as positions in the [`Pool`]'s [`Known`] list.
 #[derive(Debug, Clone, Default)]
 pub struct Shown {
-    /// The threshold.
-    pub min: Ns,
+    // The threshold.
+    min: Ns,
     // Positions in the known list, ascending (so by (start, device)).
     ids: Vec<u32>,
     // Per GPU: its gaps, for the per-cell lookups of the timeline.

@@ -291,7 +291,14 @@ impl LaneIndex {
         matches: Option<&[u32]>,
         out: &mut Vec<CellInfo>,
     ) {
-        self.raster_with(&self.dir, ev, (t0, span, width), matches, out);
+        let edges: Vec<Ns> = (0..=width).map(|k| bucket_edge(t0, span, width, k)).collect();
+        self.raster_edges(ev, &edges, matches, out);
+    }
+
+    /// The same for the cells `[edges[k], edges[k + 1])` (edges ascending): a frame
+    /// computes its edges once for every lane.
+    pub fn raster_edges(&self, ev: &Events, edges: &[Ns], matches: Option<&[u32]>, out: &mut Vec<CellInfo>) {
+        self.raster_with(&self.dir, ev, edges, matches, out);
     }
 
     /// [`LaneIndex::raster`] with plain binary searches over the whole lane instead of
@@ -306,18 +313,13 @@ impl LaneIndex {
         matches: Option<&[u32]>,
         out: &mut Vec<CellInfo>,
     ) {
-        self.raster_with(&TimeDir::default(), ev, (t0, span, width), matches, out);
+        let edges: Vec<Ns> = (0..=width).map(|k| bucket_edge(t0, span, width, k)).collect();
+        self.raster_with(&TimeDir::default(), ev, &edges, matches, out);
     }
 
-    fn raster_with(
-        &self,
-        dir: &TimeDir,
-        ev: &Events,
-        (t0, span, width): (Ns, Ns, usize),
-        matches: Option<&[u32]>,
-        out: &mut Vec<CellInfo>,
-    ) {
+    fn raster_with(&self, dir: &TimeDir, ev: &Events, edges: &[Ns], matches: Option<&[u32]>, out: &mut Vec<CellInfo>) {
         out.clear();
+        let width = edges.len().saturating_sub(1);
         if width == 0 {
             return;
         }
@@ -327,14 +329,14 @@ impl LaneIndex {
         }
         // Edge by edge in separate passes: the iterations of a pass are independent, so
         // the reads of different edges (cache misses on a large lane) overlap.
-        let edges: Vec<Ns> = (0..=width).map(|k| bucket_edge(t0, span, width, k)).collect();
         let counts: Vec<usize> = edges.iter().map(|&t| dir.count_below(&ev.start, t)).collect();
         let busy: Vec<Ns> = edges.iter().zip(&counts).map(|(&t, &i)| self.busy_before_at(ev, t, i)).collect();
-        // Per cell: the first row that can touch it.
+        // Per cell that holds anything: the first row that can touch it.
+        let any = |k: usize| busy[k + 1] > busy[k] || counts[k + 1] > counts[k];
         let lo: Vec<usize> = (0..width)
             .map(|k| {
                 let (a, ia) = (edges[k], counts[k]);
-                if ia == 0 {
+                if ia == 0 || !any(k) {
                     0
                 } else if self.disjoint {
                     if ev.end(ia - 1) > a { ia - 1 } else { ia }
@@ -346,11 +348,10 @@ impl LaneIndex {
         // Where the last search in `matches` ended; cells go forward in time.
         let mut mp = 0;
         for k in 0..width {
-            let (a, b, ia, ib) = (edges[k], edges[k + 1], counts[k], counts[k + 1]);
-            let busy = busy[k + 1] - busy[k];
-            let any = busy > 0 || ib > ia;
-            let mut cell = CellInfo { busy: (busy as f64 / (b - a).max(1) as f64) as f32, any, ..CellInfo::EMPTY };
-            if any {
+            let (a, b, ib) = (edges[k], edges[k + 1], counts[k + 1]);
+            let share = (busy[k + 1] - busy[k]) as f64 / (b - a).max(1) as f64;
+            let mut cell = CellInfo { busy: share as f32, any: any(k), ..CellInfo::EMPTY };
+            if cell.any {
                 if let Some(d) = self.longest(ev, lo[k], ib) {
                     cell.dom = d as u32;
                 }

@@ -31,9 +31,8 @@ impl Ctx<'_> {
         let li = lane as usize;
         if self.cache[li].is_none() {
             let app = self.app;
-            let v = app.viewport.view();
             let mut out = Vec::with_capacity(self.w);
-            app.index.lanes[li].raster(&app.trace.lanes[li].ev, v.t0, v.span, self.w, app.search.lane(li), &mut out);
+            app.index.lanes[li].raster_edges(&app.trace.lanes[li].ev, &self.edges, app.search.lane(li), &mut out);
             self.cache[li] = Some(out);
         }
         self.cache[li].as_deref().unwrap_or_default()
