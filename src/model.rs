@@ -718,6 +718,10 @@ pub enum LaneKind {
     },
 }
 
+/// Flag of an OS runtime call made while taking Python's GIL (its backtrace holds
+/// `take_gil`, `PyEval_RestoreThread`...).
+pub const OSRT_GIL: u32 = 1;
+
 impl LaneKind {
     /// True for lanes that run on a GPU.
     pub fn is_gpu(self) -> bool {

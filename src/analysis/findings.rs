@@ -28,7 +28,7 @@ use super::index::Index;
 use super::phases::PhaseCtx;
 use super::steps::Steps;
 use super::transfers::{CallSet, CopyFacts, size_class_label};
-use super::{Cause, DeviceActivity, Finding, Gap, Options, Severity, Transfer, Window};
+use super::{Cause, DeviceActivity, Finding, Gap, Hint, Options, Severity, Transfer, Window};
 use crate::model::{ApiKind, LaneKind, MemClass, MemKind, Ns, Trace};
 use crate::text::{fmt_bytes, fmt_ns, gbps};
 
@@ -79,13 +79,46 @@ pub fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Finding> {
             gpu_gaps(x),
             time_util(x),
             starvation(x, explainer),
+            launch_bound_finding(x),
             pageable_bandwidth(x, MemClass::H2D, span),
             pageable_bandwidth(x, MemClass::D2H, span),
         ]);
     }
     let mut out: Vec<Finding> = out.into_iter().flatten().collect();
-    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let pageable_sync = counted(x)
+        .any(|g| g.window == Window::Steady && (g.hint == Hint::PageableSync || g.cause == Cause::PageableCopy));
+    order(&mut out, pageable_sync);
     out
+}
+
+/// Put the headline first: most severe first; within a severity, a straggler, then (when
+/// steady gaps wait on the sync of pageable copies, `pageable_sync`) the pinned-memory
+/// fix, then the finding that explains the most steady idle; rule order breaks ties.
+pub fn order(findings: &mut [Finding], pageable_sync: bool) {
+    let pinned = cause_fix(Cause::PageableCopy);
+    findings.sort_by_cached_key(|f| {
+        let first = match f.rule {
+            "straggler" => 2,
+            _ if pageable_sync && f.fix == pinned => 1,
+            _ => 0,
+        };
+        (std::cmp::Reverse(f.severity), std::cmp::Reverse(first), std::cmp::Reverse(weight(f)))
+    });
+}
+
+// The steady idle (or host time) a finding explains, from its evidence.
+fn weight(f: &Finding) -> Ns {
+    let get = |k: &str| f.evidence.iter().find(|(n, _)| n == k).and_then(|(_, v)| v.parse::<Ns>().ok()).unwrap_or(0);
+    match f.rule {
+        "gpu_records_missing" => Ns::MAX,
+        "gpu_gaps" | "starvation" => get("cause_ns"),
+        "launch_bound" => get("short_idle_ns") + get("launch_bound_idle_ns"),
+        "cuda_api_sync" => get("sync_idle_ns"),
+        "cuda_memcpy_async" | "cuda_memcpy_sync" => get("api_ns"),
+        "pageable_bandwidth" => get("pageable_ns"),
+        "straggler" => get("lost_ns"),
+        _ => 0,
+    }
 }
 
 // The steady window's length on each GPU between its first and last operation, summed.
@@ -162,23 +195,29 @@ pub fn cause_fix(cause: Cause) -> &'static str {
              .to(device, non_blocking=True) / cudaMemcpyAsync so the copy overlaps compute."
         }
         Cause::HostWait => {
-            "The launching thread waits for input: raise DataLoader num_workers, set persistent_workers=True and \
-             prefetch_factor, or move decoding and augmentation to the GPU (DALI, torchvision v2 on GPU)."
+            "The launching thread waited in an OS call for something the trace does not show being produced: \
+             look at what it waits for (a queue from DataLoader workers: raise num_workers and prefetch_factor; \
+             a lock or another thread: see the evidence)."
         }
         Cause::HostBusy => {
-            "CPU work on the launching thread (or in the input pipeline it waits for) delays the launches: move \
-             the hot functions off the loop (preprocessing into DataLoader workers or onto the GPU, no Python \
-             loops over tensors, logging every N steps)."
+            "CPU work on the launching thread delays the launches: move the hot functions off the loop \
+             (preprocessing into DataLoader workers or onto the GPU, no Python loops over tensors, metrics and \
+             logging every N steps or on another thread)."
+        }
+        Cause::WorkerBusy => {
+            "The input pipeline's workers compute too slowly while CPUs the job may use are idle: raise DataLoader \
+             num_workers (up to the idle CPUs), make transforms and collate cheaper (decode on the GPU: DALI, \
+             torchvision v2), or cache decoded samples."
         }
         Cause::CpuContention => {
-            "Threads were ready to run but the CPUs they may use were all busy: use fewer DataLoader workers \
-             (num_workers below the usable CPUs), give the job more CPUs (affinity, cgroup quota), and set \
-             OMP_NUM_THREADS / torch.set_num_threads(1) inside workers so they do not oversubscribe."
+            "Threads were ready to run but every CPU the job may use was busy: give the job more CPUs (affinity, \
+             cgroup quota) or make the per-sample work cheaper; workers beyond the usable CPUs only contend \
+             (keep num_workers at or below them), and set OMP_NUM_THREADS=1 / torch.set_num_threads(1) in workers."
         }
         Cause::IoWait => {
-            "The input pipeline waited on storage: use faster or local storage, keep the dataset in the page cache \
-             or RAM, read larger sequential chunks (sharded formats such as WebDataset), and raise num_workers / \
-             prefetch_factor so that reads overlap compute."
+            "The input pipeline waited on I/O (storage or network) while CPUs were free: read from faster or local \
+             storage, cache the dataset in RAM or the page cache, read larger sequential chunks (sharded formats \
+             such as WebDataset), and raise num_workers / prefetch_factor so that reads overlap compute."
         }
         Cause::LaunchBound => {
             "Kernels are shorter than their launch overhead: capture the step in a CUDA graph \
@@ -205,11 +244,37 @@ pub fn cause_fix(cause: Cause) -> &'static str {
     }
 }
 
+/// What to do about gaps of `cause` whose evidence says `hint` (a sleep, the sync of a
+/// pageable copy, a JIT compile): the evidence decides where it knows more than the cause.
+pub fn hinted_fix(cause: Cause, hint: Hint) -> &'static str {
+    match hint {
+        Hint::Sleep => {
+            "The launching thread sleeps (time.sleep, a rate limiter or a polling loop): remove the sleep, or wait \
+             on the event that it stands for."
+        }
+        Hint::PageableSync => cause_fix(Cause::PageableCopy),
+        Hint::Compile => {
+            "A one-time JIT compile (Triton / torch.compile, nvFuser, NVRTC) ran inside the loop: warm up before \
+             the measured or production run, keep the compile cache (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, \
+             CUDA_CACHE_PATH), and avoid recompiles on new shapes (fixed batch shapes, drop_last=True, \
+             torch._dynamo.mark_dynamic)."
+        }
+        Hint::Gil => {
+            "The launching thread waited for Python's GIL while another thread of the process held it (named in \
+             the evidence): move that work out of the process (DataLoader worker processes rather than threads), \
+             make it release the GIL (native code, fewer Python-level loops), or use a free-threaded Python."
+        }
+        Hint::None => cause_fix(cause),
+    }
+}
+
 /// The fix for gaps of `cause` in this trace: [`cause_fix`], and for CPU work the
 /// hottest sampled functions, or how to capture them when the trace has no samples.
-fn fix(x: &Inputs<'_>, cause: Cause) -> String {
-    let base = cause_fix(cause);
-    if !matches!(cause, Cause::HostBusy | Cause::SyncDrain | Cause::CpuContention) {
+fn fix(x: &Inputs<'_>, cause: Cause, hint: Hint) -> String {
+    let base = hinted_fix(cause, hint);
+    if hint != Hint::None
+        || !matches!(cause, Cause::HostBusy | Cause::WorkerBusy | Cause::SyncDrain | Cause::CpuContention)
+    {
         return base.to_string();
     }
     if x.trace.host.samples == 0 {
@@ -233,11 +298,24 @@ fn call_set_evidence(s: &CallSet, trace: &Trace) -> Vec<(String, String)> {
     e
 }
 
+// The share of the run that `intervals` cover: of the steady window where the trace has
+// a step phase (start-up's one-time copies of weights say nothing about the loop), else
+// of `span`.
+fn run_share(x: &Inputs<'_>, intervals: impl Iterator<Item = (Ns, Ns)>, span: Ns) -> f64 {
+    let w = x.steps.windows;
+    let steady = steady_span(x);
+    if x.steps.name.is_some() && steady > 0 {
+        intervals.map(|(a, b)| w.steady_part(a, b)).sum::<Ns>() as f64 / steady as f64
+    } else {
+        intervals.map(|(a, b)| b - a).sum::<Ns>() as f64 / span.max(1) as f64
+    }
+}
+
 fn memcpy_async(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     let s = &x.copies.async_pageable;
     (s.count > 0).then(|| Finding {
         rule: "cuda_memcpy_async",
-        severity: by_share(s.api_ns as f64 / span as f64, 0.10, 0.01),
+        severity: by_share(run_share(x, s.calls.iter().copied(), span), 0.10, 0.01),
         message: format!(
             "{} async memcpy calls used pageable memory ({}): they ran synchronously, blocking the host for {}",
             s.count,
@@ -255,7 +333,7 @@ fn sync_copy_calls(trace: &Trace) -> CallSet {
     for l in &trace.lanes {
         let LaneKind::CudaApi { tid } = l.kind else { continue };
         for i in (0..l.ev.len()).filter(|&i| ApiKind::from_flags(l.ev.flags(i)) == ApiKind::MemcpySync) {
-            s.add(0, 0, l.ev.dur(i), trace.strings.get(l.ev.name[i]), l.pid, tid);
+            s.add(0, 0, (l.ev.start[i], l.ev.end(i)), trace.strings.get(l.ev.name[i]), l.pid, tid);
         }
     }
     s
@@ -267,7 +345,7 @@ fn memcpy_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     let s = from_api.as_ref().unwrap_or(&x.copies.sync);
     (s.count > 0).then(|| Finding {
         rule: "cuda_memcpy_sync",
-        severity: by_share(s.api_ns as f64 / span as f64, 0.10, 0.01),
+        severity: by_share(run_share(x, s.calls.iter().copied(), span), 0.10, 0.01),
         message: format!(
             "{} synchronous memcpy calls ({}) blocked the host for {} (H2D copies <= 64 KB not counted)",
             s.count,
@@ -304,7 +382,10 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
     }
     let (d, name, pid, tid) = longest?;
     let w = x.steps.windows;
-    let sync_gaps = counted(x).filter(|g| matches!(g.cause, Cause::SyncDrain | Cause::SyncWait));
+    // The sync inside a pageable copy is the copy's cost: the pinned-memory finding
+    // counts it, not this one.
+    let sync_gaps =
+        counted(x).filter(|g| matches!(g.cause, Cause::SyncDrain | Cause::SyncWait) && g.hint != Hint::PageableSync);
     let gaps = sync_gaps.clone().count();
     let idle: Ns = sync_gaps.map(|g| w.steady_part(g.start, g.end)).sum();
     let steady = steady_span(x);
@@ -327,7 +408,7 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
             ev("sync_idle_ns", &idle),
             ev("longest_call", &format!("{name} {} on {}", fmt_ns(d), x.trace.thread_label(pid, tid))),
         ],
-        fix: fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }),
+        fix: fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }, Hint::None),
     })
 }
 
@@ -342,6 +423,17 @@ fn dominant_cause<'g>(gaps: impl Iterator<Item = &'g Gap>, time: impl Fn(&Gap) -
         t[g.cause as usize] += time(g);
     }
     Cause::ALL.into_iter().map(|c| (c, t[c as usize])).filter(|&(_, v)| v > 0).rev().max_by_key(|&(_, v)| v)
+}
+
+// The hint that holds most of the time of `cause`'s gaps (None when no hint holds half).
+fn dominant_hint<'g>(gaps: impl Iterator<Item = &'g Gap>, cause: Cause, time: impl Fn(&Gap) -> Ns) -> Hint {
+    let mut by: HashMap<Hint, Ns> = HashMap::new();
+    let mut total = 0;
+    for g in gaps.filter(|g| g.cause == cause) {
+        *by.entry(g.hint).or_default() += time(g);
+        total += time(g);
+    }
+    by.into_iter().filter(|&(h, t)| h != Hint::None && 2 * t >= total).map(|(h, _)| h).next().unwrap_or(Hint::None)
 }
 
 fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
@@ -372,11 +464,12 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 g.window.label()
             ),
             evidence: vec![ev("steady_gaps", &0), ev("startup_idle_ns", &startup), ev("profiler_idle_ns", &profiler)],
-            fix: fix(x, g.cause),
+            fix: fix(x, g.cause, g.hint),
         });
     };
     let share = if steady > 0 { idle as f64 / steady as f64 } else { 0.0 };
     let (cause, cause_ns) = dominant_cause(steady_gaps.iter().copied(), in_steady)?;
+    let hint = dominant_hint(steady_gaps.iter().copied(), cause, in_steady);
     let place = longest.phase.as_deref().map_or("outside any NVTX range".to_string(), |p| format!("in `{p}`"));
     let n = steady_gaps.len();
     Some(Finding {
@@ -399,6 +492,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
             ev("startup_idle_ns", &startup),
             ev("profiler_idle_ns", &profiler),
             ev("dominant_cause", &cause.label()),
+            ev("cause_ns", &cause_ns),
             ev(
                 "longest_gap",
                 &format!(
@@ -410,7 +504,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 ),
             ),
         ],
-        fix: fix(x, cause),
+        fix: fix(x, cause, hint),
     })
 }
 
@@ -460,8 +554,16 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
         }
     }
     let (device, a, b, util) = worst?;
-    let in_low = x.gaps.iter().filter(|g| g.device == device && g.start < b && g.end > a);
-    let cause = dominant_cause(in_low.filter(|g| g.cause != Cause::Profiler), Gap::dur).map_or(Cause::Unknown, |c| c.0);
+    // The cause comes from steady gaps: start-up idle (context creation, the first batch)
+    // says nothing about the loop.
+    let w = x.steps.windows;
+    let in_low =
+        || x.gaps.iter().filter(|g| g.device == device && g.start < b && g.end > a && g.cause != Cause::Profiler);
+    let steady_low = || in_low().filter(|g| g.window == Window::Steady);
+    let (cause, hint) = match dominant_cause(steady_low(), |g| w.steady_part(g.start, g.end)) {
+        Some((c, _)) => (c, dominant_hint(steady_low(), c, |g| w.steady_part(g.start, g.end))),
+        None => (dominant_cause(in_low(), Gap::dur).map_or(Cause::Unknown, |c| c.0), Hint::None),
+    };
     Some(Finding {
         rule: "gpu_time_util",
         severity: if 2 * low >= chunks { Severity::Warning } else { Severity::Info },
@@ -480,7 +582,7 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
             ev("worst_util_pct", &format!("{util:.1}")),
             ev("worst_cause", &cause.label()),
         ],
-        fix: fix(x, cause),
+        fix: fix(x, cause, hint),
     })
 }
 
@@ -493,6 +595,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
         x.devices.iter().map(|d| x.gaps.iter().filter(|g| g.device == d.device).collect()).collect();
     let mut idle = [0 as Ns; Cause::ALL.len()];
     let mut by_phase: HashMap<(Cause, Option<String>), Ns> = HashMap::new();
+    let mut hints: HashMap<(Cause, Hint), Ns> = HashMap::new();
     let mut starved = 0usize;
     for s in steps {
         let slots: Vec<usize> =
@@ -512,6 +615,9 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
                 let cause =
                     if whole { cause } else { super::host_cause::part_cause(x.trace, x.host, g, (a, b), cause) };
                 idle[cause as usize] += b - a;
+                if cause == g.cause {
+                    *hints.entry((cause, g.hint)).or_default() += b - a;
+                }
                 *by_phase.entry((cause, phase)).or_default() += b - a;
             }
         }
@@ -526,11 +632,20 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
         .filter(|((c, _), _)| *c == cause)
         .max_by(|(ka, ta), (kb, tb)| ta.cmp(tb).then_with(|| kb.1.cmp(&ka.1)))
         .and_then(|((_, p), _)| p);
+    let hint = hints
+        .iter()
+        .filter(|&(&(c, h), &t)| c == cause && h != Hint::None && 2 * t >= idle[cause as usize])
+        .map(|(&(_, h), _)| h)
+        .next()
+        .unwrap_or(Hint::None);
     let share = starved as f64 / steps.len() as f64;
     let where_ = phase.as_ref().map_or(String::new(), |p| format!(" in phase `{p}`"));
+    // Severity is what the starvation costs: a step counts as starved from one gap of
+    // min-gap, so the share of starved steps alone would call 1% idle critical.
+    let idle_share = total as f64 / steady_span(x).max(1) as f64;
     Some(Finding {
         rule: "starvation",
-        severity: by_share(share, 0.5, 0.2),
+        severity: by_share(share, 0.5, 0.2).min(by_share(idle_share, 0.5, 0.2)),
         message: format!(
             "The GPU starved in {} of the `{name}` ranges ({starved} of {}): {} idle in them, {} of it {}{where_}",
             pct(share),
@@ -548,7 +663,105 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
             ev("cause_ns", &idle[cause as usize]),
             ev("phase", &phase.unwrap_or_default()),
         ],
-        fix: fix(x, cause),
+        fix: fix(x, cause, hint),
+    })
+}
+
+/// GPU idle inside the steady window in holes shorter than `--min-gap`, summed over GPUs.
+pub fn short_idle_ns(devices: &[DeviceActivity], gaps: &[Gap], w: super::Windows) -> Ns {
+    devices
+        .iter()
+        .filter_map(|d| Some((d, d.extent()?)))
+        .map(|(d, (a, b))| {
+            let (a, b) = (a.max(w.steady_start), b.min(w.steady_end));
+            if b <= a {
+                return 0;
+            }
+            let idle = (b - a) - d.busy.busy_in(a, b);
+            let long: Ns = gaps.iter().filter(|g| g.device == d.device).map(|g| w.steady_part(g.start, g.end)).sum();
+            (idle - long).max(0)
+        })
+        .sum()
+}
+
+// Median of a list (the lower middle).
+fn median(mut v: Vec<Ns>) -> Option<Ns> {
+    if v.is_empty() {
+        return None;
+    }
+    let k = (v.len() - 1) / 2;
+    Some(*v.select_nth_unstable(k).1)
+}
+
+// Kernels in the steady window (count, median duration), and the median period between
+// the launch calls of the thread that launched most of them.
+fn launch_rhythm(x: &Inputs<'_>) -> (usize, Option<Ns>, Option<Ns>) {
+    let w = x.steps.windows;
+    let inside = |s: Ns| (w.steady_start..w.steady_end).contains(&s);
+    let mut durs = Vec::new();
+    for l in x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Kernels { .. })) {
+        durs.extend((0..l.ev.len()).filter(|&i| inside(l.ev.start[i])).map(|i| l.ev.dur(i)));
+    }
+    let mut best: Option<Vec<Ns>> = None;
+    for l in x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::CudaApi { .. })) {
+        let starts: Vec<Ns> = (0..l.ev.len())
+            .filter(|&i| inside(l.ev.start[i]) && ApiKind::from_flags(l.ev.flags(i)) == ApiKind::Launch)
+            .map(|i| l.ev.start[i])
+            .collect();
+        if best.as_ref().is_none_or(|b| starts.len() > b.len()) {
+            best = Some(starts);
+        }
+    }
+    let period = best.and_then(|v| median(v.windows(2).map(|p| p[1] - p[0]).collect()));
+    (durs.len(), median(durs), period)
+}
+
+// Idle in holes shorter than the threshold, or in launch-bound gaps, dominates the
+// steady window: kernels shorter than their launch period, launched back to back.
+fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
+    let w = x.steps.windows;
+    let steady = steady_span(x);
+    let short = short_idle_ns(x.devices, x.gaps, w);
+    let gaps_idle: Ns = counted(x).map(|g| w.steady_part(g.start, g.end)).sum();
+    let lb: Ns = counted(x).filter(|g| g.cause == Cause::LaunchBound).map(|g| w.steady_part(g.start, g.end)).sum();
+    let (kernels, kernel_ns, period) = launch_rhythm(x);
+    let (Some(k), Some(p)) = (kernel_ns, period) else { return None };
+    let explained = short + lb;
+    // The launch period must exceed the kernel time: otherwise launches keep up.
+    if steady <= 0 || 2 * explained < short + gaps_idle || p <= k || explained <= 0 {
+        return None;
+    }
+    let share = explained as f64 / steady as f64;
+    let steps = x.steps.instances.len().saturating_sub(1).max(1);
+    Some(Finding {
+        rule: "launch_bound",
+        severity: by_share(share, 0.5, 0.2),
+        message: format!(
+            "The GPU idled {} of the steady state ({}) between short kernels: {} in holes under {} and {} in \
+             launch-bound gaps; {} kernels per step, median kernel {}, median launch period {}",
+            fmt_ns(explained),
+            pct(share),
+            fmt_ns(short),
+            fmt_ns(x.options.min_gap_ns),
+            fmt_ns(lb),
+            kernels / steps,
+            fmt_ns(k),
+            fmt_ns(p)
+        ),
+        evidence: vec![
+            ev("short_idle_ns", &short),
+            ev("launch_bound_idle_ns", &lb),
+            ev("steady_span_ns", &steady),
+            ev("kernels_per_step", &(kernels / steps)),
+            ev("median_kernel_ns", &k),
+            ev("median_launch_period_ns", &p),
+            ev("dominant_cause", &Cause::LaunchBound.label()),
+        ],
+        fix: "Kernels are shorter than the time to launch them: capture the step in a CUDA graph \
+              (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), fuse small kernels, use larger \
+              batches, and drop per-token or per-step host syncs (.item(), .cpu()) that stop the host from \
+              running ahead."
+            .to_string(),
     })
 }
 
@@ -571,7 +784,8 @@ fn pageable_bandwidth(x: &Inputs<'_>, dir: MemClass, span: Ns) -> Option<Finding
         return None;
     }
     let pg = gbps(pb, pns).unwrap_or(0.0);
-    let share = pns as f64 / span as f64;
+    let copies = x.copies.pageable.iter().filter(|c| c.0 == dir).map(|&(_, a, b)| (a, b));
+    let share = run_share(x, copies, span);
     let d = dir.label();
     let mut evidence = vec![
         ev("direction", &d),
@@ -582,10 +796,11 @@ fn pageable_bandwidth(x: &Inputs<'_>, dir: MemClass, span: Ns) -> Option<Finding
     ];
     let mut severity = by_share(share, 0.30, 0.10);
     let mut message = format!(
-        "Pageable {d} copies moved {} at {pg:.1} GB/s and kept the copy engine busy for {} ({} of the GPU span)",
+        "Pageable {d} copies moved {} at {pg:.1} GB/s and kept the copy engine busy for {} ({} of the {})",
         fmt_bytes(pb),
         fmt_ns(pns),
-        pct(share)
+        pct(share),
+        if x.steps.name.is_some() { "steady state" } else { "GPU span" }
     );
     match same_size_pinned(x, dir) {
         Some((class, (b, ns), (pin_b, pin_ns))) => {

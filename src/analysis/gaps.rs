@@ -46,7 +46,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use super::index::{ApiCall, Hints, Index};
 use super::names::phase_name;
-use super::{Cause, DeviceActivity, Gap, Options, Union, Window};
+use super::{Cause, DeviceActivity, Gap, Hint, Options, Union, Window};
 use crate::model::{ApiKind, LaneKind, MemFlags, Ns, StrId, Trace};
 use crate::text::fmt_ns;
 
@@ -569,11 +569,12 @@ impl<'a> Explainer<'a> {
             evidence: format!("no CUDA API calls traced for process {}", w.pid),
             phase: phase_of(&mut self.ctx, w.pid, tid.unwrap_or(w.pid), w.start, w.end),
             window: Window::Steady,
+            hint: super::Hint::None,
             host: None,
         };
         if let Some(tid) = tid {
             let v = self.decide(w, tid);
-            gap.cause = v.cause;
+            (gap.cause, gap.hint) = (v.cause, v.hint);
             gap.evidence = self.evidence(w, tid, &v);
         }
         gap
@@ -585,24 +586,35 @@ impl<'a> Explainer<'a> {
         let dur = w.end - w.start;
         let profiler = profiler_time(ctx, w.pid, tid, w.start, w.end);
         if 2 * profiler.0 >= dur && profiler.0 > 0 {
-            return Verdict { cause: Cause::Profiler, detail: Detail::Profiler(profiler.0, profiler.1) };
+            return Verdict {
+                cause: Cause::Profiler,
+                detail: Detail::Profiler(profiler.0, profiler.1),
+                hint: Hint::None,
+            };
         }
         if let Some(c) = w.call.filter(|c| c.end <= w.start) {
-            return Verdict { cause: Cause::Queued, detail: Detail::Queued(c) };
+            return Verdict { cause: Cause::Queued, detail: Detail::Queued(c), hint: Hint::None };
         }
         let inside = w.call.filter(|c| (w.start..w.end).contains(&c.start));
         if let Some(c) = inside
             && let Some(stretch) = launch_bound(ctx, w.pid, tid, w.start, c.end.min(w.end))
         {
-            return Verdict { cause: Cause::LaunchBound, detail: Detail::Launch(stretch, c) };
+            return Verdict { cause: Cause::LaunchBound, detail: Detail::Launch(stretch, c), hint: Hint::None };
         }
         let s = score(ctx, w.pid, tid, w.start, w.end);
         if matches!(s.cause, Cause::HostBusy | Cause::Unknown)
-            && let Some(sync) = draining_call(ctx, w.pid, tid, w.start)
+            && let Some(d) = draining_call(ctx, w.pid, tid, w.start)
         {
-            return Verdict { cause: Cause::SyncDrain, detail: Detail::Drain(sync, s) };
+            // A sync drains a queue worth waiting for only when the host waited in it at
+            // least half as long as the work after it: after a tiny sync (a metrics
+            // .item()), the host's own work is the gap, sync or not.
+            if d.pageable || 2 * (d.call.end - d.since) >= dur {
+                let hint = if d.pageable { Hint::PageableSync } else { Hint::None };
+                return Verdict { cause: Cause::SyncDrain, detail: Detail::Drain(d.call, s), hint };
+            }
+            return Verdict { cause: s.cause, detail: Detail::AfterSync(d.call, s), hint: Hint::None };
         }
-        Verdict { cause: s.cause, detail: Detail::Score(s) }
+        Verdict { cause: s.cause, detail: Detail::Score(s), hint: Hint::None }
     }
 
     fn evidence(&mut self, w: &Win, tid: u32, v: &Verdict) -> String {
@@ -645,12 +657,23 @@ impl<'a> Explainer<'a> {
                         longest_call(ctx, w.pid, tid, &acts, w.start, w.end)
                     )
                 };
+                let when = if sync.end >= w.start {
+                    format!("{} into the gap", fmt_ns(sync.end - w.start))
+                } else {
+                    format!("{} before the gap", fmt_ns(w.start - sync.end))
+                };
+                let of = if v.hint == Hint::PageableSync { " (the sync of a copy from pageable memory)" } else { "" };
                 format!(
-                    "{} returned {} into the gap{phase}; then {after}, before the next launch",
+                    "{}{of} returned {when}{phase}; then {after}, before the next launch",
                     call_name(ctx.trace, sync.at),
-                    fmt_ns(sync.end - w.start)
                 )
             }
+            Detail::AfterSync(sync, s) => format!(
+                "{} after a {} {}",
+                score_evidence(ctx, w.pid, tid, (w.start, w.end), s),
+                fmt_ns(sync.end - sync.start),
+                call_name(ctx.trace, sync.at)
+            ),
             Detail::Score(s) => score_evidence(ctx, w.pid, tid, (w.start, w.end), s),
         }
     }
@@ -671,6 +694,7 @@ struct Win {
 struct Verdict {
     cause: Cause,
     detail: Detail,
+    hint: Hint,
 }
 
 // What the evidence line quotes.
@@ -681,6 +705,8 @@ enum Detail {
     // Longest stretch outside CUDA calls, and the launching call.
     Launch(Ns, ApiCall),
     Drain(ApiCall, Score),
+    // A sync that returned at the gap start but waited too little to matter.
+    AfterSync(ApiCall, Score),
     Score(Score),
 }
 
@@ -767,25 +793,49 @@ fn calls_between(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> usize {
     hi - lo
 }
 
-// Rule 5: the host-blocking call of thread `tid` that was running at `start` and
-// returned within DRAIN_SLACK_NS of it.
-fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<ApiCall> {
+// A host-blocking call that may have drained the GPU's queue, as rule 5 sees it.
+#[derive(Debug, Clone, Copy)]
+struct Drain {
+    // The call the evidence names (the sync, or the pageable copy).
+    call: ApiCall,
+    // When the host began waiting: the call's start, or that of the pageable copy the
+    // sync belongs to.
+    since: Ns,
+    // The sync is the one inside a copy from pageable memory.
+    pageable: bool,
+}
+
+// Rule 5: the host-blocking call of thread `tid` that started or returned within
+// DRAIN_SLACK_NS on either side of `start` (the latest to return). A synchronize that
+// follows a pageable copy on the same thread within the slack is that copy's own sync.
+fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Drain> {
     let (Some(li), _) = ctx.thread_lanes(pid, tid) else { return None };
-    let mut best: Option<ApiCall> = None;
-    for i in ctx.overlapping(li, start, start + 1) {
+    let near = |t: Ns| (start - DRAIN_SLACK_NS..=start + DRAIN_SLACK_NS).contains(&t);
+    let mut best: Option<(usize, Ns, Ns)> = None;
+    for i in ctx.overlapping(li, start - DRAIN_SLACK_NS, start + DRAIN_SLACK_NS) {
         let ev = &ctx.trace.lanes[li].ev;
         let (s, e) = (ev.start[i], ev.end(i));
-        if s < start && e >= start && e <= start + DRAIN_SLACK_NS && matches!(ctx.act(li, i), Act::Sync | Act::Pageable)
-        {
-            let kind = ApiKind::from_flags(ctx.trace.lanes[li].ev.flags(i));
-            let c =
-                ApiCall { at: crate::model::EventRef { lane: li as u32, idx: i as u32 }, tid, start: s, end: e, kind };
-            if best.is_none_or(|b| e > b.end) {
-                best = Some(c);
-            }
+        if (near(s) || near(e)) && matches!(ctx.act(li, i), Act::Sync | Act::Pageable) && best.is_none_or(|b| e > b.2) {
+            best = Some((i, s, e));
         }
     }
-    best
+    let (i, s, e) = best?;
+    let at = |i: usize| crate::model::EventRef { lane: li as u32, idx: i as u32 };
+    let kind = ApiKind::from_flags(ctx.trace.lanes[li].ev.flags(i));
+    let call = ApiCall { at: at(i), tid, start: s, end: e, kind };
+    if ctx.act(li, i) == Act::Pageable {
+        return Some(Drain { call, since: s, pageable: true });
+    }
+    // The copy the sync belongs to: the thread's last pageable copy, ending within the
+    // slack before the sync began.
+    let copy = (i.saturating_sub(4)..i).rev().find(|&k| {
+        let ev = &ctx.trace.lanes[li].ev;
+        ev.end(k) <= s && s - ev.end(k) <= DRAIN_SLACK_NS && ctx.act(li, k) == Act::Pageable
+    });
+    Some(match copy {
+        Some(k) => Drain { call, since: ctx.trace.lanes[li].ev.start[k], pageable: true },
+        None => Drain { call, since: s, pageable: false },
+    })
 }
 
 // Rule 2's evidence: what delayed work that was already queued.

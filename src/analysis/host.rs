@@ -28,6 +28,21 @@ use crate::model::{Lane, LaneKind, Ns, StrId, Trace};
 const BLOCKING: u8 = 1;
 const IO: u8 = 2;
 const FILE: u8 = 4;
+const SLEEP: u8 = 8;
+const LOCK: u8 = 16;
+
+// Sleeps: the thread waits on a clock, not on anything else.
+fn is_sleep_call(name: &str) -> bool {
+    name.contains("sleep")
+}
+
+// Waits on another thread of the same process: futexes, condition variables, mutexes,
+// semaphores (the autograd engine, a GIL hand-off, a pin-memory thread).
+fn is_lock_wait(name: &str) -> bool {
+    ["futex", "pthread_cond", "pthread_mutex", "_lock", "sem_"].iter().any(|p| name.contains(p))
+        && !name.contains("unlock")
+        && !name.contains("trylock")
+}
 
 // Intervals per block of prefix sums in a CPU's columns.
 const BLOCK: usize = 32;
@@ -116,6 +131,10 @@ struct ThreadLanes {
     os_max_end: Vec<Ns>,
 }
 
+/// Share of a process tree's on-CPU time below which a CPU it touched is a stray, not
+/// one its affinity allows: 0.2%.
+pub const STRAY_CPU_SHARE: f64 = 0.002;
+
 /// Share of a window a CPU must give a process tree to count as one it uses then.
 pub const ACTIVE_CPU_SHARE: f64 = 0.05;
 
@@ -129,9 +148,18 @@ pub struct HostIndex {
     threads: Vec<(u32, u32)>,
     lanes: Vec<ThreadLanes>,
     // Per pid (sorted): CPU ids its threads ran on during the trace, sorted.
-    pid_cpus: Vec<(u32, Vec<u32>)>,
+    pid_cpus: Vec<(u32, Vec<(u32, Ns)>)>,
     // Per string id: BLOCKING and IO bits of an OS call name.
     blocking: Vec<u8>,
+    // Per pid (sorted): on-CPU time of nsys's own threads in it (left out of every load).
+    profiler_cpu: Vec<(u32, Ns)>,
+}
+
+/// Threads that nsys itself runs inside the profiled processes (`[NSys]`, `[NSys Comms]`,
+/// `NSys PySampling`, `CUPTI worker thread`...): they are no part of the job's load,
+/// thread counts or producers.
+pub fn is_profiler_thread(name: &str) -> bool {
+    name.starts_with("[NSys") || name.starts_with("NSys") || name.contains("CUPTI") || name.contains("CommsProcess")
 }
 
 impl HostIndex {
@@ -169,6 +197,8 @@ impl HostIndex {
                 (u8::from(is_blocking_os_call(s)) * BLOCKING)
                     | (u8::from(is_io_call(s)) * IO)
                     | (u8::from(is_file_call(s)) * FILE)
+                    | (u8::from(is_sleep_call(s)) * SLEEP)
+                    | (u8::from(is_lock_wait(s)) * LOCK)
             })
             .collect();
         ix
@@ -176,30 +206,53 @@ impl HostIndex {
 
     fn index_cpus(&mut self, trace: &Trace) {
         let mut per_cpu: HashMap<u32, Vec<(Ns, Ns, u32)>> = HashMap::new();
-        let mut pid_cpus: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut pid_cpus: HashMap<u32, HashMap<u32, Ns>> = HashMap::new();
+        let mut profiler: HashMap<u32, Ns> = HashMap::new();
+        // The affinity is read from the part of the run that feeds the GPU: a program may
+        // pin itself after it starts (os.sched_setaffinity before importing torch).
+        let from = first_gpu_op(trace).unwrap_or(Ns::MIN);
         for (w, t) in self.lanes.iter().enumerate() {
             let Some(li) = t.on_cpu else { continue };
             let ev = &trace.lanes[li].ev;
-            let seen = pid_cpus.entry(self.threads[w].0).or_default();
+            let (pid, tid) = self.threads[w];
+            if is_profiler_thread(trace.thread_name(pid, tid)) {
+                *profiler.entry(pid).or_default() += (0..ev.len()).map(|i| ev.dur(i)).sum::<Ns>();
+                continue;
+            }
+            let seen = pid_cpus.entry(pid).or_default();
             for i in 0..ev.len() {
                 let cpu = ev.aux(i) as u32;
                 per_cpu.entry(cpu).or_default().push((ev.start[i], ev.end(i), w as u32));
-                if !seen.contains(&cpu) {
-                    seen.push(cpu);
+                if ev.end(i) > from {
+                    *seen.entry(cpu).or_default() += ev.end(i) - ev.start[i].max(from);
                 }
             }
         }
+        self.profiler_cpu = profiler.into_iter().collect();
+        self.profiler_cpu.sort_unstable();
         let mut cpus: Vec<_> = per_cpu.into_iter().collect();
         cpus.sort_unstable_by_key(|&(c, _)| c);
         (self.cpu_ids, self.cpus) = cpus.into_iter().map(|(c, v)| (c, CpuColumns::build(v))).unzip();
         self.pid_cpus = pid_cpus
             .into_iter()
-            .map(|(p, mut v)| {
+            .map(|(p, m)| {
+                let mut v: Vec<(u32, Ns)> = m.into_iter().collect();
                 v.sort_unstable();
                 (p, v)
             })
             .collect();
         self.pid_cpus.sort_unstable_by_key(|&(p, _)| p);
+    }
+
+    /// True when thread (`pid`, `tid`) has an OS runtime trace.
+    pub fn has_os_calls(&self, pid: u32, tid: u32) -> bool {
+        self.thread(pid, tid).is_some_and(|t| t.os.is_some())
+    }
+
+    /// On-CPU time of nsys's own threads in the processes `pids` (profiler overhead on
+    /// the host; no load counts it).
+    pub fn profiler_cpu_ns(&self, pids: &[u32]) -> Ns {
+        self.profiler_cpu.iter().filter(|(p, _)| pids.contains(p)).map(|&(_, t)| t).sum()
     }
 
     /// True when the trace has no context switches and no CPU samples.
@@ -225,16 +278,47 @@ impl HostIndex {
         lo..self.threads.partition_point(|&(p, _)| p <= pid)
     }
 
-    /// CPUs the threads of `pids` ran on during the whole trace, sorted.
+    /// CPUs the threads of `pids` ran on while the GPU was in use (from the trace's first
+    /// GPU operation on), sorted: their affinity as observed. A CPU that got less than
+    /// [`STRAY_CPU_SHARE`] of their time there is a stray (a thread started before the
+    /// program pinned itself) and not counted.
     pub fn usable_cpus(&self, pids: &[u32]) -> Vec<u32> {
-        let mut v: Vec<u32> = pids
-            .iter()
-            .filter_map(|p| self.pid_cpus.binary_search_by_key(p, |&(q, _)| q).ok())
-            .flat_map(|i| self.pid_cpus[i].1.iter().copied())
-            .collect();
+        let mut per: HashMap<u32, Ns> = HashMap::new();
+        for i in pids.iter().filter_map(|p| self.pid_cpus.binary_search_by_key(p, |&(q, _)| q).ok()) {
+            for &(c, t) in &self.pid_cpus[i].1 {
+                *per.entry(c).or_default() += t;
+            }
+        }
+        let total: Ns = per.values().sum();
+        let mut v: Vec<u32> =
+            per.into_iter().filter(|&(_, t)| t as f64 >= STRAY_CPU_SHARE * total as f64).map(|(c, _)| c).collect();
         v.sort_unstable();
-        v.dedup();
         v
+    }
+
+    /// Instants of `[a, b)` at which every CPU of `cpus` ran a thread (nsys's own
+    /// threads left out), as disjoint sorted intervals. Cost: the switches in the window.
+    pub fn all_busy(&self, cpus: &[u32], a: Ns, b: Ns) -> Vec<(Ns, Ns)> {
+        let mut acc: Vec<(Ns, Ns)> = if b > a && !cpus.is_empty() { vec![(a, b)] } else { Vec::new() };
+        for c in cpus {
+            if acc.is_empty() {
+                break;
+            }
+            let Ok(k) = self.cpu_ids.binary_search(c) else { return Vec::new() };
+            let col = &self.cpus[k];
+            let busy: Vec<(Ns, Ns)> =
+                merge(col.rows_in(a, b).map(|r| (col.start[r].max(a), col.end(r).min(b))).collect());
+            acc = intersect(&acc, &busy);
+        }
+        acc
+    }
+
+    /// Time thread (`pid`, `tid`) was runnable in `[a, b)` (off CPU outside any OS
+    /// call) while every CPU of `cpus` ran another thread: waiting for a CPU. None
+    /// without context switches of the thread.
+    pub fn contended_ns(&self, trace: &Trace, (pid, tid): (u32, u32), cpus: &[u32], a: Ns, b: Ns) -> Option<Ns> {
+        let runnable = runnable_intervals(trace, self, pid, tid, a, b)?;
+        Some(overlap(&runnable, &self.all_busy(cpus, a, b)))
     }
 
     /// Load of the CPUs that the threads of `pids` used in `[a, b)`: the CPUs that gave
@@ -275,6 +359,11 @@ impl HostIndex {
         let li = self.thread(pid, tid)?.on_cpu?;
         Some(clipped(&trace.lanes[li], a, b).map(|(s, e)| e - s).sum())
     }
+}
+
+// Start of the trace's first GPU operation.
+fn first_gpu_op(trace: &Trace) -> Option<Ns> {
+    trace.lanes.iter().filter(|l| l.kind.is_gpu()).filter_map(|l| l.ev.start.first().copied()).min()
 }
 
 // Events of a disjoint lane intersecting [a, b), clipped to it.
@@ -318,6 +407,12 @@ pub struct ThreadTime {
     /// The part of `io_ns` in calls that only touch files ([`is_file_call`]: not `read`,
     /// which may be a pipe).
     pub file_ns: Ns,
+    /// Off CPU inside a sleep (`nanosleep`, `clock_nanosleep`, `usleep`...).
+    pub sleep_ns: Ns,
+    /// Off CPU waiting on a futex, condition variable, mutex or semaphore.
+    pub lock_ns: Ns,
+    /// Off CPU in OS calls made while taking Python's GIL (from their backtraces).
+    pub gil_ns: Ns,
 }
 
 /// On/off-CPU split of thread (`pid`, `tid`) over `[a, b)`; None when the trace has no
@@ -326,6 +421,7 @@ pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: 
     let t = ix.thread(pid, tid)?;
     let on: Vec<(Ns, Ns)> = clipped(&trace.lanes[t.on_cpu?], a, b).collect();
     let (mut blocking, mut all, mut io, mut file) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut sleep, mut lock, mut gil) = (Vec::new(), Vec::new(), Vec::new());
     if let Some(li) = t.os {
         let lane = &trace.lanes[li];
         for i in os_rows(lane, &t.os_max_end, a, b) {
@@ -342,10 +438,20 @@ pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: 
                 if class & FILE != 0 {
                     file.push((s, e));
                 }
+                if class & SLEEP != 0 {
+                    sleep.push((s, e));
+                }
+                if class & LOCK != 0 {
+                    lock.push((s, e));
+                }
+                if lane.ev.flags(i) & crate::model::OSRT_GIL != 0 {
+                    gil.push((s, e));
+                }
             }
         }
     }
     let (blocking, all, io, file) = (merge(blocking), merge(all), merge(io), merge(file));
+    let (sleep, lock, gil) = (merge(sleep), merge(lock), merge(gil));
     let on_cpu_ns: Ns = on.iter().map(|(s, e)| e - s).sum();
     let len = |v: &[(Ns, Ns)]| v.iter().map(|(s, e)| e - s).sum::<Ns>();
     let blocked_ns = len(&blocking) - overlap(&blocking, &on);
@@ -359,7 +465,49 @@ pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: 
         runnable_ns: window_ns - on_cpu_ns - off_in_calls,
         io_ns: len(&io) - overlap(&io, &on),
         file_ns: len(&file) - overlap(&file, &on),
+        sleep_ns: len(&sleep) - overlap(&sleep, &on),
+        lock_ns: len(&lock) - overlap(&lock, &on),
+        gil_ns: len(&gil) - overlap(&gil, &on),
     })
+}
+
+// Off-CPU stretches of a thread in [a, b) outside any OS runtime call: runnable, or an
+// untraced wait.
+fn runnable_intervals(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<Vec<(Ns, Ns)>> {
+    let t = ix.thread(pid, tid)?;
+    let mut covered: Vec<(Ns, Ns)> = clipped(&trace.lanes[t.on_cpu?], a, b).collect();
+    if let Some(li) = t.os {
+        let lane = &trace.lanes[li];
+        covered.extend(
+            os_rows(lane, &t.os_max_end, a, b)
+                .map(|i| (lane.ev.start[i].max(a), lane.ev.end(i).min(b)))
+                .filter(|(s, e)| s < e),
+        );
+        covered.sort_unstable();
+    }
+    let covered = merge(covered);
+    let mut out = Vec::new();
+    let mut prev = a;
+    for (s, e) in covered.into_iter().chain(std::iter::once((b, b))) {
+        if s > prev {
+            out.push((prev, s));
+        }
+        prev = prev.max(e);
+    }
+    Some(out)
+}
+
+// Intersection of two disjoint sorted interval lists.
+fn intersect(x: &[(Ns, Ns)], y: &[(Ns, Ns)]) -> Vec<(Ns, Ns)> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < x.len() && j < y.len() {
+        let (s, e) = (x[i].0.max(y[j].0), x[i].1.min(y[j].1));
+        if s < e {
+            out.push((s, e));
+        }
+        if x[i].1 < y[j].1 { i += 1 } else { j += 1 }
+    }
+    out
 }
 
 // Union of intervals sorted by start as disjoint sorted intervals.

@@ -31,8 +31,8 @@
 
 use std::collections::HashMap;
 
-use super::host::{self, HostIndex, HostWindow, ThreadTime, TopSymbol};
-use super::{Cause, Gap};
+use super::host::{self, HostIndex, HostWindow, TopSymbol, is_profiler_thread};
+use super::{Cause, Gap, Hint};
 use crate::model::{LaneKind, Ns, Trace};
 use crate::text::fmt_ns;
 
@@ -59,21 +59,23 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
     for g in gaps.iter_mut() {
         let Some(tid) = g.tid else { continue };
         let tree = trees.entry(g.pid).or_insert_with(|| process_tree(trace, g.pid)).clone();
-        let (cause, note, explainer) = decide(trace, ix, g, tid, &tree);
+        let d = decide(trace, ix, g, tid, &tree);
         let mut w = host::window(trace, ix, (g.pid, tid), &tree, (g.start, g.end), TOP_FUNCTIONS);
-        w.cpus = ix.active_load(&tree, g.start, g.end);
         w.producers.retain(|p| !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
-        if explainer != (g.pid, tid) {
-            let s = host::top_symbols(trace, ix, explainer.0, explainer.1, (g.start, g.end), TOP_FUNCTIONS);
+        if d.explainer != (g.pid, tid) {
+            let s = host::top_symbols(trace, ix, d.explainer.0, d.explainer.1, (g.start, g.end), TOP_FUNCTIONS);
             (w.samples, w.top) = (s.samples, s.top);
         }
-        if cause != g.cause || note.is_some() {
-            g.cause = cause;
-            if let Some(n) = note {
-                g.evidence = n;
-            }
+        (g.cause, g.hint) = (d.cause, d.hint);
+        if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, &tree, (g.pid, tid), g) {
+            g.hint = Hint::Compile;
         }
-        if w.samples >= MIN_SAMPLES && matches!(g.cause, Cause::HostBusy | Cause::SyncDrain | Cause::CpuContention) {
+        if let Some(n) = d.note {
+            g.evidence = n;
+        }
+        if w.samples >= MIN_SAMPLES
+            && matches!(g.cause, Cause::HostBusy | Cause::WorkerBusy | Cause::SyncDrain | Cause::CpuContention)
+        {
             g.evidence = format!("{}; hot: {}", g.evidence, hot_text(&w.top, w.samples));
         }
         let counts = hot.entry(g.cause).or_default();
@@ -85,12 +87,26 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
     hot
 }
 
+/// Sample counts per cause pooled over the steady gaps only (start-up's imports and
+/// compiles say nothing about the loop).
+pub fn steady_hot(gaps: &[Gap]) -> HotByCause {
+    let mut hot = HotByCause::new();
+    for g in gaps.iter().filter(|g| g.window == super::Window::Steady) {
+        let Some(h) = &g.host else { continue };
+        let counts = hot.entry(g.cause).or_default();
+        for t in &h.top {
+            *counts.entry((t.symbol.clone(), t.module.clone())).or_default() += t.samples;
+        }
+    }
+    hot
+}
+
 /// Rule 6 for the part `[start, end)` of `gap`, whose rules 1-5 gave `cause` (the
 /// starvation finding clips gaps to steps).
 pub fn part_cause(trace: &Trace, ix: &HostIndex, gap: &Gap, (start, end): (Ns, Ns), cause: Cause) -> Cause {
     let Some(tid) = gap.tid.filter(|_| !ix.is_empty()) else { return cause };
     let part = Gap { start, end, cause, evidence: String::new(), host: None, ..gap.clone() };
-    decide(trace, ix, &part, tid, &process_tree(trace, gap.pid)).0
+    decide(trace, ix, &part, tid, &process_tree(trace, gap.pid)).cause
 }
 
 /// The top `n` functions of each cause, with their share of that cause's samples.
@@ -136,111 +152,247 @@ pub fn process_tree(trace: &Trace, pid: u32) -> Vec<u32> {
     pids
 }
 
-// The new cause, a new evidence line if any, and the thread whose work explains the gap.
-fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> (Cause, Option<String>, (u32, u32)) {
+// What rule 6 decided for one gap: the cause, a new evidence line if any, the thread
+// whose work explains the gap, and what the evidence adds.
+struct Decision {
+    cause: Cause,
+    note: Option<String>,
+    explainer: (u32, u32),
+    hint: Hint,
+}
+
+impl Decision {
+    fn keep(g: &Gap, me: (u32, u32)) -> Self {
+        Self { cause: g.cause, note: None, explainer: me, hint: g.hint }
+    }
+
+    fn new(cause: Cause, note: String, explainer: (u32, u32)) -> Self {
+        Self { cause, note: Some(note), explainer, hint: Hint::None }
+    }
+
+    fn hinted(mut self, hint: Hint) -> Self {
+        self.hint = hint;
+        self
+    }
+}
+
+// The CPUs of the tree and how busy they were in the gap, for evidence lines.
+struct Cpus {
+    usable: Vec<u32>,
+    load: host::CpuLoad,
+}
+
+impl Cpus {
+    fn text(&self) -> String {
+        format!(
+            "{} usable CPUs {:.0}% busy, {} threads",
+            self.usable.len(),
+            self.load.busy_share * 100.0,
+            self.load.threads
+        )
+    }
+}
+
+fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Decision {
     let me = (g.pid, tid);
     let dur = g.end - g.start;
-    let load = ix.active_load(tree, g.start, g.end);
-    let saturated = load.busy_share >= SATURATED && load.threads > load.usable.len();
+    let usable = ix.usable_cpus(tree);
+    let cpus = Cpus { load: host::cpu_load(ix, tree, g.start, g.end), usable };
     let who = trace.thread_label(g.pid, tid);
-    let cpus =
-        || format!("{} CPUs in use {:.0}% busy, {} threads", load.usable.len(), load.busy_share * 100.0, load.threads);
+    let Some(t) = host::thread_time(trace, ix, g.pid, tid, g.start, g.end) else { return Decision::keep(g, me) };
+    let contended = ix.contended_ns(trace, me, &cpus.usable, g.start, g.end).unwrap_or(0);
     match g.cause {
         Cause::HostBusy | Cause::Unknown => {
-            let Some(t) = host::thread_time(trace, ix, g.pid, tid, g.start, g.end) else { return (g.cause, None, me) };
-            if 2 * t.runnable_ns >= dur && saturated {
+            if 2 * contended >= dur {
                 let note = format!(
-                    "{who} runnable but not running for {} of {}: {}",
-                    fmt_ns(t.runnable_ns),
+                    "{who} runnable while every usable CPU ran other threads for {} of {}: {}",
+                    fmt_ns(contended),
                     fmt_ns(dur),
-                    cpus()
+                    cpus.text()
                 );
-                return (Cause::CpuContention, Some(note), me);
+                return Decision::new(Cause::CpuContention, note, me);
             }
+            // Off CPU outside any call while a CPU was free is a wait, not contention.
+            let waited = t.io_ns + t.runnable_ns - contended;
             // Without an OS runtime trace, off-CPU time could be any wait: say nothing.
-            if g.cause == Cause::HostBusy && !saturated && 2 * io_like(&t) >= dur {
+            if g.cause == Cause::HostBusy && 2 * waited >= dur {
                 let note = format!(
                     "{who} off CPU for {} of {} (storage or page faults) while {}",
-                    fmt_ns(io_like(&t)),
+                    fmt_ns(waited),
                     fmt_ns(dur),
-                    cpus()
+                    cpus.text()
                 );
-                return (Cause::IoWait, Some(note), me);
+                return Decision::new(Cause::IoWait, note, me);
             }
             if g.cause == Cause::Unknown && 2 * t.on_cpu_ns >= dur {
                 let note = format!("{who} on CPU for {} of {} outside CUDA calls", fmt_ns(t.on_cpu_ns), fmt_ns(dur));
-                return (Cause::HostBusy, Some(note), me);
+                return Decision::new(Cause::HostBusy, note, me);
             }
-            (g.cause, None, me)
+            if g.cause == Cause::Unknown && 2 * (dur - t.on_cpu_ns) >= dur {
+                // Off CPU with no traced call: follow to the threads that computed.
+                return follow(trace, ix, g, me, tree, &cpus, Order::SameProcessFirst);
+            }
+            Decision::keep(g, me)
         }
         Cause::HostWait => {
-            let file = host::thread_time(trace, ix, g.pid, tid, g.start, g.end).map_or(0, |t| t.file_ns);
-            if 2 * file >= dur {
-                let note =
-                    format!("{who} in storage calls (pread, open, stat...) for {} of {}", fmt_ns(file), fmt_ns(dur));
-                return (Cause::IoWait, Some(note), me);
+            if 2 * t.file_ns >= dur {
+                let note = format!(
+                    "{who} in storage calls (pread, open, stat...) for {} of {}",
+                    fmt_ns(t.file_ns),
+                    fmt_ns(dur)
+                );
+                return Decision::new(Cause::IoWait, note, me);
             }
-            follow(trace, ix, g, me, tree, saturated, &cpus())
+            if 2 * t.sleep_ns >= dur {
+                let note = format!("{who} asleep for {} of {}", fmt_ns(t.sleep_ns), fmt_ns(dur));
+                return Decision::new(Cause::HostWait, format!("{}; {note}", g.evidence), me).hinted(Hint::Sleep);
+            }
+            if 2 * t.gil_ns >= dur {
+                return gil(trace, ix, g, me, tree, &cpus, t.gil_ns);
+            }
+            // A futex or condition wait waits on the process's own threads first; a poll or
+            // read of a pipe waits on the workers.
+            let order = if 2 * t.lock_ns >= dur { Order::SameProcessFirst } else { Order::WorkersFirst };
+            follow(trace, ix, g, me, tree, &cpus, order)
         }
-        _ => (g.cause, None, me),
+        _ => Decision::keep(g, me),
     }
 }
 
-// Threads that nsys itself runs in the profiled processes.
-fn is_profiler_thread(name: &str) -> bool {
-    name.starts_with("[NSys") || name.contains("CUPTI")
+// The deciding thread waited for the GIL: the thread of its process that ran most in the
+// gap held it; its work decides the cause as any followed wait does.
+fn gil(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], cpus: &Cpus, gil_ns: Ns) -> Decision {
+    let d = follow(trace, ix, g, me, tree, cpus, Order::SameProcessFirst);
+    let holder = ran(trace, ix, g, me, &[g.pid], false).into_iter().next();
+    let Some(h) = holder else { return d };
+    let note = format!(
+        "{}; GIL contention: {} waited {} for the GIL while {} ran {:.0}% of the gap",
+        g.evidence,
+        trace.thread_label(me.0, me.1),
+        fmt_ns(gil_ns),
+        trace.thread_label(h.pid, h.tid),
+        h.on_cpu_share * 100.0
+    );
+    let cause = if d.cause == Cause::HostWait { Cause::HostBusy } else { d.cause };
+    Decision { cause, note: Some(note), explainer: (h.pid, h.tid), hint: Hint::Gil }
 }
 
-// Off CPU in storage calls, or outside any OS call (untraced reads, page faults).
-fn io_like(t: &ThreadTime) -> Ns {
-    t.io_ns + t.runnable_ns
+// Whose threads a wait is followed to first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    WorkersFirst,
+    SameProcessFirst,
+}
+
+// Threads of `pids` (other than `me`) that ran in the gap, busiest first; workers (other
+// processes) count with their main thread only; nsys's threads never count.
+fn ran(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), pids: &[u32], workers: bool) -> Vec<host::Producer> {
+    let mut v = host::producers(trace, ix, pids, me, g.start, g.end);
+    v.retain(|p| (!workers || p.tid == p.pid) && !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
+    v
 }
 
 // Rule 6 for a thread waiting on others: the cause of what its producers did.
-fn follow(
-    trace: &Trace,
-    ix: &HostIndex,
-    g: &Gap,
-    me: (u32, u32),
-    tree: &[u32],
-    saturated: bool,
-    cpus: &str,
-) -> (Cause, Option<String>, (u32, u32)) {
+fn follow(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], cpus: &Cpus, order: Order) -> Decision {
     let dur = g.end - g.start;
-    // Workers do their work on their main thread; nsys's own threads are no producers.
     let others: Vec<u32> = tree.iter().copied().filter(|&p| p != g.pid).collect();
-    let mut producers = host::producers(trace, ix, &others, me, g.start, g.end);
-    producers.retain(|p| p.tid == p.pid);
-    if producers.is_empty() {
-        producers = host::producers(trace, ix, &[g.pid], me, g.start, g.end);
-        producers.retain(|p| !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
-    }
-    let Some(first) = producers.first() else { return (g.cause, None, me) };
+    let (workers, siblings) = (ran(trace, ix, g, me, &others, true), ran(trace, ix, g, me, &[g.pid], false));
+    let producers = match (order, workers.is_empty(), siblings.is_empty()) {
+        (Order::WorkersFirst, false, _) | (Order::SameProcessFirst, false, true) => workers,
+        _ => siblings,
+    };
+    let Some(first) = producers.first() else { return Decision::keep(g, me) };
     let busiest = (first.pid, first.tid);
     let wait = g.evidence.clone();
     let label = |p: (u32, u32)| trace.thread_label(p.0, p.1);
-    if saturated {
-        let note = format!("{wait}; its producers could not run: {cpus}");
-        return (Cause::CpuContention, Some(note), busiest);
+    // The producers' time waiting for a CPU, and their time off CPU in untraced waits
+    // while a CPU was free.
+    let times: Vec<(Ns, Ns, (u32, u32))> = producers
+        .iter()
+        .take(8)
+        .filter_map(|p| {
+            let t = host::thread_time(trace, ix, p.pid, p.tid, g.start, g.end)?;
+            let c = ix.contended_ns(trace, (p.pid, p.tid), &cpus.usable, g.start, g.end)?;
+            Some((c, t.io_ns + t.runnable_ns - c, (p.pid, p.tid)))
+        })
+        .collect();
+    if let Some(&(c, _, p)) = times.iter().max_by_key(|t| t.0).filter(|t| 2 * t.0 >= dur) {
+        let note = format!(
+            "{wait}; producer {} waited for a CPU for {} of {}: {}",
+            label(p),
+            fmt_ns(c),
+            fmt_ns(dur),
+            cpus.text()
+        );
+        return Decision::new(Cause::CpuContention, note, p);
     }
     if 2.0 * first.on_cpu_share >= 1.0 {
         let note = format!("{wait}; producer {} on CPU {:.0}% of the gap", label(busiest), first.on_cpu_share * 100.0);
-        return (Cause::HostBusy, Some(note), busiest);
+        let compiling = compile_thread(trace, ix, busiest, g);
+        // A sibling thread that launches CUDA work itself is the job's own launching work.
+        let cause =
+            if busiest.0 == g.pid && launches_in(trace, busiest, g) { Cause::HostBusy } else { Cause::WorkerBusy };
+        let d = Decision::new(cause, note, busiest);
+        return if compiling { d.hinted(Hint::Compile) } else { d };
     }
-    let io = producers
-        .iter()
-        .filter_map(|p| {
-            let t = host::thread_time(trace, ix, p.pid, p.tid, g.start, g.end)?;
-            Some((io_like(&t), t.io_ns, (p.pid, p.tid)))
-        })
-        .max();
-    if let Some((t, traced, p)) = io.filter(|&(t, _, _)| 2 * t >= dur) {
-        let how = if 2 * traced >= t { "in storage calls" } else { "outside any traced call: storage or page faults" };
-        let note =
-            format!("{wait}; producer {} off CPU for {} of {} ({how}) while {cpus}", label(p), fmt_ns(t), fmt_ns(dur));
-        return (Cause::IoWait, Some(note), p);
+    if let Some(&(_, w, p)) = times.iter().max_by_key(|t| t.1).filter(|t| 2 * t.1 >= dur) {
+        let traced = host::thread_time(trace, ix, p.0, p.1, g.start, g.end).map_or(0, |t| t.io_ns);
+        let how = if 2 * traced >= w {
+            "in storage calls".to_string()
+        } else if ix.has_os_calls(p.0, p.1) {
+            "outside any traced call: storage, page faults or a lock".to_string()
+        } else {
+            "in an untraced wait (its process has no OS runtime trace): storage, network or a lock".to_string()
+        };
+        let note = format!(
+            "{wait}; producer {} off CPU for {} of {} ({how}) while a usable CPU was free",
+            label(p),
+            fmt_ns(w),
+            fmt_ns(dur)
+        );
+        return Decision::new(Cause::IoWait, note, p);
     }
-    (g.cause, None, me)
+    Decision::keep(g, me)
+}
+
+// True when thread `who` made CUDA API calls during the gap.
+fn launches_in(trace: &Trace, (pid, tid): (u32, u32), g: &Gap) -> bool {
+    trace.lanes.iter().filter(|l| l.pid == pid && l.kind == LaneKind::CudaApi { tid }).any(|l| {
+        let i = l.ev.start.partition_point(|&s| s < g.end);
+        i > 0 && (0..i).rev().take(64).any(|k| l.ev.end(k) > g.start)
+    })
+}
+
+// True when thread `who` is a compiler (its name, or the modules of its samples in the gap).
+fn compile_thread(trace: &Trace, ix: &HostIndex, who: (u32, u32), g: &Gap) -> bool {
+    if is_compiler(trace.thread_name(who.0, who.1)) {
+        return true;
+    }
+    let s = host::top_symbols(trace, ix, who.0, who.1, (g.start, g.end), TOP_FUNCTIONS);
+    let compiling: usize =
+        s.top.iter().filter(|t| is_compiler(&t.module) || is_compiler(&t.symbol)).map(|t| t.samples).sum();
+    s.samples >= MIN_SAMPLES && 2 * compiling >= s.samples
+}
+
+// Causes under which a compile can hide: the host computed or waited on others.
+fn may_compile(c: Cause) -> bool {
+    matches!(c, Cause::HostBusy | Cause::WorkerBusy | Cause::HostWait | Cause::SyncDrain | Cause::Unknown)
+}
+
+// A JIT compile ran in the gap: a compiler process or thread of the tree ran (ptxas,
+// cicc, gcc for Triton's launcher...), or the deciding thread's samples sit in compiler code.
+fn compiling_in(trace: &Trace, ix: &HostIndex, tree: &[u32], me: (u32, u32), g: &Gap) -> bool {
+    host::producers(trace, ix, tree, me, g.start, g.end).iter().any(|p| is_compiler(trace.thread_name(p.pid, p.tid)))
+        || compile_thread(trace, ix, me, g)
+}
+
+/// True for names of JIT compilers' threads, processes, modules and functions (NVRTC,
+/// ptxas, Triton, nvFuser, nvJitLink, the PTX compiler).
+pub fn is_compiler(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    const COMPILERS: [&str; 11] =
+        ["nvrtc", "ptxas", "triton", "nvfuser", "nvjitlink", "nvptxcompiler", "cicc", "inductor", "nvcc", "gcc", "cc1"];
+    COMPILERS.iter().any(|k| n.contains(k))
 }
 
 /// What `host` says about a gap, as one line for the viewer.

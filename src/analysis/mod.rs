@@ -128,8 +128,11 @@ pub enum Cause {
     PageableCopy,
     /// The deciding thread was blocked in an OS runtime call (`poll`, `pthread_cond_wait`, `read`...).
     HostWait,
-    /// No API or blocking call: Python or other CPU work.
+    /// No API or blocking call: Python or other CPU work on the launching thread.
     HostBusy,
+    /// The launching thread waited for producers (DataLoader workers, a pin-memory
+    /// thread) that were computing while CPUs the job may use had spare capacity.
+    WorkerBusy,
     /// The thread issued CUDA calls back to back; the GPU ran them faster.
     LaunchBound,
     /// The thread, or the producers it waited on, were runnable on saturated CPUs.
@@ -147,12 +150,13 @@ pub enum Cause {
 
 impl Cause {
     /// Every cause, in report order.
-    pub const ALL: [Cause; 11] = [
+    pub const ALL: [Cause; 12] = [
         Cause::SyncWait,
         Cause::SyncDrain,
         Cause::PageableCopy,
         Cause::HostWait,
         Cause::HostBusy,
+        Cause::WorkerBusy,
         Cause::LaunchBound,
         Cause::CpuContention,
         Cause::IoWait,
@@ -169,6 +173,7 @@ impl Cause {
             Cause::PageableCopy => "pageable-copy",
             Cause::HostWait => "host-wait",
             Cause::HostBusy => "host-busy",
+            Cause::WorkerBusy => "worker-busy",
             Cause::LaunchBound => "launch-bound",
             Cause::CpuContention => "cpu-contention",
             Cause::IoWait => "io-wait",
@@ -181,6 +186,36 @@ impl Cause {
     /// The cause with this label.
     pub fn from_label(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.label() == s)
+    }
+}
+
+/// What the evidence of a gap says beyond its cause, where that changes the fix.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hint {
+    /// Nothing beyond the cause.
+    #[default]
+    None,
+    /// The wait was a sleep (`nanosleep`, `clock_nanosleep`, `usleep`...).
+    Sleep,
+    /// The draining sync is the one inside a copy from pageable memory (`.to()` of a
+    /// pageable tensor: the copy, then a stream synchronize on the same thread).
+    PageableSync,
+    /// A just-in-time compile (Triton, `torch.compile`, nvFuser, NVRTC) ran in the gap.
+    Compile,
+    /// The thread waited for Python's GIL, held by another thread of its process.
+    Gil,
+}
+
+impl Hint {
+    /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Hint::None => "none",
+            Hint::Sleep => "sleep",
+            Hint::PageableSync => "pageable-sync",
+            Hint::Compile => "compile",
+            Hint::Gil => "gil",
+        }
     }
 }
 
@@ -260,6 +295,8 @@ pub struct Gap {
     pub phase: Option<String>,
     /// Startup, steady or teardown.
     pub window: Window,
+    /// What the evidence adds to the cause, where that changes the fix.
+    pub hint: Hint,
     /// What the host did (traces with context switches or CPU samples).
     pub host: Option<Box<host::HostWindow>>,
 }
@@ -489,7 +526,8 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
-    let hot = host_cause::top_by_cause(&hot_counts, host_cause::TOP_FUNCTIONS);
+    drop(hot_counts);
+    let hot = host_cause::top_by_cause(&host_cause::steady_hot(&gaps), host_cause::TOP_FUNCTIONS);
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
     let collectives = ranks::analyze(trace, &index, &steps, &groups, options);
     let rank_phases: Vec<(u32, Vec<Phase>)> = if trace.ranks.len() > 1 {
@@ -530,8 +568,9 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     );
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
     if let Some(f) = ranks::finding(&collectives, steady_ns) {
+        let pageable_sync = gaps.iter().any(|g| g.window == Window::Steady && g.hint == Hint::PageableSync);
         findings.push(f);
-        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        findings::order(&mut findings, pageable_sync);
     }
     Analysis {
         host: std::sync::Arc::new(host_ix),

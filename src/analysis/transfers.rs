@@ -28,6 +28,8 @@ pub struct CopyFacts {
     /// Bytes and copy time by (direction, host memory kind, size class), for
     /// comparing pageable and pinned copies of like sizes.
     pub by_size: BTreeMap<(MemClass, MemKind, u8), (u64, Ns)>,
+    /// Copies with a pageable host side: (direction, start, end) on the GPU.
+    pub pageable: Vec<(MemClass, Ns, Ns)>,
 }
 
 /// Size class of a copy: 0 under 64 KiB, then one class per factor of 16 (64 KiB-1 MiB,
@@ -60,11 +62,15 @@ pub struct CallSet {
     pub api_ns: Ns,
     /// The longest issuing call: (duration, call name, pid, tid).
     pub longest: Option<(Ns, String, u32, u32)>,
+    /// The issuing calls as (start, end), for the share inside the steady window.
+    pub calls: Vec<(Ns, Ns)>,
 }
 
 impl CallSet {
     /// Count one copy and its issuing call.
-    pub fn add(&mut self, bytes: u64, gpu: Ns, api: Ns, name: &str, pid: u32, tid: u32) {
+    pub fn add(&mut self, bytes: u64, gpu: Ns, (start, end): (Ns, Ns), name: &str, pid: u32, tid: u32) {
+        let api = end - start;
+        self.calls.push((start, end));
         self.count += 1;
         self.bytes += bytes;
         self.gpu_ns += gpu;
@@ -96,10 +102,13 @@ pub fn transfers(trace: &Trace, index: &Index) -> (Vec<Transfer>, CopyFacts) {
             if matches!(class, MemClass::H2D | MemClass::D2H) {
                 let e = facts.by_size.entry((class, memory, size_class(bytes))).or_default();
                 *e = (e.0 + bytes, e.1 + dur);
+                if memory == MemKind::Pageable {
+                    facts.pageable.push((class, l.ev.start[i], l.ev.end(i)));
+                }
             }
             let Some(call) = index.api_call(trace, l.pid, l.ev.corr(i), &mut hints) else { continue };
             let name = trace.strings.get(trace.lanes[call.at.lane as usize].ev.name[call.at.idx as usize]);
-            let api = call.end - call.start;
+            let api = (call.start, call.end);
             if call.kind == ApiKind::MemcpyAsync && f.is_pageable() {
                 row.async_pageable += 1;
                 facts.async_pageable.add(bytes, dur, api, name, l.pid, call.tid);

@@ -12,8 +12,8 @@ use rusqlite::types::ValueRef;
 use super::schema::Schema;
 use super::{OPEN_END, Progress};
 use crate::model::{
-    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, Process, StrId, Strings, SyncRecords,
-    TableStat, Thread, decode_global_tid, strip_api_version,
+    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, OSRT_GIL, Process, StrId, Strings,
+    SyncRecords, TableStat, Thread, decode_global_tid, strip_api_version,
 };
 
 // A raw name reference: a StringIds id, or LOCAL | index into `Partial::local_names`.
@@ -572,7 +572,47 @@ pub fn read_runtime(src: Src<'_>) -> Result<Partial> {
 }
 
 fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
-    read_thread_rows(src, sink, "OSRT_API", |tid| LaneKind::Osrt { tid })
+    let gil = gil_callchains(src)?;
+    if gil.is_empty() {
+        return read_thread_rows(src, sink, "OSRT_API", |tid| LaneKind::Osrt { tid });
+    }
+    let Some(sql) = select(src.schema, "OSRT_API") else { return Ok(()) };
+    let sql = sql.replacen(" FROM ", ", callchainId FROM ", 1);
+    let lanes = &mut sink.lanes;
+    scan(src.conn, "OSRT_API", &sql, src.progress, &mut sink.out.stats, |r| {
+        let s = col(r, 0, 0)?;
+        let e = col(r, 1, s)?;
+        let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
+        let flags = int(r.get_ref(4)?).is_some_and(|c| gil.contains(&c)).then_some(OSRT_GIL).unwrap_or(0);
+        lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, Some(flags));
+        Ok(())
+    })
+}
+
+// Frames that mark an OS runtime call made while taking Python's GIL.
+const GIL_FRAMES: [&str; 5] =
+    ["take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread", "PyGILState_Ensure", "PyEval_AcquireLock"];
+
+// Callchain ids whose first frames take the GIL (OSRT_CALLCHAINS, where the capture has
+// OS runtime backtraces); empty without them.
+fn gil_callchains(src: Src<'_>) -> Result<std::collections::HashSet<i64>> {
+    let mut out = std::collections::HashSet::new();
+    if !src.schema.has_col("OSRT_CALLCHAINS", "symbol") || !src.schema.has_col("OSRT_API", "callchainId") {
+        return Ok(out);
+    }
+    let list = GIL_FRAMES.iter().map(|f| format!("'{f}'")).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "SELECT DISTINCT c.id FROM OSRT_CALLCHAINS c WHERE c.stackDepth < 6 AND c.symbol IN \
+         (SELECT id FROM StringIds WHERE value IN ({list}))"
+    );
+    let mut stmt = src.conn.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        if let Some(id) = int(r.get_ref(0)?) {
+            out.insert(id);
+        }
+    }
+    Ok(out)
 }
 
 // Profiler overhead rows, one lane per thread (names are StringIds like OS runtime calls).
