@@ -48,6 +48,7 @@ struct HostInfo<'a> {
     switches: usize,
     osrt_calls: usize,
     python_backtraces: bool,
+    python_samples: usize,
     cpus: &'a [u32],
     cpu_cores: Option<u32>,
     sampled_threads: &'a [SampleRate],
@@ -63,6 +64,7 @@ fn host_info(t: &Trace) -> HostInfo<'_> {
         switches: h.switches,
         osrt_calls: h.osrt_calls,
         python_backtraces: h.has_python,
+        python_samples: h.python_samples,
         cpus: &h.cpus,
         cpu_cores: h.cpu_cores,
         sampled_threads: &h.sampled_threads,
@@ -84,7 +86,7 @@ fn missing(t: &Trace) -> Vec<&'static str> {
         (!h.tables.samples, "no CPU samples: capture with --sample=process-tree"),
         (!h.tables.sched, "no context switches: capture with --cpuctxsw=process-tree"),
         (!h.tables.osrt, "no OS runtime calls: capture with --trace=osrt (added to -t)"),
-        (python && !h.has_python, "no Python backtraces: capture with --python-sampling=true"),
+        (python && !h.has_python && h.python_samples == 0, "no Python backtraces: capture with --python-sampling=true"),
     ]
     .into_iter()
     .filter_map(|(m, s)| m.then_some(s))
@@ -100,6 +102,13 @@ fn write_host_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     writeln!(w, "  context switches   {}", h.switches)?;
     writeln!(w, "  OS runtime calls   {}", h.osrt_calls)?;
     writeln!(w, "  Python backtraces  {}", yes_no(h.python_backtraces))?;
+    if h.python_samples > 0 {
+        writeln!(
+            w,
+            "  Python sampling    on: {} samples (their frames are not in the SQLite export)",
+            h.python_samples
+        )?;
+    }
     let cores = h.cpu_cores.map(|n| format!(" of {n} on the machine")).unwrap_or_default();
     writeln!(w, "  CPUs seen          {}{cores}", h.cpus.len())?;
     for m in &h.missing {

@@ -21,7 +21,7 @@ mod text;
 mod tui;
 
 pub use analysis::host::{HostIndex, cpu_load};
-pub use analysis::{Analysis, Cause, Gap, Options, Severity, Window, analyze, find_gaps};
+pub use analysis::{Analysis, Cause, Finding, Gap, Hint, Options, Severity, Window, analyze, find_gaps};
 pub use cli::{Cli, Exit, run};
 pub use diff::{Diff, Run as DiffRun, Status as DiffStatus, diff};
 pub use model::{

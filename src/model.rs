@@ -1038,6 +1038,9 @@ pub struct HostData {
     pub tables: HostTables,
     /// Some sample's leaf frame is Python code, or the export has a `PYTHON_*` table.
     pub has_python: bool,
+    /// Samples of nsys's Python sampler (`--python-sampling`): its NVTX marks in the
+    /// domain `Python Periodic Sampling`.
+    pub python_samples: usize,
 }
 
 /// Host tables present in an export (possibly empty).

@@ -80,6 +80,7 @@ pub fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Finding> {
             time_util(x),
             starvation(x, explainer),
             launch_bound_finding(x),
+            teardown_loop(x),
             pageable_bandwidth(x, MemClass::H2D, span),
             pageable_bandwidth(x, MemClass::D2H, span),
         ]);
@@ -113,6 +114,7 @@ fn weight(f: &Finding) -> Ns {
         "gpu_records_missing" => Ns::MAX,
         "gpu_gaps" | "starvation" => get("cause_ns"),
         "launch_bound" => get("short_idle_ns") + get("launch_bound_idle_ns"),
+        "teardown_loop" => get("teardown_idle_ns"),
         "cuda_api_sync" => get("sync_idle_ns"),
         "cuda_memcpy_async" | "cuda_memcpy_sync" => get("api_ns"),
         "pageable_bandwidth" => get("pageable_ns"),
@@ -476,13 +478,14 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
         rule: "gpu_gaps",
         severity: by_share(share, 0.5, 0.2),
         message: format!(
-            "{n} gap{} >= {} left the GPU idle for {} in the steady state ({} of it); {} of it is {}{startup_note}",
+            "{n} gap{} >= {} left the GPU idle for {} in the steady state ({} of it); {} of it is {}{}{startup_note}",
             if n == 1 { "" } else { "s" },
             fmt_ns(x.options.min_gap_ns),
             fmt_ns(idle),
             pct(share),
             pct(cause_ns as f64 / idle.max(1) as f64),
-            cause.label()
+            cause.label(),
+            hint.words()
         ),
         evidence: vec![
             ev("gaps", &n),
@@ -647,12 +650,13 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
         rule: "starvation",
         severity: by_share(share, 0.5, 0.2).min(by_share(idle_share, 0.5, 0.2)),
         message: format!(
-            "The GPU starved in {} of the `{name}` ranges ({starved} of {}): {} idle in them, {} of it {}{where_}",
+            "The GPU starved in {} of the `{name}` ranges ({starved} of {}): {} idle in them, {} of it {}{}{where_}",
             pct(share),
             steps.len(),
             fmt_ns(total),
             pct(idle[cause as usize] as f64 / total.max(1) as f64),
-            cause.label()
+            cause.label(),
+            hint.words()
         ),
         evidence: vec![
             ev("step_phase", &name),
@@ -716,6 +720,21 @@ fn launch_rhythm(x: &Inputs<'_>) -> (usize, Option<Ns>, Option<Ns>) {
     (durs.len(), median(durs), period)
 }
 
+// True when most launch calls of the steady window replay CUDA graphs.
+fn graphs_replayed(x: &Inputs<'_>) -> bool {
+    let w = x.steps.windows;
+    let (mut graph, mut all) = (0usize, 0usize);
+    for l in x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::CudaApi { .. })) {
+        for i in (0..l.ev.len()).filter(|&i| (w.steady_start..w.steady_end).contains(&l.ev.start[i])) {
+            if ApiKind::from_flags(l.ev.flags(i)) == ApiKind::Launch {
+                all += 1;
+                graph += usize::from(x.trace.strings.get(l.ev.name[i]).contains("GraphLaunch"));
+            }
+        }
+    }
+    all > 0 && 2 * graph >= all
+}
+
 // Idle in holes shorter than the threshold, or in launch-bound gaps, dominates the
 // steady window: kernels shorter than their launch period, launched back to back.
 fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
@@ -757,11 +776,67 @@ fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
             ev("median_launch_period_ns", &p),
             ev("dominant_cause", &Cause::LaunchBound.label()),
         ],
-        fix: "Kernels are shorter than the time to launch them: capture the step in a CUDA graph \
-              (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), fuse small kernels, use larger \
-              batches, and drop per-token or per-step host syncs (.item(), .cpu()) that stop the host from \
-              running ahead."
-            .to_string(),
+        fix: if graphs_replayed(x) {
+            "The steps already replay CUDA graphs; the idle is the host between replays: drop per-token or \
+             per-step host syncs (.item(), .cpu()) so that the host runs ahead, capture more work per graph \
+             (several tokens or steps), and use larger batches."
+        } else {
+            "Kernels are shorter than the time to launch them: capture the step in a CUDA graph \
+             (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), fuse small kernels, use larger \
+             batches, and drop per-token or per-step host syncs (.item(), .cpu()) that stop the host from \
+             running ahead."
+        }
+        .to_string(),
+    })
+}
+
+// A second dense loop after the last step (an evaluation or inference phase, a graph
+// replay loop) falls in teardown: say so when teardown holds more GPU idle than the
+// steady state, so that the headline's steady numbers are not read as the whole run.
+fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
+    let name = x.steps.name.as_deref()?;
+    let w = x.steps.windows;
+    let (mut busy, mut idle, mut span) = (0, 0, 0);
+    for d in x.devices {
+        let Some((a, b)) = d.extent() else { continue };
+        let a = a.max(w.steady_end);
+        if b > a {
+            let bz = d.busy.busy_in(a, b);
+            (busy, idle, span) = (busy + bz, idle + (b - a - bz), span + (b - a));
+        }
+    }
+    let steady_idle: Ns =
+        short_idle_ns(x.devices, x.gaps, w) + counted(x).map(|g| w.steady_part(g.start, g.end)).sum::<Ns>();
+    if busy <= 0 || idle <= steady_idle {
+        return None;
+    }
+    let teardown: Vec<&Gap> = counted(x).filter(|g| g.window == Window::Teardown).collect();
+    let cause = dominant_cause(teardown.iter().copied(), Gap::dur).map_or(Cause::Unknown, |c| c.0);
+    Some(Finding {
+        rule: "teardown_loop",
+        severity: Severity::Warning,
+        message: format!(
+            "After the last `{name}` the GPU ran on for {} ({} busy) and idled {}, more than the {} idle of the \
+             steady state: a second loop outside the step phase (evaluation, inference, graph replay); most of its \
+             gap time is {}",
+            fmt_ns(span),
+            fmt_ns(busy),
+            fmt_ns(idle),
+            fmt_ns(steady_idle),
+            cause.label()
+        ),
+        evidence: vec![
+            ev("teardown_span_ns", &span),
+            ev("teardown_busy_ns", &busy),
+            ev("teardown_idle_ns", &idle),
+            ev("steady_idle_ns", &steady_idle),
+            ev("dominant_cause", &cause.label()),
+        ],
+        fix: format!(
+            "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase NAME (or \
+             open the window in the viewer); for its gaps: {}",
+            cause_fix(cause)
+        ),
     })
 }
 

@@ -207,6 +207,17 @@ pub enum Hint {
 }
 
 impl Hint {
+    /// What the hint says, as words to follow a cause in a message (empty for `None`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Hint::None => "",
+            Hint::Sleep => " (sleeps)",
+            Hint::PageableSync => " (the syncs of copies from pageable memory)",
+            Hint::Compile => " (a JIT compile)",
+            Hint::Gil => " (GIL contention)",
+        }
+    }
+
     /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`).
     pub fn label(self) -> &'static str {
         match self {
@@ -480,6 +491,8 @@ pub struct Analysis {
     pub step_instances: Vec<(Ns, Ns)>,
     /// The steady window.
     pub windows: Windows,
+    /// GPU idle inside the steady window in holes shorter than `options.min_gap_ns`.
+    pub short_idle_ns: Ns,
     /// Phases, sorted by total wall time, largest first.
     pub phases: Vec<Phase>,
     /// Transfers by direction and memory kind.
@@ -583,6 +596,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         step_instances: steps.instances.iter().map(|i| (i.start, i.end)).collect(),
         step_phase: steps.name,
         hot_by_cause: hot,
+        short_idle_ns: findings::short_idle_ns(&devices, &gaps, steps.windows),
         windows: steps.windows,
         devices,
         gaps,

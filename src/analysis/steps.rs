@@ -78,7 +78,7 @@ pub fn choose(
     let whole = gpu_extent.unwrap_or((trace.meta.start_ns, trace.meta.end_ns));
     match pick {
         Some((name, instances)) if !instances.is_empty() => {
-            let steady_start = instances.get(1).map_or(instances[0].start, |i| i.start);
+            let steady_start = second_step_start(trace, &instances);
             let steady_end = instances.iter().map(|i| i.end).max().unwrap_or(whole.1).max(steady_start);
             Steps { name: Some(name), instances, windows: Windows { steady_start, steady_end } }
         }
@@ -86,6 +86,26 @@ pub fn choose(
             Steps { name: None, instances: Vec::new(), windows: Windows { steady_start: whole.0, steady_end: whole.1 } }
         }
     }
+}
+
+// Where the steady state begins: the start of the second step; with several ranks, of
+// each rank's own second step, the latest of them (a rank that starts late is still in
+// warm-up while the others run steps).
+fn second_step_start(trace: &Trace, instances: &[Instance]) -> Ns {
+    let second = |inst: &mut dyn Iterator<Item = &Instance>| {
+        let first = inst.next()?;
+        Some(inst.next().unwrap_or(first).start)
+    };
+    let whole = second(&mut instances.iter()).unwrap_or(0);
+    if trace.ranks.len() < 2 {
+        return whole;
+    }
+    trace
+        .ranks
+        .iter()
+        .filter_map(|r| second(&mut instances.iter().filter(|i| r.pids.contains(&i.pid))))
+        .max()
+        .unwrap_or(whole)
 }
 
 type Pick = Option<(String, Vec<Instance>)>;

@@ -208,6 +208,7 @@ pub fn host_data(
         osrt_calls: rows("OSRT_API"),
         sampled_threads,
         tables: HostTables { osrt: schema.has("OSRT_API"), sched: schema.has(SCHED), samples: schema.has(SAMPLES) },
+        python_samples: 0,
         has_python: python_table || modules.iter().any(|&m| is_python_module(strings.get(m))),
     }
 }

@@ -149,6 +149,7 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
         out.host.tables.sched |= h.tables.sched;
         out.host.tables.samples |= h.tables.samples;
         out.host.has_python |= h.has_python;
+        out.host.python_samples += h.python_samples;
         let mut pids: Vec<u32> = pid_map.values().copied().collect();
         pids.sort_unstable();
         r.pids = pids;

@@ -179,8 +179,10 @@ fn assemble(
 ) -> Result<Trace> {
     let mut lanes_by_key: HashMap<(LaneKind, u32), crate::model::Events> = HashMap::new();
     let mut syncs = Vec::new();
+    let mut python_samples = 0;
     for mut p in parts {
         meta.tables.append(&mut p.stats);
+        python_samples += p.python_samples;
         for (key, mut ev) in p.lanes {
             names.resolve(&mut ev, key.0, &p.local_names);
             // Move a lane seen once (the common case) instead of copying it into an empty one.
@@ -203,7 +205,8 @@ fn assemble(
     let (gpus, processes, threads) =
         tables::read_who(conn, schema, &names, &lanes).context("reading processes, threads and GPUs")?;
     let strings = names.into_strings();
-    let host = host::host_data(conn, schema, &lanes, &strings, &meta.tables);
+    let mut host = host::host_data(conn, schema, &lanes, &strings, &meta.tables);
+    host.python_samples = python_samples;
     let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host, ranks: Vec::new() };
     trace.meta.start_ns = start;
     trace.meta.end_ns = end;

@@ -26,6 +26,9 @@ enum Kind {
     Mark,
 }
 
+/// NVTX domain of the marks nsys's Python sampler writes.
+pub const PYTHON_SAMPLER: &str = "Python Periodic Sampling";
+
 /// Read `NVTX_EVENTS` into NVTX lanes.
 pub fn read_nvtx(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     let Some(sql) = select(src.schema, T) else { return Ok(()) };
@@ -68,6 +71,15 @@ pub fn read_nvtx(src: Src<'_>, sink: &mut Sink) -> Result<()> {
         Ok(())
     })?;
     sink.out.stats.append(&mut stats);
+    // nsys's Python sampler (--python-sampling) writes one mark per sample in a domain of
+    // its own; its frames are not in the export. Count them; they are no NVTX lane.
+    let sampler: Vec<(u32, u32)> =
+        domains.iter().filter(|(_, n)| n.as_str() == PYTHON_SAMPLER).map(|(&(p, d), _)| (p, d as u32)).collect();
+    if !sampler.is_empty() {
+        let before = rows.len();
+        rows.retain(|(k, r)| !(*k == Kind::Mark && sampler.contains(&(r.pid, r.domain))));
+        sink.out.python_samples += before - rows.len();
+    }
     let mut domain_refs: HashMap<(u32, u32), u32> = HashMap::new();
     for ((pid, d), name) in &domains {
         domain_refs.insert((*pid, *d as u32), sink.local(name));

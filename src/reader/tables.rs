@@ -30,6 +30,8 @@ pub struct Partial {
     pub syncs: Vec<SyncRecords>,
     /// Rows and time per table.
     pub stats: Vec<TableStat>,
+    /// NVTX marks of nsys's Python sampler (domain `Python Periodic Sampling`), left out.
+    pub python_samples: usize,
 }
 
 impl Partial {

@@ -14,11 +14,11 @@
 //!             launched: {count, gpu_ns, span_ns}}]
 //! gaps      {min_gap_ns, count, total_ns,
 //!            by_cause: {"sync-wait" | "sync-drain" | "pageable-copy" | "host-wait" |
-//!                       "host-busy" | "launch-bound" | "cpu-contention" | "io-wait" |
-//!                       "queued" | "profiler" | "unknown":
+//!                       "host-busy" | "worker-busy" | "launch-bound" | "cpu-contention" |
+//!                       "io-wait" | "queued" | "profiler" | "unknown":
 //!                       {count, total_ns, top?: [{symbol, module, share, samples}]}},
-//!            steady: {count, total_ns, by_cause},
-//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase, window,
+//!            steady: {count, total_ns, by_cause, short_idle_ns},
+//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase, window, hint,
 //!                   host?: {samples, top: [{symbol, module, samples, share}],
 //!                           on_cpu_share, runnable_share, blocked_share, os_call_share,
 //!                           cpus: {usable, busy_share, threads},
@@ -365,6 +365,8 @@ pub struct Steady {
     pub total_ns: Ns,
     /// Count and clipped time per cause, every cause present.
     pub by_cause: BTreeMap<&'static str, CauseSum>,
+    /// GPU idle inside the window in holes shorter than `min_gap_ns`, all GPUs.
+    pub short_idle_ns: Ns,
 }
 
 /// `gaps.by_cause.*`.
@@ -412,6 +414,8 @@ pub struct TopGap<'a> {
     pub phase: Option<&'a str>,
     /// `startup`, `steady` or `teardown`: the window holding most of the gap.
     pub window: &'static str,
+    /// What the evidence adds to the cause (`none`, `sleep`, `pageable-sync`, `gil`, `compile`).
+    pub hint: &'static str,
     /// What the host did (traces with context switches or CPU samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<&'a crate::analysis::host::HostWindow>,
@@ -479,6 +483,7 @@ fn steady(a: &Analysis) -> Steady {
         count: inside.len(),
         total_ns: inside.iter().map(|g| part(g)).sum(),
         by_cause: by_cause_timed(inside.into_iter(), part),
+        short_idle_ns: a.short_idle_ns,
     }
 }
 
@@ -662,6 +667,7 @@ fn top_gap(g: &Gap) -> TopGap<'_> {
         evidence: &g.evidence,
         phase: g.phase.as_deref(),
         window: g.window.label(),
+        hint: g.hint.label(),
         host: g.host.as_deref(),
     }
 }

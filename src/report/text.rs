@@ -108,7 +108,15 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
         o.line(note)?;
     }
     if a.devices.is_empty() {
-        o.line("No GPU activity in this trace: nothing ran on a GPU, so there is nothing to explain.")?;
+        if let Some(f) = a.findings.iter().find(|f| f.rule == "gpu_records_missing") {
+            let n = f.evidence.iter().find(|(k, _)| k == "launch_calls").map_or("", |(_, v)| v.as_str());
+            o.line(&format!(
+                "The GPU side was not recorded: {n} kernel launches were traced but the export holds no GPU \
+                 records, so GPU busy and idle time cannot be measured."
+            ))?;
+        } else {
+            o.line("No GPU activity in this trace: nothing ran on a GPU, so there is nothing to explain.")?;
+        }
     }
     if m.outliers.0 > 0 {
         o.line(&format!(

@@ -12,6 +12,7 @@ mod host_causes;
 mod host_sql;
 mod kineto;
 mod labels;
+mod matrix;
 mod pty;
 mod random_exports;
 mod ranks;

@@ -28,13 +28,36 @@ pub fn sql_i64(path: &Path, q: &str) -> i64 {
     sql(path).query_row(q, [], |r| r.get(0)).unwrap_or_else(|e| panic!("{q}: {e}"))
 }
 
+/// A capture of the matrix (`tests/fixtures/matrix/CELL.sqlite.xz`), unpacked once per
+/// test run into a temporary folder; its path.
+pub fn matrix_trace(cell: &str) -> PathBuf {
+    use std::sync::{Mutex, OnceLock};
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder"));
+    let out = dir.path().join(format!("{cell}.sqlite"));
+    let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !out.exists() {
+        let src = fixture(&format!("matrix/{cell}.sqlite.xz"));
+        let mut input =
+            std::io::BufReader::new(std::fs::File::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display())));
+        let tmp = out.with_extension("part");
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).unwrap());
+        lzma_rs::xz_decompress(&mut input, &mut w).unwrap_or_else(|e| panic!("{}: {e:?}", src.display()));
+        drop(w);
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
 /// Every gap cause the README documents, in its order.
-pub const CAUSES: [&str; 11] = [
+pub const CAUSES: [&str; 12] = [
     "sync-wait",
     "sync-drain",
     "pageable-copy",
     "host-wait",
     "host-busy",
+    "worker-busy",
     "launch-bound",
     "cpu-contention",
     "io-wait",

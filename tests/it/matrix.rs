@@ -1,0 +1,129 @@
+//! The capture matrix (tests/fixtures/matrix/): every cell's headline (the first finding)
+//! against the expectation written in `expected.json` from how the cell was built, before
+//! lanescope read the traces; and the Python sampler's marks against SQL.
+
+use lanescope::{Analysis, Options, analyze};
+use serde_json::Value;
+
+use crate::util::{fixture, matrix_trace, sql_i64};
+
+fn expected() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture("matrix/expected.json")).unwrap()).unwrap()
+}
+
+fn analysis(cell: &str) -> Analysis {
+    analyze(&lanescope::load(&matrix_trace(cell)).unwrap(), &Options::default())
+}
+
+// The cause a finding names: its evidence's dominant cause, or what its rule is about.
+fn cause_of(f: &lanescope::Finding) -> Option<String> {
+    if let Some((_, v)) = f.evidence.iter().find(|(k, _)| k == "dominant_cause") {
+        return Some(v.clone());
+    }
+    match f.rule {
+        "cuda_memcpy_async" | "cuda_memcpy_sync" | "pageable_bandwidth" => Some("pageable-copy".into()),
+        "launch_bound" => Some("launch-bound".into()),
+        _ => None,
+    }
+}
+
+// The phase holding most of the steady time of `cause`'s gaps.
+fn phase_of(a: &Analysis, cause: &str) -> Option<String> {
+    let mut by: std::collections::BTreeMap<Option<&str>, i64> = std::collections::BTreeMap::new();
+    for g in a.gaps.iter().filter(|g| g.cause.label() == cause) {
+        *by.entry(g.phase.as_deref()).or_default() += a.windows.steady_part(g.start, g.end);
+    }
+    by.into_iter().max_by_key(|&(_, t)| t).and_then(|(p, _)| p.map(str::to_string))
+}
+
+fn strs(v: &Value) -> Vec<&str> {
+    v.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
+// What is wrong with one cell's headline, as lines.
+fn check(cell: &str, want: &Value, a: &Analysis) -> Vec<String> {
+    let mut bad = Vec::new();
+    let Some(f) = a.findings.first() else { return vec![format!("{cell}: no finding")] };
+    let head = format!("{cell}: headline [{}] {} ({:?})", f.severity.label(), f.rule, cause_of(f));
+    if let Some(c) = want["cause"].as_str() {
+        if cause_of(f).as_deref() != Some(c) {
+            bad.push(format!("{head}: cause should be {c}: {}", f.message));
+        }
+        if let Some(p) = want["phase"].as_str()
+            && phase_of(a, c).as_deref() != Some(p)
+        {
+            bad.push(format!("{head}: phase should be {p}, the gaps say {:?}", phase_of(a, c)));
+        }
+    }
+    if let Some(r) = want["rule"].as_str()
+        && f.rule != r
+    {
+        bad.push(format!("{head}: rule should be {r}"));
+    }
+    let any = strs(&want["rule_any"]);
+    if !any.is_empty() && !any.contains(&f.rule) {
+        bad.push(format!("{head}: rule should be one of {any:?}"));
+    }
+    for words in want["fix"].as_array().into_iter().flatten() {
+        let words = strs(words);
+        if !words.iter().any(|w| f.fix.contains(w)) {
+            bad.push(format!("{head}: fix should say one of {words:?}: {}", f.fix));
+        }
+    }
+    for w in strs(&want["not_fix"]) {
+        if f.fix.contains(w) {
+            bad.push(format!("{head}: fix must not say {w:?}: {}", f.fix));
+        }
+    }
+    if let Some(s) = want["severity"].as_str()
+        && f.severity.label() != s
+    {
+        bad.push(format!("{head}: severity should be {s}"));
+    }
+    if let Some(s) = want["max_severity"].as_str() {
+        let rank = |l: &str| ["info", "warning", "critical"].iter().position(|x| *x == l);
+        if rank(f.severity.label()) > rank(s) {
+            bad.push(format!("{head}: severity should be at most {s}"));
+        }
+    }
+    for r in strs(&want["not_rule_critical"]) {
+        if a.findings.iter().any(|x| x.rule == r && x.severity == lanescope::Severity::Critical) {
+            bad.push(format!("{cell}: {r} must not be critical"));
+        }
+    }
+    bad
+}
+
+#[test]
+fn every_cell_headline_matches_the_expectation_written_before_the_run() {
+    let e = expected();
+    let cells = e["cells"].as_object().unwrap();
+    assert!(cells.len() >= 15, "{} cells", cells.len());
+    let mut bad = Vec::new();
+    for (cell, want) in cells {
+        bad.extend(check(cell, want, &analysis(cell)));
+    }
+    assert!(bad.is_empty(), "{} disagreements:\n{}", bad.len(), bad.join("\n"));
+}
+
+#[test]
+fn python_sampler_marks_are_counted_and_kept_out_of_the_nvtx_lanes() {
+    let path = matrix_trace("w0_mainpy");
+    let want = sql_i64(
+        &path,
+        "SELECT count(*) FROM NVTX_EVENTS e WHERE e.eventType = 34 AND e.domainId IN \
+         (SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND text = 'Python Periodic Sampling')",
+    );
+    assert!(want > 1000, "{want} sampler marks");
+    let t = lanescope::load(&path).unwrap();
+    assert_eq!(t.host.python_samples as i64, want);
+    let marks: usize =
+        t.lanes.iter().filter(|l| matches!(l.kind, lanescope::LaneKind::NvtxMarks { .. })).map(|l| l.ev.len()).sum();
+    let other = sql_i64(&path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 34") - want;
+    assert_eq!(marks as i64, other);
+    // info says sampling was on and does not ask for it.
+    let out = crate::util::lanescope().args(["info", "--format", "json"]).arg(&path).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["host"]["python_samples"].as_i64(), Some(want));
+    assert!(!v["host"]["missing"].to_string().contains("python-sampling"), "{}", v["host"]["missing"]);
+}
