@@ -10,6 +10,7 @@ mod diff_view;
 mod findings_real;
 mod host_causes;
 mod host_sql;
+mod hostile;
 mod kineto;
 mod labels;
 mod pty;
