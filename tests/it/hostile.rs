@@ -48,3 +48,74 @@ fn a_kernel_or_copy_ending_at_i64_max_is_an_outlier_not_an_open_range() {
     let busy: i64 = a.devices.iter().map(|d| d.busy.total()).sum();
     assert!(busy <= t.meta.end_ns - t.meta.start_ns && busy <= span, "busy {busy} ns");
 }
+
+#[test]
+fn a_far_string_id_sizes_no_allocation() {
+    let (_d, p) = scratch("pageable.sqlite");
+    let far = 1_073_741_823i64;
+    mutate(
+        &p,
+        &format!(
+            "INSERT INTO StringIds VALUES ({far}, 'far');
+             UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = {far}
+               WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL);"
+        ),
+    );
+    // 16 bytes per id up to the far one was 17 GB: under a 3 GiB address-space limit the
+    // load aborted. Now it fits and the far name resolves.
+    let bin = assert_cmd::cargo::cargo_bin("lanescope");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -v 3145728 && exec "$0" info --format json "$1""#)
+        .arg(&bin)
+        .arg(&p)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = lanescope::load(&p).unwrap();
+    let names: Vec<&str> = t
+        .lanes
+        .iter()
+        .filter(|l| matches!(l.kind, LaneKind::Kernels { .. }))
+        .flat_map(|l| l.ev.name.iter().map(|&n| t.strings.get(n)))
+        .collect();
+    assert_eq!(names.iter().filter(|&&n| n == "far").count(), 1);
+}
+
+#[test]
+fn string_ids_rows_with_a_non_integer_id_are_skipped() {
+    let (_d, p) = scratch("pageable.sqlite");
+    // nsys declares `id INTEGER PRIMARY KEY`; a table without it takes any value.
+    mutate(
+        &p,
+        "ALTER TABLE StringIds RENAME TO s0;
+         CREATE TABLE StringIds (id, value);
+         INSERT INTO StringIds SELECT id, value FROM s0;
+         DROP TABLE s0;
+         INSERT INTO StringIds VALUES ('x', 'text id'), (2.5, 'fraction'), (-3, 'negative'), (NULL, 'null'),
+           (X'00', 'blob');",
+    );
+    let t = lanescope::load(&p).unwrap();
+    let want = crate::util::sql(&p)
+        .prepare(
+            "SELECT count(DISTINCT s.value) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName",
+        )
+        .unwrap()
+        .query_row([], |r| r.get::<_, i64>(0))
+        .unwrap();
+    let mut names: Vec<&str> = t
+        .lanes
+        .iter()
+        .filter(|l| matches!(l.kind, LaneKind::Kernels { .. }))
+        .flat_map(|l| l.ev.name.iter().map(|&n| t.strings.get(n)))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len() as i64, want);
+    assert!(names.iter().all(|n| !n.is_empty() && !["text id", "fraction", "negative"].contains(n)), "{names:?}");
+    assert!(lanescope().arg("report").arg(&p).output().unwrap().status.success());
+}
+
+// Raw DEL, C1 controls and bidi controls (override, isolate, Arabic letter mark).
+const CONTROLS: [char; 6] = ['\u{7f}', '\u{9b}', '\u{85}', '\u{202e}', '\u{2066}', '\u{61c}'];
