@@ -211,8 +211,7 @@ pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         traces: &t.ranks,
         align_note: m.align_note.as_deref(),
     };
-    serde_json::to_writer_pretty(&mut *w, &info)?;
-    writeln!(w)
+    crate::text::write_json(w, &info)
 }
 
 fn or_unknown(s: &str) -> &str {

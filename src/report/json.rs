@@ -666,40 +666,8 @@ fn top_gap(g: &Gap) -> TopGap<'_> {
     }
 }
 
-/// Write the JSON report, pretty-printed, with a final newline. Besides serde's escapes
-/// (C0 controls, quote, backslash), DEL, C1 and bidi controls are written as `\uXXXX`
-/// so that the raw output is safe on a terminal too.
+/// Write the JSON report, pretty-printed, with a final newline, through
+/// [`crate::text::write_json`] (DEL, C1 and bidi controls escaped as `\uXXXX`).
 pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(&build(trace, a, all_gaps))?;
-    writeln!(w, "{}", escape_c1(&text))
-}
-
-// JSON structure is ASCII: DEL, C1 and bidi controls can only occur inside strings,
-// where `\uXXXX` is valid (all are in the Basic Multilingual Plane).
-fn escape_c1(s: &str) -> std::borrow::Cow<'_, str> {
-    use std::fmt::Write as _;
-    let c1 = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) || super::is_bidi_control(c);
-    if !s.contains(c1) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        if c1(c) {
-            let _ = write!(out, "\\u{:04x}", u32::from(c));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn c1_controls_are_escaped() {
-        let s = serde_json::to_string("a\u{9b}b\u{7f}").unwrap();
-        let e = super::escape_c1(&s);
-        assert_eq!(e, "\"a\\u009bb\\u007f\"");
-        assert_eq!(serde_json::from_str::<String>(&e).unwrap(), "a\u{9b}b\u{7f}");
-    }
+    crate::text::write_json(w, &build(trace, a, all_gaps))
 }

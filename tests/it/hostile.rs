@@ -119,3 +119,39 @@ fn string_ids_rows_with_a_non_integer_id_are_skipped() {
 
 // Raw DEL, C1 controls and bidi controls (override, isolate, Arabic letter mark).
 const CONTROLS: [char; 6] = ['\u{7f}', '\u{9b}', '\u{85}', '\u{202e}', '\u{2066}', '\u{61c}'];
+
+#[test]
+fn every_json_writer_escapes_del_c1_and_bidi_controls() {
+    let d = TempDir::new().unwrap();
+    // In the file name (every JSON output carries the path) and in the GPU name.
+    let name: String = format!("gpu{}.sqlite", CONTROLS.iter().collect::<String>());
+    let p = d.path().join(&name);
+    std::fs::copy(fixture("pageable.sqlite"), &p).unwrap();
+    mutate(&p, "UPDATE TARGET_INFO_GPU SET name = 'GPU' || char(127) || char(155) || '31m' || char(8238) || 'RLO'");
+    let runs: [&[&str]; 4] = [
+        &["info", "--format", "json"],
+        &["report", "--format", "json"],
+        &["diff", "--format", "json"],
+        &["bench", "--format", "json", "--size", "80x24"],
+    ];
+    for args in runs {
+        let mut c = lanescope();
+        c.args(args).arg(&p);
+        if args[0] == "diff" {
+            c.arg(&p);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains(CONTROLS), "{args:?} writes a raw control");
+        // Escaped, not lost: the parsed output holds the file name as it is.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let paths = serde_json::to_string(&v).unwrap();
+        let escaped = serde_json::to_string(&p.display().to_string()).unwrap();
+        assert!(paths.contains(&escaped), "{args:?}: no {escaped} in {paths:.300}");
+    }
+    let info: serde_json::Value =
+        serde_json::from_slice(&lanescope().args(["info", "--format", "json"]).arg(&p).output().unwrap().stdout)
+            .unwrap();
+    assert_eq!(info["gpus"][0]["name"], "GPU\u{7f}\u{9b}31m\u{202e}RLO");
+}
