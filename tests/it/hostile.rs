@@ -155,3 +155,28 @@ fn every_json_writer_escapes_del_c1_and_bidi_controls() {
             .unwrap();
     assert_eq!(info["gpus"][0]["name"], "GPU\u{7f}\u{9b}31m\u{202e}RLO");
 }
+
+#[test]
+fn one_file_under_several_spellings_is_one_input() {
+    let d = TempDir::new().unwrap();
+    let p = d.path().join("a.sqlite");
+    std::fs::copy(fixture("pageable.sqlite"), &p).unwrap();
+    std::os::unix::fs::symlink(&p, d.path().join("link.sqlite")).unwrap();
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    let abs = p.canonicalize().unwrap();
+    let out = lanescope()
+        .current_dir(d.path())
+        .args(["report", "--format", "json", "a.sqlite", "./a.sqlite", "link.sqlite", "sub/../a.sqlite"])
+        .arg(&abs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("traces").is_none(), "several ranks: {}", v["traces"]);
+    assert_eq!(v["totals"]["kernels"], sql_i64(&p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"));
+    assert_eq!(v["trace"]["path"], "a.sqlite");
+    // A glob and the file itself: still one.
+    let out = lanescope().current_dir(d.path()).args(["info", "--format", "json", "a.sqlite", "a*.sqlite"]).output();
+    let v: serde_json::Value = serde_json::from_slice(&out.unwrap().stdout).unwrap();
+    assert!(v.get("traces").is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)), "{}", v["traces"]);
+}
