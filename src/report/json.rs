@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
-//!            step_phase, steady_start_ns, steady_end_ns, outlier_events}
+//!            step_phase, steady_start_ns, steady_end_ns, outlier_events, unreadable_events}
 //! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
 //! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns, collective_wait_ns}]
 //! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
@@ -107,6 +107,8 @@ pub struct TraceInfo<'a> {
     pub steady_end_ns: Ns,
     /// Events left out for corrupt timestamps (far outside the rest).
     pub outlier_events: u64,
+    /// Events skipped as unreadable (a Kineto `ts` that is no time, an event too large).
+    pub unreadable_events: u64,
 }
 
 /// One entry of `traces` (an input of a merged trace).
@@ -508,6 +510,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             steady_start_ns: a.windows.steady_start,
             steady_end_ns: a.windows.steady_end,
             outlier_events: trace.meta.outliers.0,
+            unreadable_events: trace.meta.unreadable_events,
         },
         totals: totals(t),
         devices: a

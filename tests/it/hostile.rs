@@ -180,3 +180,62 @@ fn one_file_under_several_spellings_is_one_input() {
     let v: serde_json::Value = serde_json::from_slice(&out.unwrap().stdout).unwrap();
     assert!(v.get("traces").is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)), "{}", v["traces"]);
 }
+
+// A Kineto trace: `events` (JSON objects) and one kernel with its launch, gzipped.
+fn kineto_gz(dir: &Path, name: &str, events: &[&[u8]]) -> PathBuf {
+    use std::io::Write;
+    let p = dir.join(name);
+    let mut g = flate2::write::GzEncoder::new(std::fs::File::create(&p).unwrap(), flate2::Compression::fast());
+    g.write_all(b"{\"traceEvents\": [").unwrap();
+    for e in events {
+        g.write_all(e).unwrap();
+        g.write_all(b",\n").unwrap();
+    }
+    g.write_all(
+        br#"{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":10,"dur":2,"args":{"correlation":5}},
+           {"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":20,"dur":3,"args":{"device":0,"stream":7,"correlation":5}}]}"#,
+    )
+    .unwrap();
+    g.finish().unwrap();
+    p
+}
+
+#[test]
+fn a_kineto_string_of_64_mib_loads_in_linear_time_and_is_counted() {
+    let d = TempDir::new().unwrap();
+    // One name of 64 MiB: before, each 1 MiB refill parsed the event again from its start
+    // (2 s here, 123 s at 512 MiB); now it is skipped by one streaming pass, unheld.
+    let mut big = br#"{"ph":"X","cat":"cpu_op","pid":1,"tid":1,"ts":1,"dur":1,"name":""#.to_vec();
+    big.extend(std::iter::repeat_n(b'A', 64 << 20));
+    big.extend_from_slice(b"\"}");
+    let p = kineto_gz(d.path(), "str.json.gz", &[&big]);
+    let t = lanescope::load(&p).unwrap();
+    assert_eq!(t.meta.unreadable_events, 1);
+    let kernels: usize =
+        t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Kernels { .. })).map(|l| l.ev.len()).sum();
+    assert_eq!(kernels, 1);
+}
+
+#[test]
+fn kineto_events_with_an_unreadable_ts_are_counted_in_info_and_report() {
+    let d = TempDir::new().unwrap();
+    let bad: [&[u8]; 5] = [
+        br#"{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":"soon","dur":1,"args":{"device":0,"stream":7}}"#,
+        br#"{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":7,"ts":NaN,"dur":1,"args":{"device":0,"stream":7}}"#,
+        br#"{"ph":"X","cat":"kernel","name":"c","pid":0,"tid":7,"ts":1e308,"dur":1,"args":{"device":0,"stream":7}}"#,
+        br#"{"ph":"X","cat":"kernel","name":"d","pid":0,"tid":7,"ts":0x10,"dur":1,"args":{"device":0,"stream":7}}"#,
+        br#"{"ph":"X","cat":"kernel","name":"e","pid":0,"tid":7,"ts":100000000000000000000000000,"dur":1,"args":{"device":0,"stream":7}}"#,
+    ];
+    let p = kineto_gz(d.path(), "ts.json.gz", &bad);
+    let text = |args: &[&str]| {
+        let out = lanescope().args(args).arg(&p).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(text(&["info"]).contains("unreadable 5 events skipped"), "{}", text(&["info"]));
+    assert!(text(&["report"]).contains("5 events skipped as unreadable"), "{}", text(&["report"]));
+    let v: serde_json::Value = serde_json::from_str(&text(&["report", "--format", "json"])).unwrap();
+    assert_eq!((v["trace"]["unreadable_events"].as_u64(), v["totals"]["kernels"].as_u64()), (Some(5), Some(1)));
+    let v: serde_json::Value = serde_json::from_str(&text(&["info", "--format", "json"])).unwrap();
+    assert_eq!(v["unreadable_events"], 5);
+}
