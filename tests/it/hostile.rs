@@ -239,3 +239,128 @@ fn kineto_events_with_an_unreadable_ts_are_counted_in_info_and_report() {
     let v: serde_json::Value = serde_json::from_str(&text(&["info", "--format", "json"])).unwrap();
     assert_eq!(v["unreadable_events"], 5);
 }
+
+// An `.nsys-rep` "report", a cache, and a stub nsys running `body` (`$7` is the output).
+struct Rep {
+    dir: TempDir,
+    rep: PathBuf,
+    stub: PathBuf,
+}
+
+impl Rep {
+    fn new(body: &str) -> Rep {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new().unwrap();
+        let rep = dir.path().join("run.nsys-rep");
+        std::fs::write(&rep, b"a report; nsys is a stub").unwrap();
+        let stub = dir.path().join("nsys");
+        std::fs::write(&stub, format!("#!/bin/sh\necho $$ > \"$STUB_PID\"\n{body}\n")).unwrap();
+        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(dir.path().join("cache/lanescope")).unwrap();
+        Rep { dir, rep, stub }
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("cache/lanescope")
+    }
+
+    fn command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("lanescope"));
+        c.args(["info"]).arg(&self.rep).env("NO_COLOR", "1");
+        c.env("LANESCOPE_NSYS", &self.stub).env("XDG_CACHE_HOME", self.dir.path().join("cache"));
+        c.env("STUB_PID", self.dir.path().join("pid")).env("STUB_EXPORT", fixture("d2h.sqlite"));
+        c
+    }
+
+    // The stub's pid, once it started.
+    fn nsys_pid(&self) -> u32 {
+        let f = self.dir.path().join("pid");
+        for _ in 0..500 {
+            if let Some(pid) = std::fs::read_to_string(&f).ok().and_then(|s| s.trim().parse().ok()) {
+                return pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("the stub nsys never started");
+    }
+
+    fn temporaries(&self) -> Vec<String> {
+        let names = std::fs::read_dir(self.cache()).unwrap().map(|e| e.unwrap().file_name());
+        names.map(|n| n.to_string_lossy().into_owned()).filter(|n| n.contains(".tmp.")).collect()
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+// Wait for `child` with a deadline; kill it and fail past the deadline.
+fn wait(mut child: std::process::Child, secs: u64) -> std::process::Output {
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed().as_secs() > secs {
+            let _ = child.kill();
+            panic!("lanescope still runs after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_hanging_nsys_is_stopped_after_lanescope_nsys_timeout() {
+    let r = Rep::new("echo partial > \"$7\"\nexec sleep 60");
+    let child = r.command().env("LANESCOPE_NSYS_TIMEOUT", "1").stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let out = wait(child, 20);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("waiting for nsys (pid") && err.contains("at most 1 s"), "{err}");
+    assert!(err.lines().last().unwrap().contains("LANESCOPE_NSYS_TIMEOUT to allow more"), "{err}");
+    assert!(!alive(r.nsys_pid()), "nsys still runs");
+    assert_eq!(r.temporaries(), Vec::<String>::new());
+}
+
+#[test]
+fn a_signal_stops_nsys_and_removes_its_temporary_files() {
+    use std::os::unix::process::ExitStatusExt;
+    for sig in [15, 2, 1] {
+        let r = Rep::new("echo partial > \"$7\"\nexec sleep 60");
+        let child = r.command().stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let nsys = r.nsys_pid();
+        assert!(!r.temporaries().is_empty());
+        let killed = std::process::Command::new("kill").arg(format!("-{sig}")).arg(child.id().to_string()).status();
+        assert!(killed.unwrap().success());
+        let out = wait(child, 20);
+        // Ended as the signal ends a process, after cleaning up.
+        assert_eq!(out.status.signal(), Some(sig), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!alive(nsys), "signal {sig}: nsys still runs");
+        assert_eq!(r.temporaries(), Vec::<String>::new(), "signal {sig}");
+    }
+}
+
+#[test]
+fn stale_temporaries_of_dead_exports_are_swept() {
+    let r = Rep::new("cp \"$STUB_EXPORT\" \"$7\"");
+    // No process has pid 999999999 (Linux pids stay under 2^22); this test's own is alive.
+    let stale = r.cache().join(".old-0123456789abcdef-0123456789abcdef-999999999.tmp.sqlite");
+    let live = r.cache().join(format!(".old-0123456789abcdef-0123456789abcdef-{}.tmp.sqlite", std::process::id()));
+    std::fs::write(&stale, b"left by a lanescope killed with SIGKILL").unwrap();
+    std::fs::write(&live, b"another lanescope exporting now").unwrap();
+    let out = r.command().output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stale.exists() && live.exists());
+}
+
+#[test]
+fn a_huge_nsys_error_line_is_cut_and_kept_in_the_cache() {
+    let r = Rep::new("head -c 20000000 /dev/zero | tr '\\0' x >&2\necho >&2\nexit 3");
+    let out = r.command().output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let line = err.lines().last().unwrap();
+    assert!(line.len() < 1000, "{} bytes", line.len());
+    assert!(line.contains(&format!("{}…", "x".repeat(200))) && !line.contains(&"x".repeat(201)), "{line}");
+    let log = line.rsplit_once("its whole output: ").unwrap().1.split(')').next().unwrap();
+    assert!(std::fs::metadata(log).unwrap().len() >= 20_000_000, "{log}");
+    assert_eq!(r.temporaries(), Vec::<String>::new());
+}
