@@ -172,7 +172,12 @@ fn run(
     loop {
         {
             let mut running = lock();
-            let Some(i) = running.iter().position(|r| r.child.id() == pid) else { return Ok(Done::Killed) };
+            let Some(i) = running.iter().position(|r| r.child.id() == pid) else {
+                // A signal handler stopped it and is ending the process: let it.
+                drop(running);
+                std::thread::sleep(Duration::from_secs(5));
+                return Ok(Done::Killed);
+            };
             if let Some(status) = running[i].child.try_wait()? {
                 running.remove(i);
                 return Ok(Done::Exited(status));
