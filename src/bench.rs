@@ -545,8 +545,7 @@ fn write_scale_text(w: &mut dyn Write, s: &Scale) -> io::Result<()> {
 
 /// Write the result as JSON.
 pub fn write_json(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, b)?;
-    writeln!(w)
+    crate::text::write_json(w, b)
 }
 
 // ----- key to screen -----

@@ -26,6 +26,7 @@ struct Info<'a> {
     duration_ns: i64,
     events: usize,
     outlier_events: u64,
+    unreadable_events: u64,
     gpus: &'a [crate::model::Gpu],
     processes: &'a [crate::model::Process],
     threads: &'a [crate::model::Thread],
@@ -166,6 +167,10 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         let first = first.as_deref().map_or(String::new(), |f| format!(", e.g. {}", sanitize(f)));
         writeln!(w, "outliers  {n} events left out: their times lie far outside the rest (corrupt timestamps{first})")?;
     }
+    if m.unreadable_events > 0 {
+        let n = m.unreadable_events;
+        writeln!(w, "unreadable {n} events skipped: no readable time (ts a string, NaN, out of range) or too large")?;
+    }
     if t.gpus.is_empty() {
         writeln!(w, "GPUs      none: this trace has no GPU activity")?;
     }
@@ -211,6 +216,7 @@ pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         duration_ns: t.duration(),
         events: t.event_count(),
         outlier_events: m.outliers.0,
+        unreadable_events: m.unreadable_events,
         gpus: &t.gpus,
         processes: &t.processes,
         threads: &t.threads,
@@ -220,8 +226,7 @@ pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         traces: &t.ranks,
         align_note: m.align_note.as_deref(),
     };
-    serde_json::to_writer_pretty(&mut *w, &info)?;
-    writeln!(w)
+    crate::text::write_json(w, &info)
 }
 
 fn or_unknown(s: &str) -> &str {

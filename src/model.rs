@@ -878,6 +878,9 @@ pub struct Meta {
     /// Events left out because their times lie far outside the rest (corrupt
     /// timestamps): how many, and the first one seen as `lane: start..end`.
     pub outliers: (u64, Option<String>),
+    /// Events skipped because they could not be read (a Kineto event whose `ts` is no
+    /// readable time: a string, NaN, out of range; or one over the reader's item limit).
+    pub unreadable_events: u64,
     /// Host name of the profiled machine (`TARGET_INFO_SYSTEM_ENV` `Hostname`), when recorded.
     pub hostname: String,
     /// The job rank recorded in the profiled process's environment (`RANK`, else

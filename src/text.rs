@@ -1,6 +1,6 @@
 //! Text shared by every output (report, evidence, diff, info and the viewer): making
 //! trace-derived strings safe for a terminal, and one formatter per unit (durations,
-//! sizes, rates, counts). A leaf module: it imports only `model::Ns`.
+//! sizes, rates, counts), and the one JSON writer. A leaf module: it imports only `model::Ns`.
 
 use std::borrow::Cow;
 
@@ -15,7 +15,35 @@ fn is_unsafe(c: char) -> bool {
 
 /// True for the bidirectional marks, overrides and isolates.
 pub fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Write `value` as pretty-printed JSON and a newline: the one writer of every JSON
+/// output (report, diff, info, bench). Besides serde's escapes (C0, quote, backslash),
+/// DEL, C1 controls and bidi controls are written as `\uXXXX`, so that the raw output
+/// is safe on a terminal too; a JSON parser reads the same strings back.
+pub fn write_json<T: serde::Serialize + ?Sized>(w: &mut dyn std::io::Write, value: &T) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    writeln!(w, "{}", json_escape_controls(&text))
+}
+
+// JSON structure is ASCII: these characters can only occur inside strings, where
+// `\uXXXX` is valid (all are in the Basic Multilingual Plane).
+fn json_escape_controls(s: &str) -> Cow<'_, str> {
+    use std::fmt::Write as _;
+    let unsafe_char = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) || is_bidi_control(c);
+    if !s.contains(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Replace every control character (C0 including ESC, DEL, C1) and bidirectional
@@ -95,6 +123,17 @@ pub fn fmt_count(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_output_escapes_del_c1_and_bidi_controls_and_reads_back() {
+        let name = "a\u{7f}b\u{9b}31m\u{202e}RLO\u{2066}\u{61c}\u{1b}z";
+        let mut out = Vec::new();
+        write_json(&mut out, &serde_json::json!({ "name": name })).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.chars().all(|c| c == '\n' || (' '..='~').contains(&c)), "{text:?}");
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["name"], name);
+    }
 
     #[test]
     fn sanitize_replaces_controls_and_borrows_clean_text() {

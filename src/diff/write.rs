@@ -317,22 +317,7 @@ fn csv(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
 }
 
 fn json(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(d)?;
-    writeln!(w, "{}", escape_c1(&text))
-}
-
-// As the report's JSON: DEL and C1 controls only occur inside strings, where `\uXXXX` is valid.
-fn escape_c1(s: &str) -> String {
-    use std::fmt::Write as _;
-    let c1 = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
-    s.chars().fold(String::with_capacity(s.len()), |mut out, c| {
-        if c1(c) {
-            let _ = write!(out, "\\u{:04x}", u32::from(c));
-        } else {
-            out.push(c);
-        }
-        out
-    })
+    crate::text::write_json(w, d)
 }
 
 #[cfg(test)]
@@ -357,6 +342,5 @@ mod tests {
         assert_eq!(change_pct(Some(2.34)), "+2.3%");
         assert_eq!(change_pct(None), "-");
         assert_eq!(change_pct(Some(643_974.0)), ">+999%");
-        assert_eq!(escape_c1("a\u{9b}b"), "a\\u009bb");
     }
 }

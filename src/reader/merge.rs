@@ -163,6 +163,7 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
         out.meta.file_bytes += m.file_bytes;
         out.meta.outliers.0 += m.outliers.0;
         out.meta.outliers.1 = out.meta.outliers.1.take().or(m.outliers.1);
+        out.meta.unreadable_events += m.unreadable_events;
         out.ranks.push(r);
     }
     out.host.cpus.sort_unstable();

@@ -238,11 +238,15 @@ pub(crate) fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
     let mid = sample.len() / 2;
     let median = *sample.select_nth_unstable(mid).1;
     let (lo, hi) = (median.saturating_sub(OUTLIER_NS), median.saturating_add(OUTLIER_NS));
-    let ok =
-        |s: i64, e: i64| (lo..=hi).contains(&s) && (e == OPEN_END || ((lo..=hi).contains(&e) && e - s <= OUTLIER_NS));
     let mut dropped = 0u64;
     let mut first = None;
     for l in lanes.iter_mut() {
+        // Only an NVTX range may be left open: a kernel or a copy ending at the sentinel
+        // is a corrupt row, and would count as 292 years of GPU work.
+        let open = may_end_open(l.kind);
+        let ok = |s: i64, e: i64| {
+            (lo..=hi).contains(&s) && ((open && e == OPEN_END) || ((lo..=hi).contains(&e) && e - s <= OUTLIER_NS))
+        };
         // One pass over a lane without outliers (the common case).
         let Some(i) = (0..l.ev.len()).position(|i| !ok(l.ev.start[i], l.ev.end(i))) else { continue };
         if first.is_none() {
@@ -255,6 +259,12 @@ pub(crate) fn drop_outliers(lanes: &mut [Lane]) -> (u64, Option<String>) {
         }
     }
     (dropped, first)
+}
+
+// NVTX push/pop and start/end ranges may never have been closed: nsys writes the open end
+// as `i64::MAX`, and the reader closes them at the end of the trace.
+fn may_end_open(kind: LaneKind) -> bool {
+    matches!(kind, LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. })
 }
 
 // Profiler overhead stays out of the extent: nsys initializes before the application

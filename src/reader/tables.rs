@@ -118,16 +118,47 @@ impl LaneMap {
 
 /// `StringIds` of the file, and the interned table they resolve into.
 pub struct Names {
-    file: Vec<Option<Box<str>>>,
+    file: FileStrings,
     map: Vec<StrId>,
     strings: Strings,
     api_kind: HashMap<StrId, ApiKind>,
 }
 
+/// The `StringIds` texts by id: a vector while ids stay within a small multiple of the
+/// rows read, a map for the ids past that (a corrupt or hostile id sizes nothing).
+#[derive(Debug, Default)]
+struct FileStrings {
+    dense: Vec<Option<Box<str>>>,
+    sparse: HashMap<u32, Box<str>>,
+}
+
+impl FileStrings {
+    // Ids up to 4 times the rows read so far (plus a little) are dense; nsys numbers
+    // them 0, 1, 2... so in a real export every id is.
+    fn insert(&mut self, id: u32, text: Option<Box<str>>, rows: usize) {
+        let i = id as usize;
+        if i < self.dense.len() {
+            self.dense[i] = text;
+        } else if i < rows.saturating_mul(4).saturating_add(1024) {
+            self.dense.resize(i + 1, None);
+            self.dense[i] = text;
+        } else if let Some(t) = text {
+            self.sparse.insert(id, t);
+        }
+    }
+
+    fn get(&self, id: u32) -> Option<&str> {
+        match self.dense.get(id as usize) {
+            Some(t) => t.as_deref(),
+            None => self.sparse.get(&id).map(|t| &**t),
+        }
+    }
+}
+
 impl Names {
     /// Text of a `StringIds` id.
     pub fn file_str(&self, id: i64) -> Option<&str> {
-        usize::try_from(id).ok().and_then(|i| self.file.get(i)).and_then(|s| s.as_deref())
+        u32::try_from(id).ok().and_then(|i| self.file.get(i))
     }
 
     fn intern_ref(&mut self, r: u32, local: &[String], strip: bool) -> StrId {
@@ -140,7 +171,7 @@ impl Names {
         {
             return id;
         }
-        let text = self.file.get(i).and_then(|s| s.as_deref()).unwrap_or("");
+        let text = self.file.get(r).unwrap_or("");
         let id = self.strings.intern(if strip { strip_api_version(text) } else { text });
         if i < self.map.len() {
             self.map[i] = id;
@@ -197,24 +228,29 @@ pub const STRING_IDS: &str = "SELECT id, value FROM StringIds";
 
 /// Read the whole `StringIds` table.
 pub fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
-    let mut file: Vec<Option<Box<str>>> = Vec::new();
+    let mut file = FileStrings::default();
     if schema.has("StringIds") {
         let mut stmt = conn.prepare(STRING_IDS)?;
         let mut rows = stmt.query([])?;
+        let mut n = 0usize;
         while let Some(r) = rows.next()? {
-            let Ok(id) = usize::try_from(r.get::<_, i64>(0)?) else { continue };
-            // Ids are dense in practice; refuse absurd ones rather than allocate for them.
-            if id >= (1 << 30) {
-                continue;
-            }
-            if id >= file.len() {
-                file.resize(id + 1, None);
-            }
-            file[id] = text(r.get_ref(1)?).map(Into::into);
+            // A row whose id is not an integer id (text, a fraction, negative, or in the
+            // range of loader-made names) names nothing: skip it, as bad cells elsewhere.
+            let Some(id) = string_id(r.get_ref(0)?) else { continue };
+            n += 1;
+            file.insert(id, text(r.get_ref(1)?).map(Into::into), n);
         }
     }
-    let map = vec![StrId::MAX; file.len()];
+    let map = vec![StrId::MAX; file.dense.len()];
     Ok(Names { file, map, strings: Strings::new(), api_kind: HashMap::new() })
+}
+
+// A `StringIds` id: an integer below the loader-made names' range.
+fn string_id(v: ValueRef<'_>) -> Option<u32> {
+    match v {
+        ValueRef::Integer(i) => u32::try_from(i).ok().filter(|&i| i & LOCAL == 0),
+        _ => None,
+    }
 }
 
 /// Text of a column value, if it is text.
@@ -728,4 +764,24 @@ fn read_gpus(conn: &Connection, schema: &Schema, lanes: &[Lane]) -> Result<Vec<G
 /// Set an open NVTX end (NULL) to the sentinel closed later to the trace end.
 pub fn open_end(e: Option<i64>) -> i64 {
     e.unwrap_or(OPEN_END)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn far_string_ids_go_to_the_map_not_the_vector() {
+        let mut f = FileStrings::default();
+        for i in 0..10 {
+            f.insert(i, Some(format!("s{i}").into()), i as usize + 1);
+        }
+        f.insert(1_073_741_823, Some("far".into()), 11);
+        f.insert(2000, Some("past 4x".into()), 12);
+        assert!(f.dense.len() <= 12 * 4 + 1024, "{}", f.dense.len());
+        assert_eq!(
+            (f.get(3), f.get(1_073_741_823), f.get(2000), f.get(77)),
+            (Some("s3"), Some("far"), Some("past 4x"), None)
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
-//!            step_phase, steady_start_ns, steady_end_ns, outlier_events}
+//!            step_phase, steady_start_ns, steady_end_ns, outlier_events, unreadable_events}
 //! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
 //! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns, collective_wait_ns}]
 //! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
@@ -107,6 +107,8 @@ pub struct TraceInfo<'a> {
     pub steady_end_ns: Ns,
     /// Events left out for corrupt timestamps (far outside the rest).
     pub outlier_events: u64,
+    /// Events skipped as unreadable (a Kineto `ts` that is no time, an event too large).
+    pub unreadable_events: u64,
 }
 
 /// One entry of `traces` (an input of a merged trace).
@@ -513,6 +515,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             steady_start_ns: a.windows.steady_start,
             steady_end_ns: a.windows.steady_end,
             outlier_events: trace.meta.outliers.0,
+            unreadable_events: trace.meta.unreadable_events,
         },
         totals: totals(t),
         devices: a
@@ -672,40 +675,8 @@ fn top_gap(g: &Gap) -> TopGap<'_> {
     }
 }
 
-/// Write the JSON report, pretty-printed, with a final newline. Besides serde's escapes
-/// (C0 controls, quote, backslash), DEL, C1 and bidi controls are written as `\uXXXX`
-/// so that the raw output is safe on a terminal too.
+/// Write the JSON report, pretty-printed, with a final newline, through
+/// [`crate::text::write_json`] (DEL, C1 and bidi controls escaped as `\uXXXX`).
 pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(&build(trace, a, all_gaps))?;
-    writeln!(w, "{}", escape_c1(&text))
-}
-
-// JSON structure is ASCII: DEL, C1 and bidi controls can only occur inside strings,
-// where `\uXXXX` is valid (all are in the Basic Multilingual Plane).
-fn escape_c1(s: &str) -> std::borrow::Cow<'_, str> {
-    use std::fmt::Write as _;
-    let c1 = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) || super::is_bidi_control(c);
-    if !s.contains(c1) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        if c1(c) {
-            let _ = write!(out, "\\u{:04x}", u32::from(c));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn c1_controls_are_escaped() {
-        let s = serde_json::to_string("a\u{9b}b\u{7f}").unwrap();
-        let e = super::escape_c1(&s);
-        assert_eq!(e, "\"a\\u009bb\\u007f\"");
-        assert_eq!(serde_json::from_str::<String>(&e).unwrap(), "a\u{9b}b\u{7f}");
-    }
+    crate::text::write_json(w, &build(trace, a, all_gaps))
 }

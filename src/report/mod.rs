@@ -3,8 +3,8 @@
 //! contract, see [`json`]).
 //!
 //! Names come from the trace and may hold anything: text, Markdown and CSV pass them
-//! through [`sanitize`] so no escape sequence reaches a terminal; JSON relies on
-//! serde's string escaping.
+//! through [`sanitize`] so no escape sequence reaches a terminal; JSON escapes them
+//! (`text::write_json`, shared with `diff`, `info` and `bench`).
 
 pub mod csv;
 pub mod json;
@@ -52,7 +52,6 @@ pub fn write_with(
     }
 }
 
-pub(crate) use crate::text::is_bidi_control;
 /// Sanitizing lives in the neutral [`crate::text`] module; re-exported here for the
 /// report writers and existing callers.
 use crate::text::sanitize;

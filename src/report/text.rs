@@ -125,6 +125,12 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
             m.outliers.1.as_deref().unwrap_or("-")
         ))?;
     }
+    if m.unreadable_events > 0 {
+        o.line(&format!(
+            "{} events skipped as unreadable: no readable time (ts a string, NaN, out of range) or too large",
+            m.unreadable_events
+        ))?;
+    }
     for d in &a.devices {
         let (lo, hi) = d.extent().unwrap_or((0, 0));
         o.line(&format!(

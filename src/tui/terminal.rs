@@ -1,6 +1,6 @@
 //! Terminal lifecycle: raw mode, the alternate screen and mouse reporting, restored
 //! on quit, on panic (before the panic message prints) and on
-//! SIGTERM/SIGHUP/SIGINT/SIGQUIT.
+//! SIGTERM/SIGHUP/SIGINT/SIGQUIT (which also stop an nsys export in progress).
 //!
 //! Mouse reporting asks for button presses and drags (1000, 1002) in SGR form
 //! (1006), not every motion (1003): over SSH an idle pointer sends nothing.
@@ -94,12 +94,15 @@ pub struct SignalGuard {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Watch termination signals: restore the terminal, say why, exit 128 + signal.
+/// Watch termination signals: stop an nsys export in progress, restore the terminal,
+/// say why, exit 128 + signal.
 pub fn watch_signals() -> io::Result<SignalGuard> {
     let mut signals = Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT])?;
     let handle = signals.handle();
+    crate::reader::rep::signals_exit_elsewhere(true);
     let thread = std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            crate::reader::rep::abort_exports();
             let _screen = lock();
             restore();
             let _ = writeln!(io::stderr(), "lanescope: stopped by signal {sig}");
@@ -111,6 +114,7 @@ pub fn watch_signals() -> io::Result<SignalGuard> {
 
 impl Drop for SignalGuard {
     fn drop(&mut self) {
+        crate::reader::rep::signals_exit_elsewhere(false);
         self.handle.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();

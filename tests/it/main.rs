@@ -1,6 +1,7 @@
 //! Every integration test in one binary (one link instead of one per file); helpers in `util`.
 
 mod analysis_sql;
+mod battery;
 mod causes_export;
 mod cli;
 mod compact_writer;
@@ -10,6 +11,7 @@ mod diff_view;
 mod findings_real;
 mod host_causes;
 mod host_sql;
+mod hostile;
 mod kineto;
 mod labels;
 mod matrix;

@@ -47,6 +47,7 @@ fn json_has_every_documented_key() {
         "steady_start_ns",
         "steady_end_ns",
         "outlier_events",
+        "unreadable_events",
     ];
     assert_eq!(keys(trace), set(&trace_keys));
     assert_eq!(trace["step_phase"], "step N");

@@ -2,6 +2,11 @@
 //! parsed whole (`serde_json`), the `traceEvents` array one event at a time straight from a
 //! refillable buffer, borrowing names from it. Nothing but the current buffer (and one
 //! event larger than it, if any) is held.
+//!
+//! Time is linear in the input: an item that straddles the buffer's end is parsed again
+//! only once the buffered part of it has doubled, so a 512 MiB string is rescanned about
+//! twice, not once per chunk. An item over [`MAX_ITEM`] is skipped by a streaming scan
+//! that holds none of it, and counted ([`Scanner::oversized`]).
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -68,9 +73,16 @@ enum Err {
 
 type R<T> = Result<T, Err>;
 
-/// The largest single event (or top-level value) held in memory.
-const MAX_ITEM: usize = 1 << 30;
+/// The largest single event (or top-level value) held in memory; larger ones are skipped.
+pub const MAX_ITEM: usize = 64 << 20;
 const CHUNK: usize = 4 << 20;
+
+// What `Scanner::unit` did with the item at the read position.
+enum Unit {
+    Done,
+    // Longer than the item limit: nothing consumed, the caller skips it.
+    TooLarge,
+}
 
 /// The streaming scanner over any reader.
 pub struct Scanner<Rd: Read> {
@@ -82,12 +94,30 @@ pub struct Scanner<Rd: Read> {
     base: u64,
     /// True once a `traceEvents` array (or a bare top-level array) began.
     pub saw_events: bool,
+    /// Events skipped for being larger than the item limit.
+    pub oversized: usize,
+    max_item: usize,
+    // Bytes parsed again after a refill: the work beyond one pass over the input.
+    #[cfg(test)]
+    rescanned: u64,
 }
 
 impl<Rd: Read> Scanner<Rd> {
     /// Scan `r`.
     pub fn new(r: Rd) -> Self {
-        Self { r, buf: vec![0; CHUNK], pos: 0, end: 0, eof: false, base: 0, saw_events: false }
+        Self {
+            r,
+            buf: vec![0; CHUNK],
+            pos: 0,
+            end: 0,
+            eof: false,
+            base: 0,
+            saw_events: false,
+            oversized: 0,
+            max_item: MAX_ITEM,
+            #[cfg(test)]
+            rescanned: 0,
+        }
     }
 
     // Read more bytes, keeping buf[pos..end]; false at end of input.
@@ -102,10 +132,11 @@ impl<Rd: Read> Scanner<Rd> {
             self.pos = 0;
         }
         if self.end == self.buf.len() {
-            if self.buf.len() >= MAX_ITEM {
-                return Err(std::io::Error::other("one JSON value larger than 1 GiB"));
+            let cap = self.max_item + CHUNK;
+            if self.buf.len() >= cap {
+                return Err(std::io::Error::other("one JSON value larger than the item limit"));
             }
-            self.buf.resize(self.buf.len() * 2, 0);
+            self.buf.resize((self.buf.len() * 2).min(cap), 0);
         }
         loop {
             match self.r.read(&mut self.buf[self.end..]) {
@@ -128,20 +159,103 @@ impl<Rd: Read> Scanner<Rd> {
     }
 
     // Run `f` on the unread bytes until it has a whole item: it returns the bytes it
-    // consumed. `f` must have no effect when it returns `More`.
-    fn unit(&mut self, mut f: impl FnMut(&[u8]) -> R<usize>) -> Result<(), Stop> {
+    // consumed. `f` must have no effect when it returns `More`. It runs again only after
+    // the unread bytes at least doubled (linear time); an item that does not fit in the
+    // item limit is left unread: `TooLarge`.
+    fn unit(&mut self, mut f: impl FnMut(&[u8]) -> R<usize>) -> Result<Unit, Stop> {
         loop {
-            match f(&self.buf[self.pos..self.end]) {
+            let have = (self.end - self.pos).min(self.max_item);
+            match f(&self.buf[self.pos..self.pos + have]) {
                 Ok(n) => {
                     self.pos += n;
-                    return Ok(());
+                    return Ok(Unit::Done);
                 }
                 Err(Err::Bad(at, why)) => return Err(self.stop(self.pos + at, why)),
-                Err(Err::More) => match self.refill() {
-                    Ok(true) => {}
-                    Ok(false) => return Err(self.stop(self.end, "unexpected end of file (truncated trace?)")),
-                    Err(e) => return Err(self.stop(self.end, format!("read error: {e}"))),
-                },
+                Err(Err::More) => {
+                    if have == self.max_item {
+                        return Ok(Unit::TooLarge);
+                    }
+                    #[cfg(test)]
+                    {
+                        self.rescanned += have as u64;
+                    }
+                    let want = (2 * have).max(64 << 10).min(self.max_item);
+                    match self.fill(want) {
+                        Ok(true) => {}
+                        Ok(false) => return Err(self.stop(self.end, "unexpected end of file (truncated trace?)")),
+                        Err(e) => return Err(self.stop(self.end, format!("read error: {e}"))),
+                    }
+                }
+            }
+        }
+    }
+
+    // Refill until `want` unread bytes are buffered or the input ends; false when
+    // nothing more came.
+    fn fill(&mut self, want: usize) -> std::io::Result<bool> {
+        let before = self.end - self.pos;
+        while self.end - self.pos < want && self.refill()? {}
+        Ok(self.end - self.pos > before)
+    }
+
+    // Skip the value at the read position (no leading whitespace) without holding it:
+    // each buffer is dropped once scanned. Strings, nesting and escapes are tracked, so
+    // a quote or bracket inside a string ends nothing.
+    fn skip_streaming(&mut self) -> Result<(), Stop> {
+        let (mut depth, mut in_str, mut esc, mut scalar) = (0usize, false, false, false);
+        loop {
+            while self.pos < self.end {
+                if esc {
+                    esc = false;
+                    self.pos += 1;
+                    continue;
+                }
+                if in_str {
+                    let rest = &self.buf[self.pos..self.end];
+                    let Some(k) = rest.iter().position(|&b| b == b'"' || b == b'\\') else {
+                        self.pos = self.end;
+                        continue;
+                    };
+                    self.pos += k + 1;
+                    if rest[k] == b'\\' {
+                        esc = true;
+                    } else {
+                        in_str = false;
+                        if depth == 0 {
+                            return Ok(());
+                        }
+                    }
+                    continue;
+                }
+                let b = self.buf[self.pos];
+                if scalar {
+                    if !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')) {
+                        return Ok(());
+                    }
+                    self.pos += 1;
+                    continue;
+                }
+                self.pos += 1;
+                match b {
+                    b'"' => in_str = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' if depth > 0 => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Ok(());
+                        }
+                    }
+                    b'}' | b']' => return Err(self.stop(self.pos - 1, "expected a value")),
+                    _ if depth == 0 => scalar = true,
+                    _ => {}
+                }
+            }
+            match self.refill() {
+                Ok(true) => {}
+                // A scalar may end the input (a bare top-level number).
+                Ok(false) if scalar => return Ok(()),
+                Ok(false) => return Err(self.stop(self.end, "unexpected end of file (truncated trace?)")),
+                Err(e) => return Err(self.stop(self.end, format!("read error: {e}"))),
             }
         }
     }
@@ -168,7 +282,7 @@ impl<Rd: Read> Scanner<Rd> {
     }
 
     /// Scan the whole input: `top(key, value)` for each top-level key but `traceEvents`
-    /// (values over 64 MiB are skipped), `event` for each event. Returns where it stopped
+    /// (values over the item limit are skipped), `event` for each event. Returns where it stopped
     /// early, if it did; what came before was delivered.
     pub fn run(
         &mut self,
@@ -210,7 +324,7 @@ impl<Rd: Read> Scanner<Rd> {
                 _ => return Err(self.stop(self.pos, "expected a key")),
             }
             let mut key = String::new();
-            self.unit(|s| {
+            let unit = self.unit(|s| {
                 let (k, n) = string(s, 0)?;
                 let n = ws(s, n)?;
                 if s[n] != b':' {
@@ -219,6 +333,9 @@ impl<Rd: Read> Scanner<Rd> {
                 key = k.into_owned();
                 Ok(n + 1)
             })?;
+            if let Unit::TooLarge = unit {
+                return Err(self.stop(self.pos, "a key larger than the item limit"));
+            }
             if key == "traceEvents" {
                 if self.expect_peek()? != b'[' {
                     return Err(self.stop(self.pos, "traceEvents is not an array"));
@@ -227,14 +344,14 @@ impl<Rd: Read> Scanner<Rd> {
                 self.events(event)?;
             } else {
                 let mut value = None;
-                self.unit(|s| {
-                    let s0 = ws(s, 0)?;
-                    let n = skip_value(s, s0)?;
-                    if n - s0 <= 64 << 20 {
-                        value = serde_json::from_slice(&s[s0..n]).ok();
-                    }
+                self.expect_peek()?;
+                if let Unit::TooLarge = self.unit(|s| {
+                    let n = skip_value(s, 0)?;
+                    value = serde_json::from_slice(&s[..n]).ok();
                     Ok(n)
-                })?;
+                })? {
+                    self.skip_streaming()?;
+                }
                 if let Some(v) = value {
                     top(&key, v);
                 }
@@ -252,14 +369,22 @@ impl<Rd: Read> Scanner<Rd> {
                     return Ok(());
                 }
                 b',' => self.pos += 1,
-                b'{' => self.unit(|s| {
-                    let (ev, n) = parse_event(s)?;
-                    event(&ev);
-                    Ok(n)
-                })?,
+                b'{' => {
+                    let unit = self.unit(|s| {
+                        let (ev, n) = parse_event(s)?;
+                        event(&ev);
+                        Ok(n)
+                    })?;
+                    if let Unit::TooLarge = unit {
+                        self.oversized += 1;
+                        self.skip_streaming()?;
+                    }
+                }
                 _ => {
                     // Not an object (a number, null...): skip it.
-                    self.unit(|s| skip_value(s, 0))?;
+                    if let Unit::TooLarge = self.unit(|s| skip_value(s, 0))? {
+                        self.skip_streaming()?;
+                    }
                 }
             }
         }
@@ -592,6 +717,59 @@ mod tests {
         let (_, names, stop) = scan(t, 1000);
         assert_eq!(names.len(), 1);
         assert_eq!(stop.unwrap().offset, 53); // the `"X"` where a `:` belongs
+    }
+
+    // One event whose name is `len` bytes, then a small one, read 1 MiB at a time.
+    fn big_name(len: usize) -> Vec<u8> {
+        let mut t = br#"{"traceEvents": [{"ph":"X","ts":1,"name":""#.to_vec();
+        t.extend(std::iter::repeat_n(b'A', len));
+        t.extend_from_slice(br#"","args":{"k":"]}\"}"}}, {"ph":"X","name":"after","ts":2}], "x": 1}"#);
+        t
+    }
+
+    struct Chunks<'a>(&'a [u8]);
+    impl Read for Chunks<'_> {
+        fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(1 << 20).min(b.len());
+            b[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_large_value_is_parsed_again_only_after_its_buffered_part_doubled() {
+        let len = 16 << 20;
+        let t = big_name(len);
+        let mut sc = Scanner::new(Chunks(&t));
+        let mut names = Vec::new();
+        assert_eq!(sc.run(|_, _| {}, |e| names.push(e.name.len())), None);
+        assert_eq!(names, [len, 5]);
+        // Geometric: under twice the item. Reparsing after every 1 MiB chunk would be
+        // 1 + 2 + ... + 16 MiB = 136 MiB.
+        assert!(sc.rescanned <= 2 * len as u64, "rescanned {} MiB", sc.rescanned >> 20);
+        assert_eq!(sc.oversized, 0);
+    }
+
+    #[test]
+    fn a_value_over_the_item_limit_is_skipped_without_holding_it() {
+        let t = big_name(8 << 20);
+        let mut sc = Scanner::new(Chunks(&t));
+        sc.buf = vec![0; 1024];
+        sc.max_item = 1 << 20;
+        let (mut names, mut keys) = (Vec::new(), Vec::new());
+        assert_eq!(sc.run(|k, _| keys.push(k.to_string()), |e| names.push(e.name.to_string())), None);
+        assert_eq!((names, keys, sc.oversized), (vec!["after".to_string()], vec!["x".to_string()], 1));
+        assert!(sc.buf.len() <= sc.max_item + CHUNK, "buffer {} MiB", sc.buf.len() >> 20);
+        // A top-level value too: skipped, and what follows it still read.
+        let mut t = br#"{"big": [""#.to_vec();
+        t.extend(std::iter::repeat_n(b'x', 3 << 20));
+        t.extend_from_slice(br#"", {"a": "[{"}], "traceEvents": [{"ph":"X","name":"e","ts":1}]}"#);
+        let mut sc = Scanner::new(Chunks(&t));
+        sc.max_item = 1 << 20;
+        let (mut names, mut keys) = (Vec::new(), Vec::new());
+        assert_eq!(sc.run(|k, _| keys.push(k.to_string()), |e| names.push(e.name.to_string())), None);
+        assert_eq!((names, keys.len(), sc.oversized), (vec!["e".to_string()], 0, 0));
     }
 
     #[test]

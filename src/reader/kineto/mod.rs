@@ -243,7 +243,9 @@ struct Builder {
     other_pid: HashMap<u32, u32>,
     first_cpu_pid: Option<u32>,
     counts: Vec<(String, usize)>,
+    // Complete events whose `ts` is no readable time, and events over the item limit.
     no_time: usize,
+    oversized: usize,
     process_names: HashMap<u32, String>,
     gpu_pids: Vec<u32>,
     thread_names: HashMap<(u32, u32), String>,
@@ -494,6 +496,7 @@ pub fn load(path: &Path, gzip: bool, progress: &Progress) -> Result<Trace> {
             |e| b.event(e),
         );
         has_events = sc.saw_events;
+        b.oversized = sc.oversized;
         drop(sc);
         b.top = top;
         stop
@@ -669,11 +672,19 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
     }
     if b.no_time > 0 {
         meta.tables.push(TableStat {
-            name: "  X events without a numeric ts (skipped)".into(),
+            name: "  X events without a readable ts (skipped)".into(),
             rows: b.no_time,
             ms: 0.0,
         });
     }
+    if b.oversized > 0 {
+        meta.tables.push(TableStat {
+            name: format!("  events over {} MiB (skipped)", json::MAX_ITEM >> 20),
+            rows: b.oversized,
+            ms: 0.0,
+        });
+    }
+    meta.unreadable_events = (b.no_time + b.oversized) as u64;
     if let Some(s) = stop {
         meta.tables.push(TableStat {
             name: format!("stopped at byte {}: {} (events before it kept)", s.offset, s.reason),
