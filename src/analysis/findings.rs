@@ -913,6 +913,37 @@ mod tests {
     use super::*;
     use crate::analysis::Union;
 
+    fn finding(rule: &'static str, severity: Severity, weight: (&str, Ns), fix: &str) -> Finding {
+        Finding {
+            rule,
+            severity,
+            message: String::new(),
+            evidence: vec![(weight.0.to_string(), weight.1.to_string())],
+            fix: fix.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_headline_is_the_most_severe_then_the_straggler_the_pinned_fix_and_the_most_idle() {
+        let pinned = cause_fix(Cause::PageableCopy);
+        let make = || {
+            vec![
+                finding("gpu_time_util", Severity::Warning, ("x", 0), "a"),
+                finding("pageable_bandwidth", Severity::Warning, ("pageable_ns", 5), pinned),
+                finding("gpu_gaps", Severity::Warning, ("cause_ns", 10), "b"),
+                finding("starvation", Severity::Critical, ("cause_ns", 1), "c"),
+                finding("straggler", Severity::Warning, ("lost_ns", 1), "d"),
+            ]
+        };
+        let rules = |v: &[Finding]| v.iter().map(|f| f.rule).collect::<Vec<_>>();
+        let mut v = make();
+        order(&mut v, false);
+        assert_eq!(rules(&v), ["starvation", "straggler", "gpu_gaps", "pageable_bandwidth", "gpu_time_util"]);
+        let mut v = make();
+        order(&mut v, true);
+        assert_eq!(rules(&v), ["starvation", "straggler", "pageable_bandwidth", "gpu_gaps", "gpu_time_util"]);
+    }
+
     #[test]
     fn low_chunks_merge_into_regions() {
         // Span [0, 300): 30 chunks of 10. Busy [0, 100), [150, 152), [295, 300).

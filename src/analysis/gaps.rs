@@ -812,7 +812,7 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Dra
     let (Some(li), _) = ctx.thread_lanes(pid, tid) else { return None };
     let near = |t: Ns| (start - DRAIN_SLACK_NS..=start + DRAIN_SLACK_NS).contains(&t);
     let mut best: Option<(usize, Ns, Ns)> = None;
-    for i in ctx.overlapping(li, start - DRAIN_SLACK_NS, start + DRAIN_SLACK_NS) {
+    for i in ctx.overlapping(li, start - DRAIN_SLACK_NS, start + DRAIN_SLACK_NS + 1) {
         let ev = &ctx.trace.lanes[li].ev;
         let (s, e) = (ev.start[i], ev.end(i));
         if (near(s) || near(e)) && matches!(ctx.act(li, i), Act::Sync | Act::Pageable) && best.is_none_or(|b| e > b.2) {
@@ -1189,10 +1189,32 @@ mod tests {
     #[test]
     fn a_gap_that_begins_as_a_sync_returns_is_sync_drain_unless_the_thread_then_waits() {
         let end = 10 * MS;
-        let sync = (MS / 2, MS + 20_000, "cudaStreamSynchronize", 1);
+        // The host waited 5.5 ms in the sync, more than half the 9 ms it then worked.
+        let sync = (-4 * MS, MS + 20_000, "cudaStreamSynchronize", 1);
         let g = Builder::new().gap_until(end).lane(API, &[sync, launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
         assert_eq!(g.cause, Cause::SyncDrain);
         assert!(g.evidence.starts_with("cudaStreamSynchronize returned 20.0 µs into the gap; then"), "{}", g.evidence);
+        // The same sync returning 4 us before the gap start: the same cause.
+        let early = (-4 * MS, MS - 4_000, "cudaStreamSynchronize", 1);
+        let g =
+            Builder::new().gap_until(end).lane(API, &[early, launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!(g.cause, Cause::SyncDrain, "{}", g.evidence);
+        assert!(g.evidence.contains("returned 4.00 µs before the gap"), "{}", g.evidence);
+        // A short sync (a metrics .item()) then long Python: the Python is the gap.
+        let short = (MS / 2, MS + 20_000, "cudaStreamSynchronize", 1);
+        let g =
+            Builder::new().gap_until(end).lane(API, &[short, launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
+        assert!(g.evidence.ends_with("after a 520 µs cudaStreamSynchronize"), "{}", g.evidence);
+        // The sync of a pageable copy drains however short it is.
+        let copy = (0, MS / 2, "cudaMemcpyAsync", 3);
+        let g = Builder::new()
+            .gap_until(end)
+            .lane(API, &[copy, short, launch_at(end)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .lane(LaneKind::Memory { device: 1, stream: 3, class: MemClass::H2D }, &[(0, MS / 2, "copy", 3)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::SyncDrain, Hint::PageableSync), "{}", g.evidence);
         // After the sync the thread waits for a batch: host-wait.
         let g = Builder::new()
             .gap_until(end)
@@ -1200,7 +1222,7 @@ mod tests {
             .lane(OS, &[(2 * MS, 9 * MS, "poll", 0)])
             .gap();
         assert_eq!(g.cause, Cause::HostWait);
-        // A sync that returns 200 us into the gap did not drain it.
+        // A sync that starts and returns more than 100 us from the gap start did not drain it.
         let late = (MS / 2, MS + 200_000, "cudaStreamSynchronize", 1);
         let g = Builder::new().gap_until(end).lane(API, &[late, launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
         assert_eq!(g.cause, Cause::HostBusy);
@@ -1304,7 +1326,23 @@ mod tests {
             };
             score[c as usize] += 1;
         }
-        Cause::ALL.into_iter().rev().max_by_key(|&c| score[c as usize]).unwrap()
+        let cause = Cause::ALL.into_iter().rev().max_by_key(|&c| score[c as usize]).unwrap();
+        if cause == Cause::HostBusy && drains(api) { Cause::SyncDrain } else { cause }
+    }
+
+    // Rule 5 over slots (one slot is the 100 us slack; the gap starts at slot 0 and lasts
+    // `api.len()` slots): the blocking run that starts or ends within a slot of the start,
+    // the latest to end, drains when it is a pageable copy, a sync right after one, or a
+    // sync lasting half the gap.
+    fn drains(api: &[Slot]) -> bool {
+        let runs = rows(api, 0, 1, 0);
+        let blocking = |n: &str| n == "cudaStreamSynchronize" || n == "cudaMemcpyAsync";
+        let Some(best) = runs.iter().filter(|r| blocking(r.2) && (r.0 <= 1 || r.1 <= 1)).max_by_key(|r| r.1) else {
+            return false;
+        };
+        best.2 == "cudaMemcpyAsync"
+            || runs.iter().any(|r| r.2 == "cudaMemcpyAsync" && r.1 <= best.0 && best.0 - r.1 <= 1)
+            || 2 * (best.1 - best.0) >= api.len() as Ns
     }
 
     // Runs of equal slots as rows of a lane.

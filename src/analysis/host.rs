@@ -753,7 +753,10 @@ mod tests {
                 os_call_ns: 5,
                 runnable_ns: 15,
                 io_ns: 5,
-                file_ns: 5
+                file_ns: 5,
+                sleep_ns: 0,
+                lock_ns: 10,
+                gil_ns: 0
             }
         );
         assert_eq!(thread_time(&t, &ix, 1, 2, 0, 50), None);
@@ -869,6 +872,13 @@ mod tests {
                     }
                     if covers(on, x).next().is_none() && file {
                         want.file_ns += 1;
+                    }
+                    let named = |f: fn(&str) -> bool| calls.iter().any(|&i| f(t.strings.get(os.unwrap().ev.name[i])));
+                    if covers(on, x).next().is_none() && named(is_sleep_call) {
+                        want.sleep_ns += 1;
+                    }
+                    if covers(on, x).next().is_none() && named(is_lock_wait) {
+                        want.lock_ns += 1;
                     }
                     if covers(on, x).next().is_some() {
                         want.on_cpu_ns += 1;

@@ -326,6 +326,19 @@ fn follow(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], 
         );
         return Decision::new(Cause::CpuContention, note, p);
     }
+    // Producers computing while every usable CPU was busy: the CPUs are the limit, and
+    // more workers would only contend.
+    let full: Ns = ix.all_busy(&cpus.usable, g.start, g.end).iter().map(|(a, b)| b - a).sum();
+    if 2.0 * first.on_cpu_share >= 1.0 && 2 * full >= dur && busiest.0 != g.pid {
+        let note = format!(
+            "{wait}; producer {} on CPU {:.0}% of the gap while every usable CPU was busy for {}: {}",
+            label(busiest),
+            first.on_cpu_share * 100.0,
+            fmt_ns(full),
+            cpus.text()
+        );
+        return Decision::new(Cause::CpuContention, note, busiest);
+    }
     if 2.0 * first.on_cpu_share >= 1.0 {
         let note = format!("{wait}; producer {} on CPU {:.0}% of the gap", label(busiest), first.on_cpu_share * 100.0);
         let compiling = compile_thread(trace, ix, busiest, g);
@@ -494,7 +507,11 @@ mod tests {
         );
         let g = hog(t, 1).gap();
         assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
-        assert!(g.evidence.contains("runnable but not running for 7.00 ms of 9.00 ms"), "{}", g.evidence);
+        assert!(
+            g.evidence.contains("runnable while every usable CPU ran other threads for 7.00 ms of 9.00 ms"),
+            "{}",
+            g.evidence
+        );
         let h = g.host.unwrap();
         assert_eq!(h.cpus.usable, vec![0, 1]);
         assert!((h.on_cpu_share.unwrap() - 2.0 / 9.0).abs() < 1e-9);
@@ -530,18 +547,114 @@ mod tests {
     fn a_wait_follows_to_the_producers() {
         // Main blocks in poll for the whole gap.
         let base = || T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
-        // The worker computes 8 of the 9 ms: input-pipeline compute.
+        // The worker computes 8 of the 9 ms while CPU 0 is free: input-pipeline compute.
         let g = base().on(WORKER, WORKER, 2, &[(MS, 9 * MS)]).gap();
-        assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
         assert!(g.evidence.contains("producer pt_data_worker (tid 200) on CPU 89%"), "{}", g.evidence);
         // The worker runs 1 ms then is off CPU untraced (reading): io-wait.
         let g = base().on(WORKER, WORKER, 2, &[(MS, 2 * MS)]).gap();
         assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
-        // Worker and another thread share one CPU, fully busy: contention.
-        let g = base().on(WORKER, WORKER, 2, &[(MS, 4 * MS)]).on(WORKER, 201, 2, &[(4 * MS, 10 * MS)]).gap();
+        // Worker and another thread share one CPU while the other usable CPU is busy too:
+        // the worker waits for a CPU.
+        let g = base()
+            .on(WORKER, WORKER, 2, &[(MS, 4 * MS)])
+            .on(WORKER, 201, 2, &[(4 * MS, 10 * MS)])
+            .on(300, 300, 0, &[(MS, 10 * MS)])
+            .gap();
         assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
         // No producer ran: the wait stays.
         assert_eq!(base().gap().cause, Cause::HostWait);
+    }
+
+    #[test]
+    fn nsys_threads_are_no_load_no_thread_and_no_producer() {
+        // Main waits in poll; only nsys's sampler runs, on CPU 1, for the whole gap.
+        let t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        let mut t = t.on(MAIN, 150, 1, &[(0, 11 * MS)]);
+        t.0.threads.push(Thread { pid: MAIN, tid: 150, name: "NSys PySampling".to_string() });
+        let g = t.gap();
+        assert_eq!(g.cause, Cause::HostWait, "{}", g.evidence);
+        let h = g.host.unwrap();
+        assert_eq!(h.cpus.usable, vec![0], "CPU 1 ran only nsys's thread");
+        assert!(h.producers.is_empty(), "{:?}", h.producers);
+    }
+
+    #[test]
+    fn a_cpu_touched_before_the_first_gpu_op_is_not_usable() {
+        // The worker ran on CPU 5 only before the first kernel (at 0): a stray.
+        let t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        let g = t.on(MAIN, 102, 5, &[(-MS, -MS / 2)]).on(WORKER, WORKER, 2, &[(MS, 9 * MS)]).gap();
+        assert_eq!(g.host.unwrap().cpus.usable, vec![0, 2]);
+    }
+
+    #[test]
+    fn contention_needs_a_thread_waiting_for_a_cpu_not_a_busy_one() {
+        // One worker runs 100% on its own core while another core idles: worker-busy.
+        let base = || T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        let g = base().on(WORKER, WORKER, 1, &[(0, 11 * MS)]).gap();
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
+        // Main and two workers on one usable CPU; a worker is off CPU outside any call
+        // while the other runs: waiting for a CPU.
+        let g = T::new()
+            .os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")])
+            .on(MAIN, MAIN, 1, &[(0, MS)])
+            .on(WORKER, WORKER, 1, &[(MS, 3 * MS), (5 * MS, 7 * MS)])
+            .on(300, 300, 1, &[(3 * MS, 5 * MS), (7 * MS, 11 * MS)])
+            .gap();
+        assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
+        // A worker computing while every usable CPU is busy: the CPUs are the limit.
+        let g = base().on(WORKER, WORKER, 1, &[(0, 11 * MS)]).on(300, 300, 0, &[(MS, 11 * MS)]).gap();
+        assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
+    }
+
+    #[test]
+    fn untraced_off_cpu_time_is_io_only_while_a_cpu_is_free() {
+        let base = || T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        // The worker (no OS runtime trace) runs 1 ms and is off CPU for the rest, CPU 1 free.
+        let g = base().on(WORKER, WORKER, 1, &[(MS, 2 * MS), (11 * MS, 12 * MS)]).gap();
+        assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
+        assert!(g.evidence.contains("untraced wait"), "{}", g.evidence);
+    }
+
+    #[test]
+    fn a_sleep_is_named_and_a_lock_wait_follows_the_process_first() {
+        let g =
+            T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "clock_nanosleep")]).on(MAIN, MAIN, 0, &[(0, MS)]).gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostWait, Hint::Sleep), "{}", g.evidence);
+        // A futex wait: the sibling thread 101 (no CUDA calls) computes, a worker computes
+        // less: the sibling is followed first.
+        let mut t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "futex")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        t = t.on(MAIN, 101, 1, &[(MS, 9 * MS)]).on(WORKER, WORKER, 2, &[(MS, 6 * MS)]);
+        let g = t.gap();
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
+        assert!(g.evidence.contains("tid 101"), "{}", g.evidence);
+    }
+
+    #[test]
+    fn a_gil_wait_names_the_thread_that_held_it() {
+        let mut t = T::new().on(MAIN, MAIN, 0, &[(0, MS)]).on(MAIN, 101, 1, &[(MS, 10 * MS)]);
+        let id = t.0.strings.intern("pthread_cond_timedwait");
+        let mut ev = Events::default();
+        ev.push(MS, 10 * MS - 30_000, id, None, None, Some(crate::model::OSRT_GIL));
+        t.0.lanes.push(Lane::new(LaneKind::Osrt { tid: MAIN }, MAIN, ev));
+        t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
+        let g = t.gap();
+        assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::Gil), "{}", g.evidence);
+        assert!(g.evidence.contains("GIL contention") && g.evidence.contains("pt_data_pin"), "{}", g.evidence);
+    }
+
+    #[test]
+    fn a_compiler_running_in_the_gap_is_a_compile() {
+        // Main computes (host-busy) while a ptxas process of the tree runs.
+        let mut t = T::new().os(MAIN, MAIN, &[(0, 10, "ioctl")]).on(MAIN, MAIN, 0, &[(MS, 10 * MS)]);
+        t = t.on(300, 300, 3, &[(2 * MS, 3 * MS)]);
+        t.0.threads.push(Thread { pid: 300, tid: 300, name: "ptxas".to_string() });
+        let g = t.gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::Compile), "{}", g.evidence);
+        assert_eq!(
+            T::new().os(MAIN, MAIN, &[(0, 10, "ioctl")]).on(MAIN, MAIN, 0, &[(MS, 10 * MS)]).gap().hint,
+            Hint::None
+        );
     }
 
     #[test]

@@ -637,7 +637,83 @@ pub fn find_gaps_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Events, Lane, LaneKind, Strings};
+    use crate::model::{ApiKind, Events, Lane, LaneKind, Strings};
+
+    // Steps of `step_us` µs from 0; in each, kernels of `k_us` launched every `period_us`
+    // by thread 1 of process 1; then `tail` more kernels after the last step, `tail_gap`
+    // apart. Returns the trace and the kernels' (start, end).
+    fn loop_trace(
+        steps: i64,
+        step_us: i64,
+        k_us: i64,
+        period_us: i64,
+        tail: i64,
+        tail_gap: i64,
+    ) -> (Trace, Vec<(Ns, Ns)>) {
+        let mut t = Trace { strings: Strings::new(), ..Trace::default() };
+        let (mut k, mut api, mut nvtx) = (Events::default(), Events::default(), Events::default());
+        let (kname, lname) = (t.strings.intern("k"), t.strings.intern("cudaLaunchKernel"));
+        let mut spans = Vec::new();
+        let mut corr = 1;
+        let mut launch = |at: Ns, spans: &mut Vec<(Ns, Ns)>| {
+            api.push(at - 8_000, at - 3_000, lname, Some(corr), None, Some(ApiKind::Launch as u32));
+            k.push(at, at + k_us * 1000, kname, Some(corr), Some(0), None);
+            spans.push((at, at + k_us * 1000));
+            corr += 1;
+        };
+        for s in 0..steps {
+            let name = t.strings.intern(&format!("step {s}"));
+            nvtx.push(s * step_us * 1000, (s + 1) * step_us * 1000, name, None, None, Some(0));
+            let mut at = s * step_us * 1000 + 10_000;
+            while at + k_us * 1000 < (s + 1) * step_us * 1000 {
+                launch(at, &mut spans);
+                at += period_us * 1000;
+            }
+        }
+        for i in 0..tail {
+            launch(steps * step_us * 1000 + 10_000 + i * tail_gap, &mut spans);
+        }
+        t.lanes.push(Lane::new(LaneKind::Kernels { device: 0, stream: 7 }, 1, k));
+        t.lanes.push(Lane::new(LaneKind::CudaApi { tid: 1 }, 1, api));
+        t.lanes.push(Lane::new(LaneKind::Nvtx { tid: 1, depth: 0 }, 1, nvtx));
+        (t, spans)
+    }
+
+    #[test]
+    fn idle_in_holes_under_the_threshold_is_counted_and_can_be_launch_bound() {
+        // 2 µs kernels every 20 µs: 90% idle in 18 µs holes, no gap reaches 100 µs.
+        let (t, spans) = loop_trace(6, 1000, 2, 20, 0, 0);
+        let a = analyze(&t, &Options::default());
+        let (lo, hi) = (a.windows.steady_start, a.windows.steady_end);
+        // Brute force: the holes between consecutive kernels, clipped to the steady window,
+        // plus the idle from the window's edges to the GPU's first and last kernel in it.
+        let mut want = 0;
+        for w in spans.windows(2) {
+            want += (w[1].0.min(hi) - w[0].1.max(lo)).max(0);
+        }
+        assert_eq!(a.short_idle_ns, want);
+        assert!(a.gaps.iter().all(|g| g.window != Window::Steady), "{:?}", a.gaps);
+        let f = a.findings.first().unwrap();
+        assert_eq!((f.rule, f.severity), ("launch_bound", Severity::Critical), "{:?}", a.findings);
+        let ev = |k: &str| f.evidence.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap();
+        assert_eq!(ev("median_kernel_ns"), "2000");
+        assert_eq!(ev("median_launch_period_ns"), "20000");
+        // Kernels as long as their period: no holes, no finding.
+        let (t, _) = loop_trace(6, 1000, 20, 20, 0, 0);
+        let a = analyze(&t, &Options::default());
+        assert!(a.findings.iter().all(|f| f.rule != "launch_bound"), "{:?}", a.findings);
+    }
+
+    #[test]
+    fn a_second_loop_after_the_last_step_is_reported_when_it_idles_more() {
+        // Busy steps, then 40 kernels 1 ms apart after the last one.
+        let (t, _) = loop_trace(4, 1000, 19, 20, 40, 1_000_000);
+        let a = analyze(&t, &Options::default());
+        let f = a.findings.iter().find(|f| f.rule == "teardown_loop").expect("teardown_loop");
+        assert!(f.message.contains("After the last `step N`"), "{}", f.message);
+        let (t, _) = loop_trace(4, 1000, 19, 20, 0, 0);
+        assert!(analyze(&t, &Options::default()).findings.iter().all(|f| f.rule != "teardown_loop"));
+    }
 
     #[test]
     fn a_trace_without_gpu_work_analyzes_to_nothing() {

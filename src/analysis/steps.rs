@@ -220,6 +220,21 @@ mod tests {
     }
 
     #[test]
+    fn with_several_ranks_the_steady_state_starts_at_the_latest_rank_s_second_step() {
+        let d = [busy(&[(0, 1000)])];
+        let on = |pid: u32, start: Ns| Instance { pid, tid: pid, start, end: start + 100, depth: 0 };
+        let steps = vec![on(1, 0), on(1, 100), on(1, 200), on(2, 150), on(2, 250), on(2, 350)];
+        let groups = vec![("step N".to_string(), steps)];
+        let mut t = Trace::default();
+        assert_eq!(choose(&t, &groups, &d, None).windows.steady_start, 100);
+        for (rank, pid) in [(0, 1), (1, 2)] {
+            t.ranks.push(crate::model::Rank { rank, pids: vec![pid], ..crate::model::Rank::default() });
+        }
+        // Rank 1 starts late: its first step is still warm-up while rank 0 runs its second.
+        assert_eq!(choose(&t, &groups, &d, None).windows, Windows { steady_start: 250, steady_end: 450 });
+    }
+
+    #[test]
     fn nested_instances_of_the_same_phase_count_once() {
         let v = outermost(&[inst(0, 100, 0), inst(10, 20, 1), inst(100, 200, 0)]);
         assert_eq!(v.iter().map(|i| (i.start, i.end)).collect::<Vec<_>>(), vec![(0, 100), (100, 200)]);
