@@ -14,7 +14,12 @@
 //! | `cuda_api_sync` | `cudaDeviceSynchronize*` / `cudaStreamSynchronize*` were called (as nsys) | by the steady idle of sync-drain and sync-wait gaps: critical >= 25% of the steady span, warning >= 5%, else info; info when at most one gap is due to a sync (a single sync before reading results is no per-step sync) |
 //! | `gpu_gaps` | a steady gap >= min-gap (ours: 100 us by default; nsys: 500 ms) | critical if steady gaps are >= 50% of the steady span, warning >= 20%, else info; startup idle is told apart |
 //! | `gpu_time_util` | a GPU's span, cut into 30 chunks, has chunks under 50% busy; consecutive low chunks merge into one region | warning if half the chunks or more are low, else info |
-//! | `starvation` | a steady instance of the step phase (all but the first) holds >= min-gap of gaps | critical if >= 50% of those steps starved, warning >= 20%, else info; no step phase, no finding |
+//! | `starvation` | a steady instance of the step phase (all but the first) holds >= min-gap of gaps | the lower of: by the share of steps starved and by their idle's share of the steady span (critical >= 50%, warning >= 20%, else info); no step phase, no finding |
+//! | `launch_bound` | idle in holes under min-gap plus launch-bound gaps is at least half of the steady idle, and the median kernel is shorter than the median launch period | by that idle's share of the steady span: critical >= 50%, warning >= 20% |
+//! | `teardown_loop` | after the last step the GPU was busy and idled more than in the steady state (gaps and short holes) | warning |
+//!
+//! Copy rules (`cuda_memcpy_*`, `pageable_bandwidth`) are graded on the steady window
+//! where the trace has a step phase. The first finding is the headline: see [`order`].
 //! | `pageable_bandwidth` | one per direction (H2D, D2H) that moved >= 1 MB pageable | warning when pinned copies of the same size class run >= 2x faster, or pageable copies of that direction took >= 10% of the GPU span (critical >= 30%), else info |
 //!
 //! `gpu_time_util` uses the busy union (at most 100% per chunk), where nsys sums

@@ -608,7 +608,7 @@ impl<'a> Explainer<'a> {
             // A sync drains a queue worth waiting for only when the host waited in it at
             // least half as long as the work after it: after a tiny sync (a metrics
             // .item()), the host's own work is the gap, sync or not.
-            if d.pageable || 2 * (d.call.end - d.since) >= dur {
+            if d.pageable_sync || 2 * (d.call.end - d.since) >= dur {
                 let hint = if d.pageable { Hint::PageableSync } else { Hint::None };
                 return Verdict { cause: Cause::SyncDrain, detail: Detail::Drain(d.call, s), hint };
             }
@@ -801,7 +801,9 @@ struct Drain {
     // When the host began waiting: the call's start, or that of the pageable copy the
     // sync belongs to.
     since: Ns,
-    // The sync is the one inside a copy from pageable memory.
+    // The sync is the one inside a copy from pageable memory: it drains however short.
+    pageable_sync: bool,
+    // The call, or the copy the sync belongs to, is a copy from pageable memory.
     pageable: bool,
 }
 
@@ -824,7 +826,7 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Dra
     let kind = ApiKind::from_flags(ctx.trace.lanes[li].ev.flags(i));
     let call = ApiCall { at: at(i), tid, start: s, end: e, kind };
     if ctx.act(li, i) == Act::Pageable {
-        return Some(Drain { call, since: s, pageable: true });
+        return Some(Drain { call, since: s, pageable_sync: false, pageable: true });
     }
     // The copy the sync belongs to: the thread's last pageable copy, ending within the
     // slack before the sync began.
@@ -833,8 +835,8 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Dra
         ev.end(k) <= s && s - ev.end(k) <= DRAIN_SLACK_NS && ctx.act(li, k) == Act::Pageable
     });
     Some(match copy {
-        Some(k) => Drain { call, since: ctx.trace.lanes[li].ev.start[k], pageable: true },
-        None => Drain { call, since: s, pageable: false },
+        Some(k) => Drain { call, since: ctx.trace.lanes[li].ev.start[k], pageable_sync: true, pageable: true },
+        None => Drain { call, since: s, pageable_sync: false, pageable: false },
     })
 }
 
@@ -1332,16 +1334,16 @@ mod tests {
 
     // Rule 5 over slots (one slot is the 100 us slack; the gap starts at slot 0 and lasts
     // `api.len()` slots): the blocking run that starts or ends within a slot of the start,
-    // the latest to end, drains when it is a pageable copy, a sync right after one, or a
-    // sync lasting half the gap.
+    // the latest to end, drains when it is a sync right after a pageable copy, or lasts
+    // half the gap.
     fn drains(api: &[Slot]) -> bool {
         let runs = rows(api, 0, 1, 0);
         let blocking = |n: &str| n == "cudaStreamSynchronize" || n == "cudaMemcpyAsync";
         let Some(best) = runs.iter().filter(|r| blocking(r.2) && (r.0 <= 1 || r.1 <= 1)).max_by_key(|r| r.1) else {
             return false;
         };
-        best.2 == "cudaMemcpyAsync"
-            || runs.iter().any(|r| r.2 == "cudaMemcpyAsync" && r.1 <= best.0 && best.0 - r.1 <= 1)
+        (best.2 == "cudaStreamSynchronize"
+            && runs.iter().any(|r| r.2 == "cudaMemcpyAsync" && r.1 <= best.0 && best.0 - r.1 <= 1))
             || 2 * (best.1 - best.0) >= api.len() as Ns
     }
 

@@ -294,14 +294,33 @@ fn ran(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), pids: &[u32], wor
 
 // Rule 6 for a thread waiting on others: the cause of what its producers did.
 fn follow(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], cpus: &Cpus, order: Order) -> Decision {
-    let dur = g.end - g.start;
     let others: Vec<u32> = tree.iter().copied().filter(|&p| p != g.pid).collect();
     let (workers, siblings) = (ran(trace, ix, g, me, &others, true), ran(trace, ix, g, me, &[g.pid], false));
-    let producers = match (order, workers.is_empty(), siblings.is_empty()) {
-        (Order::WorkersFirst, false, _) | (Order::SameProcessFirst, false, true) => workers,
-        _ => siblings,
+    let groups = match order {
+        Order::WorkersFirst => [workers, siblings],
+        Order::SameProcessFirst => [siblings, workers],
     };
-    let Some(first) = producers.first() else { return Decision::keep(g, me) };
+    // The first group whose threads say what the wait was for decides.
+    for producers in groups.iter().filter(|p| !p.is_empty()) {
+        let d = follow_group(trace, ix, g, me, cpus, producers);
+        if d.note.is_some() {
+            return d;
+        }
+    }
+    Decision::keep(g, me)
+}
+
+// One group of producers (busiest first, not empty): what they did in the gap.
+fn follow_group(
+    trace: &Trace,
+    ix: &HostIndex,
+    g: &Gap,
+    me: (u32, u32),
+    cpus: &Cpus,
+    producers: &[host::Producer],
+) -> Decision {
+    let dur = g.end - g.start;
+    let first = &producers[0];
     let busiest = (first.pid, first.tid);
     let wait = g.evidence.clone();
     let label = |p: (u32, u32)| trace.thread_label(p.0, p.1);

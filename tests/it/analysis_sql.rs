@@ -366,10 +366,47 @@ fn the_pageable_main_thread_frees_its_batches_inside_the_gaps() {
     assert!(munmap * 5 > total, "{munmap} of {total}");
     let named: Vec<_> = a.gaps.iter().filter(|g| g.evidence.contains("the longest munmap")).collect();
     assert!(named.len() >= 20 && named.iter().all(|g| g.cause == Cause::SyncDrain), "{named:?}");
-    assert!(named.iter().all(|g| g.evidence.starts_with("cudaStreamSynchronize returned")), "{named:?}");
+    // The sync is the one of the pageable copy before it (SQL: munmap frees that batch).
+    let of_copy = "cudaStreamSynchronize (the sync of a copy from pageable memory) returned";
+    assert!(
+        named.iter().all(|g| g.evidence.starts_with(of_copy) && g.hint == lanescope::Hint::PageableSync),
+        "{named:?}"
+    );
     let f = a.findings.iter().find(|f| f.rule == "starvation").unwrap();
     assert!(f.evidence.iter().any(|(k, v)| k == "dominant_cause" && v == "sync-drain"), "{}", f.message);
     let (_, pinned, c) = open(&fixture("pinned.sqlite"));
     let (munmap, total) = munmap_in_step_gaps(&pinned, &c);
     assert!(munmap * 100 < total, "{munmap} of {total}");
+}
+
+#[test]
+fn short_idle_in_the_steady_window_equals_sql() {
+    // SQL: per device, the union of kernel, copy and memset rows; the holes between its
+    // intervals shorter than the threshold, clipped to the steady window.
+    for name in ["pageable.sqlite", "launchbound.sqlite", "multigpu.sqlite"] {
+        let (_, a, c) = open(&fixture(name));
+        let (lo, hi) = (a.windows.steady_start, a.windows.steady_end);
+        let mut rows: Vec<(i64, Ns, Ns)> = Vec::new();
+        for t in ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
+            let mut st = c.prepare(&format!("SELECT deviceId, start, \"end\" FROM {t}")).unwrap();
+            rows.extend(st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap));
+        }
+        rows.sort_unstable();
+        let mut want = 0;
+        let mut last: Option<(i64, Ns)> = None;
+        for (d, s, e) in rows {
+            match last {
+                Some((ld, le)) if ld == d && s <= le => last = Some((d, le.max(e))),
+                Some((ld, le)) if ld == d => {
+                    if s - le < a.options.min_gap_ns {
+                        want += (s.min(hi) - le.max(lo)).max(0);
+                    }
+                    last = Some((d, e));
+                }
+                _ => last = Some((d, e)),
+            }
+        }
+        assert_eq!(a.short_idle_ns, want, "{name}");
+        assert!(want > 0, "{name}");
+    }
 }

@@ -242,10 +242,16 @@ fn rule_4_scores_the_thread_time() {
 
 #[test]
 fn rule_5_sync_drain_names_the_sync() {
+    // The host waited 5 ms in the sync, more than half of the 9 ms gap after it.
     let (cause, ev, _) =
-        one_gap(10 * MS, |e| launch(10 * MS)(e.call(PID, MS / 2, MS + 8 * US, "cudaStreamSynchronize_v3020", 9)));
+        one_gap(10 * MS, |e| launch(10 * MS)(e.call(PID, -4 * MS, MS + 8 * US, "cudaStreamSynchronize_v3020", 9)));
     assert_eq!(cause, "sync-drain");
     assert!(ev.starts_with("cudaStreamSynchronize returned 8.00 µs into the gap"), "{ev}");
+    // A 508 µs sync then 9 ms of work: the work is the gap.
+    let (cause, ev, _) =
+        one_gap(10 * MS, |e| launch(10 * MS)(e.call(PID, MS / 2, MS + 8 * US, "cudaStreamSynchronize_v3020", 9)));
+    assert_eq!(cause, "host-busy", "{ev}");
+    assert!(ev.ends_with("after a 508 µs cudaStreamSynchronize"), "{ev}");
 }
 
 #[test]

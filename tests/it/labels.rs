@@ -20,6 +20,7 @@ fn label_sets() -> Vec<(PathBuf, PathBuf)> {
     let mut out = Vec::new();
     let dirs = [
         (root().join("tests/fixtures/labels"), root().join("tests/fixtures")),
+        (root().join("tests/fixtures/matrix/labels"), root().join("tests/fixtures/matrix")),
         (root().join(".labels-public"), root().join("../shared/traces/public")),
     ];
     for (labels, traces) in dirs {
@@ -35,12 +36,21 @@ fn label_sets() -> Vec<(PathBuf, PathBuf)> {
             let trace = traces.join(v["trace"].as_str().expect("trace name"));
             if trace.exists() {
                 out.push((f, trace));
+            } else if let Some(cell) = matrix_cell(&trace) {
+                out.push((f, crate::util::matrix_trace(&cell)));
             } else {
                 eprintln!("skipping {}: {} is absent", f.display(), trace.display());
             }
         }
     }
     out
+}
+
+// The matrix cell of `trace` when only its compressed capture is committed.
+fn matrix_cell(trace: &Path) -> Option<String> {
+    let dir = trace.parent()?;
+    let stem = trace.file_name()?.to_str()?.strip_suffix(".sqlite")?;
+    (dir.ends_with("tests/fixtures/matrix") && dir.join(format!("{stem}.sqlite.xz")).exists()).then(|| stem.to_string())
 }
 
 fn read(p: &Path) -> Value {
@@ -81,6 +91,11 @@ fn check(labels: &Value, a: &Analysis, file: &str) -> Vec<String> {
         if found.window.label() != want_window {
             bad.push(format!("{at}: window {want_window}, lanescope {}", found.window.label()));
         }
+        if let Some(h) = g["hint"].as_str()
+            && found.hint.label() != h
+        {
+            bad.push(format!("{at}: hint {h}, lanescope {} ({})", found.hint.label(), found.evidence));
+        }
     }
     bad
 }
@@ -104,6 +119,25 @@ fn lanescope_agrees_with_every_hand_label() {
     let n: usize = by_cause.values().sum();
     eprintln!("{n} labelled gaps: {by_cause:?}");
     assert!(bad.is_empty(), "{} disagreements:\n{}", bad.len(), bad.join("\n"));
+}
+
+#[test]
+fn the_matrix_has_forty_labels_over_every_cell() {
+    let dir = root().join("tests/fixtures/matrix/labels");
+    let (mut n, mut cells, mut causes) = (0, 0, std::collections::BTreeSet::new());
+    for e in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+        if e.path().extension().is_some_and(|x| x == "json") {
+            cells += 1;
+            for g in read(&e.path())["gaps"].as_array().unwrap() {
+                n += 1;
+                causes.insert(g["cause"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert!(n >= 40 && cells >= 15, "{n} labelled gaps in {cells} cells");
+    for c in ["worker-busy", "cpu-contention", "io-wait", "host-wait", "host-busy", "launch-bound"] {
+        assert!(causes.contains(c), "no matrix label of cause {c}: {causes:?}");
+    }
 }
 
 #[test]

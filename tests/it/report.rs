@@ -92,14 +92,14 @@ fn json_has_every_documented_key() {
     assert_eq!(keys(gaps), set(&["min_gap_ns", "count", "total_ns", "by_cause", "steady", "top"]));
     let causes = crate::util::CAUSES;
     assert_eq!(keys(&gaps["by_cause"]), set(&causes));
-    assert_eq!(keys(&gaps["steady"]), set(&["count", "total_ns", "by_cause"]));
+    assert_eq!(keys(&gaps["steady"]), set(&["count", "total_ns", "by_cause", "short_idle_ns"]));
     for c in causes {
         assert_eq!(keys(&gaps["by_cause"][c]), set(&["count", "total_ns"]));
         assert_eq!(keys(&gaps["steady"]["by_cause"][c]), set(&["count", "total_ns"]));
     }
     let top = gaps["top"].as_array().unwrap();
     assert_eq!(top.len(), 20.min(a.gaps.len()));
-    let gap_keys = ["device", "start_ns", "end_ns", "dur_ns", "cause", "evidence", "phase", "window"];
+    let gap_keys = ["device", "start_ns", "end_ns", "dur_ns", "cause", "evidence", "phase", "window", "hint"];
     for g in top {
         assert_eq!(keys(g), set(&gap_keys));
     }
