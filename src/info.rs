@@ -50,6 +50,7 @@ struct HostInfo<'a> {
     osrt_calls: usize,
     python_backtraces: bool,
     python_samples: usize,
+    profiler_cpu_ns: i64,
     cpus: &'a [u32],
     cpu_cores: Option<u32>,
     sampled_threads: &'a [SampleRate],
@@ -66,11 +67,25 @@ fn host_info(t: &Trace) -> HostInfo<'_> {
         osrt_calls: h.osrt_calls,
         python_backtraces: h.has_python,
         python_samples: h.python_samples,
+        profiler_cpu_ns: profiler_cpu_ns(t),
         cpus: &h.cpus,
         cpu_cores: h.cpu_cores,
         sampled_threads: &h.sampled_threads,
         missing: missing(t),
     }
+}
+
+// On-CPU time of nsys's own threads in the profiled processes: profiler overhead on the
+// host, which no CPU load of the causes counts.
+fn profiler_cpu_ns(t: &Trace) -> i64 {
+    t.lanes
+        .iter()
+        .filter(|l| matches!(l.kind, crate::model::LaneKind::OnCpu { .. }))
+        .filter(|l| {
+            l.kind.tid().is_some_and(|tid| crate::analysis::host::is_profiler_thread(t.thread_name(l.pid, tid)))
+        })
+        .map(|l| (0..l.ev.len()).map(|i| l.ev.dur(i)).sum::<i64>())
+        .sum()
 }
 
 /// What the export lacks for the host side of gap causes, with the nsys flag that adds it.
@@ -103,6 +118,13 @@ fn write_host_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     writeln!(w, "  context switches   {}", h.switches)?;
     writeln!(w, "  OS runtime calls   {}", h.osrt_calls)?;
     writeln!(w, "  Python backtraces  {}", yes_no(h.python_backtraces))?;
+    if h.profiler_cpu_ns > 0 {
+        writeln!(
+            w,
+            "  nsys threads       {} on CPU (profiler overhead; no CPU load counts it)",
+            crate::text::fmt_ns(h.profiler_cpu_ns)
+        )?;
+    }
     if h.python_samples > 0 {
         writeln!(
             w,

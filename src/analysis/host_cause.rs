@@ -421,9 +421,9 @@ fn compiling_in(trace: &Trace, ix: &HostIndex, tree: &[u32], me: (u32, u32), g: 
 /// True for names of JIT compilers' threads, processes, modules and functions (NVRTC,
 /// ptxas, Triton, nvFuser, nvJitLink, the PTX compiler).
 pub fn is_compiler(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
     const COMPILERS: [&str; 11] =
         ["nvrtc", "ptxas", "triton", "nvfuser", "nvjitlink", "nvptxcompiler", "cicc", "inductor", "nvcc", "gcc", "cc1"];
+    let n = name.to_ascii_lowercase();
     COMPILERS.iter().any(|k| n.contains(k))
 }
 

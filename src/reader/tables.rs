@@ -621,7 +621,7 @@ fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
         let s = col(r, 0, 0)?;
         let e = col(r, 1, s)?;
         let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
-        let flags = int(r.get_ref(4)?).is_some_and(|c| gil.contains(&c)).then_some(OSRT_GIL).unwrap_or(0);
+        let flags = if int(r.get_ref(4)?).is_some_and(|c| gil.contains(&c)) { OSRT_GIL } else { 0 };
         lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, Some(flags));
         Ok(())
     })

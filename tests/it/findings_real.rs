@@ -41,3 +41,23 @@ fn pageable_d2h_is_named_against_pinned_copies_of_the_same_size() {
     assert_eq!(f.severity.label(), "critical");
     assert!(f.message.starts_with("Pageable D2H copies"), "{}", f.message);
 }
+
+#[test]
+fn the_shared_pageable_trace_headlines_the_pinned_memory_fix() {
+    // The shared H200 capture (a copy of ../shared/traces/h200/pageable.sqlite): SQL says
+    // every H2D copy is from pageable memory, and each is followed on the launching
+    // thread by a stream sync, the sync of PyTorch's blocking `.to()`.
+    let path = crate::util::fixture("pageable.sqlite");
+    let pageable = crate::util::sql_i64(
+        &path,
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND srcKind = 0",
+    );
+    let h2d = crate::util::sql_i64(&path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1");
+    assert_eq!((pageable, h2d), (66, 66));
+    let a = lanescope::analyze(&lanescope::load(&path).unwrap(), &lanescope::Options::default());
+    let head = &a.findings[0];
+    assert!(head.fix.contains("pin_memory=True") && head.fix.contains("non_blocking=True"), "{head:?}");
+    // cuda_api_sync does not turn critical on the syncs of those copies alone.
+    let sync = a.findings.iter().find(|f| f.rule == "cuda_api_sync").unwrap();
+    assert_ne!(sync.severity, lanescope::Severity::Critical, "{}", sync.message);
+}

@@ -187,3 +187,15 @@ fn host_lanes_stay_out_of_the_extent() {
         assert!(t.meta.start_ns >= others, "{}", f.display());
     }
 }
+
+#[test]
+fn nsys_threads_cpu_time_is_reported_apart_and_equals_sql() {
+    for f in exports() {
+        let c = sql(&f);
+        let q = format!("SELECT coalesce(sum(e - s), 0) FROM ({INTERVALS}) WHERE g IN ({NSYS_THREADS})");
+        let want: i64 = c.query_row(&q, [], |r| r.get(0)).unwrap();
+        let out = crate::util::lanescope().args(["info", "--format", "json"]).arg(&f).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["host"]["profiler_cpu_ns"].as_i64(), Some(want), "{}", f.display());
+    }
+}
