@@ -427,11 +427,13 @@ pub fn is_compiler(name: &str) -> bool {
     COMPILERS.iter().any(|k| n.contains(k))
 }
 
-/// What `host` says about a gap, as one line for the viewer.
-pub fn summary(w: &HostWindow) -> String {
+/// What `host` says about a gap, as one line for the viewer; `cores` are the machine's
+/// logical CPUs where the export records them.
+pub fn summary(w: &HostWindow, cores: Option<u32>) -> String {
     let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0}%", v * 100.0));
+    let of = cores.map_or(String::new(), |n| format!(" (of {n} on the machine)"));
     format!(
-        "on CPU {}, runnable {}, blocked {}; {} CPUs {:.0}% busy, {} threads",
+        "on CPU {}, runnable {}, blocked {}; {} usable CPUs{of} {:.0}% busy, {} threads",
         pct(w.on_cpu_share),
         pct(w.runnable_share),
         pct(w.blocked_share),

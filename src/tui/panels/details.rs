@@ -170,7 +170,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
     }
     d.add("window", g.window.label());
     if let Some(h) = &g.host {
-        d.add("CPU", crate::analysis::host_cause::summary(h));
+        d.add("CPU", crate::analysis::host_cause::summary(h, trace.host.cpu_cores));
         if !h.producers.is_empty() {
             let list: Vec<String> = h
                 .producers
