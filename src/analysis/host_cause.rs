@@ -361,9 +361,12 @@ fn follow_group(
     if 2.0 * first.on_cpu_share >= 1.0 {
         let note = format!("{wait}; producer {} on CPU {:.0}% of the gap", label(busiest), first.on_cpu_share * 100.0);
         let compiling = compile_thread(trace, ix, busiest, g);
-        // A sibling thread that launches CUDA work itself is the job's own launching work.
-        let cause =
-            if busiest.0 == g.pid && launches_in(trace, busiest, g) { Cause::HostBusy } else { Cause::WorkerBusy };
+        // A worker process, or a thread of the input pipeline (a pin-memory thread), is the
+        // input pipeline; any other thread of the process (one that launches CUDA work, a
+        // tokenizer's or OpenMP's pool) does the launching thread's own work.
+        let pipeline = busiest.0 != g.pid
+            || (is_input_thread(trace.thread_name(busiest.0, busiest.1)) && !launches_in(trace, busiest, g));
+        let cause = if pipeline { Cause::WorkerBusy } else { Cause::HostBusy };
         let d = Decision::new(cause, note, busiest);
         return if compiling { d.hinted(Hint::Compile) } else { d };
     }
@@ -385,6 +388,13 @@ fn follow_group(
         return Decision::new(Cause::IoWait, note, p);
     }
     Decision::keep(g, me)
+}
+
+/// True for names of input-pipeline threads inside the training process (PyTorch's
+/// `pt_data_pin`, a data loader's or prefetcher's thread).
+pub fn is_input_thread(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["data", "pin", "loader", "prefetch"].iter().any(|k| n.contains(k))
 }
 
 // True when thread `who` made CUDA API calls during the gap.
@@ -644,11 +654,19 @@ mod tests {
         assert_eq!((g.cause, g.hint), (Cause::HostWait, Hint::Sleep), "{}", g.evidence);
         // A futex wait: the sibling thread 101 (no CUDA calls) computes, a worker computes
         // less: the sibling is followed first.
-        let mut t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "futex")]).on(MAIN, MAIN, 0, &[(0, MS)]);
-        t = t.on(MAIN, 101, 1, &[(MS, 9 * MS)]).on(WORKER, WORKER, 2, &[(MS, 6 * MS)]);
+        let lock = || {
+            let t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "futex")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+            t.on(MAIN, 101, 1, &[(MS, 9 * MS)]).on(WORKER, WORKER, 2, &[(MS, 6 * MS)])
+        };
+        // An unnamed helper thread (a tokenizer's pool) does the launching thread's work.
+        let g = lock().gap();
+        assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
+        assert!(g.evidence.contains("tid 101"), "{}", g.evidence);
+        // A pin-memory thread is the input pipeline.
+        let mut t = lock();
+        t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
         let g = t.gap();
         assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
-        assert!(g.evidence.contains("tid 101"), "{}", g.evidence);
     }
 
     #[test]
