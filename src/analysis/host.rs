@@ -244,6 +244,22 @@ impl HostIndex {
         self.pid_cpus.sort_unstable_by_key(|&(p, _)| p);
     }
 
+    /// Time in `[a, b)` during which at least one of `others` ran on a CPU while thread
+    /// `me` did not: how much of `me`'s time off CPU they computed through.
+    pub fn on_cpu_while_off_ns(&self, trace: &Trace, me: (u32, u32), others: &[(u32, u32)], a: Ns, b: Ns) -> Ns {
+        let on = |threads: &[(u32, u32)]| {
+            let mut v: Vec<(Ns, Ns)> = threads
+                .iter()
+                .filter_map(|&(p, t)| self.thread(p, t)?.on_cpu)
+                .flat_map(|li| clipped(&trace.lanes[li], a, b))
+                .collect();
+            v.sort_unstable();
+            merge(v)
+        };
+        let (mine, theirs) = (on(&[me]), on(others));
+        len(&theirs) - overlap(&theirs, &mine)
+    }
+
     /// True when thread (`pid`, `tid`) has an OS runtime trace.
     pub fn has_os_calls(&self, pid: u32, tid: u32) -> bool {
         self.thread(pid, tid).is_some_and(|t| t.os.is_some())
@@ -520,6 +536,11 @@ fn merge(v: Vec<(Ns, Ns)>) -> Vec<(Ns, Ns)> {
         }
     }
     out
+}
+
+// Total length of disjoint intervals.
+fn len(v: &[(Ns, Ns)]) -> Ns {
+    v.iter().map(|(s, e)| e - s).sum()
 }
 
 // Length of the intersection of two disjoint sorted interval lists.

@@ -214,6 +214,23 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
             }
             // Off CPU outside any call while a CPU was free is a wait, not contention.
             let waited = t.io_ns + t.runnable_ns - contended;
+            // An untraced wait (Rust and C++ pools wait on raw futexes, which no OS
+            // runtime trace shows) while the process's own threads computed is a wait for
+            // them: the launching thread's work, spread over a pool.
+            if g.cause == Cause::HostBusy && 2 * waited >= dur {
+                let pool = ran(trace, ix, g, me, &[g.pid], false);
+                if let Some(p) = pool.first().filter(|p| 2.0 * p.on_cpu_share >= 1.0) {
+                    let note = format!(
+                        "{who} off CPU for {} of {} while its own thread {} computed {:.0}% of the gap",
+                        fmt_ns(waited),
+                        fmt_ns(dur),
+                        trace.thread_label(p.pid, p.tid),
+                        p.on_cpu_share * 100.0
+                    );
+                    let cause = if is_input_thread(&p.name) { Cause::WorkerBusy } else { Cause::HostBusy };
+                    return Decision::new(cause, note, (p.pid, p.tid));
+                }
+            }
             // Without an OS runtime trace, off-CPU time could be any wait: say nothing.
             if g.cause == Cause::HostBusy && 2 * waited >= dur {
                 let note = format!(
@@ -252,7 +269,7 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
             }
             // A futex or condition wait waits on the process's own threads first; a poll or
             // read of a pipe waits on the workers.
-            let order = if 2 * t.lock_ns >= dur { Order::SameProcessFirst } else { Order::WorkersFirst };
+            let order = if 2 * t.lock_ns >= t.blocked_ns { Order::SameProcessFirst } else { Order::WorkersFirst };
             follow(trace, ix, g, me, tree, &cpus, order)
         }
         _ => Decision::keep(g, me),
@@ -358,8 +375,30 @@ fn follow_group(
         );
         return Decision::new(Cause::CpuContention, note, busiest);
     }
-    if 2.0 * first.on_cpu_share >= 1.0 {
-        let note = format!("{wait}; producer {} on CPU {:.0}% of the gap", label(busiest), first.on_cpu_share * 100.0);
+    // The process's own threads sharing its work (a pool): they computed through most of
+    // the time the waiting thread was off CPU, and with it through half of the gap.
+    let own = busiest.0 == g.pid;
+    let (mine, through) = if own {
+        let who: Vec<(u32, u32)> = producers.iter().map(|p| (p.pid, p.tid)).collect();
+        let mine = ix.on_cpu_ns(trace, me.0, me.1, g.start, g.end).unwrap_or(0);
+        (mine, ix.on_cpu_while_off_ns(trace, me, &who, g.start, g.end))
+    } else {
+        (0, 0)
+    };
+    let pool = own && 2 * through >= dur - mine && 2 * (mine + through) >= dur;
+    if 2.0 * first.on_cpu_share >= 1.0 || pool {
+        let note = if 2.0 * first.on_cpu_share >= 1.0 {
+            format!("{wait}; producer {} on CPU {:.0}% of the gap", label(busiest), first.on_cpu_share * 100.0)
+        } else {
+            format!(
+                "{wait}; {} threads of its process (the busiest {} {:.0}%) computed through {} of the {} it was off CPU",
+                producers.len(),
+                label(busiest),
+                first.on_cpu_share * 100.0,
+                fmt_ns(through),
+                fmt_ns(dur - mine)
+            )
+        };
         let compiling = compile_thread(trace, ix, busiest, g);
         // A worker process, or a thread of the input pipeline (a pin-memory thread), is the
         // input pipeline; any other thread of the process (one that launches CUDA work, a
