@@ -164,6 +164,7 @@ enum ReportFormat {
     Json,
     Csv,
     Md,
+    Html,
 }
 
 impl From<ReportFormat> for report::Format {
@@ -173,6 +174,7 @@ impl From<ReportFormat> for report::Format {
             ReportFormat::Json => report::Format::Json,
             ReportFormat::Csv => report::Format::Csv,
             ReportFormat::Md => report::Format::Md,
+            ReportFormat::Html => report::Format::Html,
         }
     }
 }
@@ -361,7 +363,10 @@ fn print_diff(
         diff::diff(diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
     // Checked before anything is printed: a malformed condition prints only the error.
     let outcomes = diff::fail_if::check(fail_if, &d).map_err(|message| Exit { code: EXIT_MALFORMED, message })?;
-    emit(|w| diff::write::write(w, &d, format))?;
+    emit(|w| match format {
+        report::Format::Html => diff::html::write(w, &d, Some([(&tb, &ab), (&ta, &aa)])),
+        _ => diff::write::write(w, &d, format),
+    })?;
     let held: Vec<String> = outcomes.iter().filter(|o| o.holds).map(ToString::to_string).collect();
     if held.is_empty() {
         return Ok(());

@@ -36,6 +36,8 @@ pub enum Pick {
     Gap(usize),
     /// The first steady instance (else the first) of an NVTX phase.
     Phase(String),
+    /// Absolute instants `[a, b]`, with the viewer's small margin.
+    Range(Ns, Ns),
     /// The whole trace.
     All,
 }
@@ -107,6 +109,7 @@ impl<'a> Scene<'a> {
             Pick::Window { start, width } => {
                 return Ok(Span { t0: m.start_ns.saturating_add(*start), span: (*width).max(1) });
             }
+            Pick::Range(a, b) => v.fit_range(*a, *b),
             Pick::Gap(n) => {
                 let Some(g) = self.nth_gap(*n) else {
                     bail!("no gap {n}: the trace has {} gaps at this threshold", self.analysis.gaps.len());

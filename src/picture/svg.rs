@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use super::{RowKind, RowSpec, Scene, Span, x_of};
 use crate::analysis::{Cause, Gap};
 use crate::model::{MemClass, Ns};
-use crate::text::{fmt_ns, sanitize};
+use crate::text::{escape_xml as escape, fmt_ns};
 use crate::tui::index::{CellInfo, bucket_edge};
 use crate::tui::theme::{Class, classify, glyph};
 
@@ -81,24 +81,6 @@ impl Geometry {
     pub fn row_y(&self, r: usize) -> f64 {
         self.y0 + self.row_h * r as f64
     }
-}
-
-/// Make a trace name safe inside SVG or HTML text and attributes: control characters
-/// and bidi overrides become U+FFFD, then `&<>"'` are escaped.
-pub fn escape(s: &str) -> String {
-    let clean = sanitize(s);
-    let mut out = String::with_capacity(clean.len());
-    for c in clean.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// Draw window `s` of `scene` as a standalone SVG document titled `title`.

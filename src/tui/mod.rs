@@ -13,7 +13,7 @@ pub(crate) mod index;
 mod input;
 mod layout;
 mod mouse;
-mod pair;
+pub(crate) mod pair;
 mod panels;
 mod render;
 pub(crate) mod rows;
