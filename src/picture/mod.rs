@@ -246,3 +246,110 @@ pub fn x_of(t: Ns, s: Span, x0: f64, width: f64) -> f64 {
     let off = (i128::from(t) - i128::from(s.t0)) as f64 / s.span as f64;
     x0 + off.clamp(0.0, 1.0) * width
 }
+
+#[cfg(test)]
+mod tests {
+    use super::svg::{Geometry, Size, render};
+    use super::*;
+    use crate::analysis::{Options, analyze};
+
+    fn demo() -> (Trace, Analysis) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.sqlite");
+        let t = crate::reader::load(&path).expect("the demo trace loads");
+        let a = analyze(&t, &Options::default());
+        (t, a)
+    }
+
+    // (x, width) of every `<rect class="gap" ...>` in an SVG, in document order.
+    fn gap_rects(svg: &str) -> Vec<(f64, f64)> {
+        let attr = |tag: &str, name: &str| -> f64 {
+            let at = tag.find(&format!(" {name}=\"")).expect("attribute") + name.len() + 3;
+            tag[at..tag[at..].find('"').map(|e| at + e).expect("closing quote")].parse().expect("a number")
+        };
+        svg.split("<rect class=\"gap\"").skip(1).map(|t| (attr(t, "x"), attr(t, "width"))).collect()
+    }
+
+    #[test]
+    fn gap_rectangles_sit_at_their_times() {
+        let (t, a) = demo();
+        let scene = Scene::new(&t, &a);
+        let size = Size { width: 1400, height: None };
+        // A window from 1 s to 9 s after the trace start: x = x0 + (t - t0) / span * width.
+        let s = Span { t0: t.meta.start_ns + 1_000_000_000, span: 8_000_000_000 };
+        let svg = render(&scene, s, size, "demo");
+        let plot_w = f64::from(size.width - svg::LABEL_W - 12);
+        let want: Vec<(f64, f64)> = a
+            .gaps
+            .iter()
+            .filter(|g| g.end > s.t0 && g.start < s.t0 + s.span)
+            .map(|g| {
+                let x = |v: Ns| 220.0 + ((v - s.t0) as f64 / 8e9).clamp(0.0, 1.0) * plot_w;
+                (x(g.start), (x(g.end) - x(g.start)).max(1.0))
+            })
+            .collect();
+        let got = gap_rects(&svg);
+        assert_eq!(got.len(), want.len(), "one rectangle per gap in the window");
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g.0 - w.0).abs() < 0.01 && (g.1 - w.1).abs() < 0.01, "{g:?} vs {w:?}");
+        }
+    }
+
+    #[test]
+    fn a_gap_jump_shows_the_gap_over_the_middle_three_fifths() {
+        let (t, a) = demo();
+        let scene = Scene::new(&t, &a);
+        let longest = a.gaps.iter().map(Gap::dur).max().expect("the demo has gaps");
+        let g = scene.nth_gap(1).expect("gap 1");
+        assert_eq!(g.dur(), longest);
+        let geom = Geometry::new(Size { width: 1400, height: None }, 1);
+        let s = scene.span(&Pick::Gap(1), geom.plot_w as usize).expect("a window");
+        let (x0, x1) = svg::gap_x(g, s, &geom);
+        let w = f64::from(geom.plot_w);
+        assert!((x0 - (geom.x0 + 0.2 * w)).abs() < 1.0 && (x1 - (geom.x0 + 0.8 * w)).abs() < 1.0, "{x0} {x1}");
+        assert!(scene.nth_gap(0).is_none() && scene.nth_gap(a.gaps.len() + 1).is_none());
+    }
+
+    #[test]
+    fn rows_show_every_gpu_then_the_thread_that_decides_the_gaps() {
+        let (t, a) = demo();
+        let scene = Scene::new(&t, &a);
+        let g = scene.nth_gap(2).expect("gap 2");
+        let s = Span { t0: g.start, span: g.dur() };
+        let rows = scene.rows(s);
+        assert!(matches!(rows[0].kind, RowKind::Gpu(0)));
+        let threads: Vec<&RowSpec> = rows.iter().filter(|r| matches!(r.kind, RowKind::Thread(_))).collect();
+        let tid = g.tid.expect("the demo's gaps have a deciding thread");
+        assert_eq!(threads.len(), 1, "{rows:?}");
+        assert!(threads[0].label.ends_with(&format!(" {tid}")), "{}", threads[0].label);
+    }
+
+    #[test]
+    fn a_fixed_height_leaves_rows_out_and_says_so() {
+        let (t, a) = demo();
+        let scene = Scene::new(&t, &a);
+        let svg = render(
+            &scene,
+            Span { t0: t.meta.start_ns, span: t.duration() },
+            Size { width: 800, height: Some(140) },
+            "x",
+        );
+        assert!(svg.contains("more rows left out"));
+        assert!(svg.contains("height=\"140\""));
+    }
+
+    #[test]
+    fn tick_steps_are_round() {
+        assert_eq!(svg::tick_step(8_000), 1_000);
+        assert_eq!(svg::tick_step(9_000), 2_000);
+        assert_eq!(svg::tick_step(30_000_000), 5_000_000);
+        assert_eq!(svg::tick_step(1), 1);
+    }
+
+    #[test]
+    fn names_are_escaped_for_xml() {
+        let evil = "<script>\"a\"&'b'</script>\u{1b}]0;x\u{7}\u{9b}\u{202e}\u{ffff}";
+        let e = crate::text::escape_xml(evil);
+        assert!(!e.contains(['<', '>', '"', '\'', '\u{1b}', '\u{7}', '\u{9b}', '\u{202e}', '\u{ffff}']), "{e}");
+        assert!(e.starts_with("&lt;script&gt;&quot;a&quot;&amp;&#39;b&#39;"));
+    }
+}
