@@ -319,7 +319,8 @@ fn axis(out: &mut String, scene: &Scene, s: Span, g: &Geometry) {
         x2 = g.x0 + f64::from(g.plot_w),
         y = g.y0 - 2.0
     );
-    let first = (s.t0 - base).div_euclid(step) * step + step;
+    // The first tick at or after the window start.
+    let first = (s.t0 - base + step - 1).div_euclid(step) * step;
     let mut t = first;
     while base + t < s.end() {
         let x = x_of(base + t, s, g.x0, f64::from(g.plot_w));
