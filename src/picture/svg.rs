@@ -101,7 +101,7 @@ pub fn render(scene: &Scene, s: Span, size: Size, title: &str) -> String {
     let _ = write!(out, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
     let _ = write!(
         out,
-        r##"<text x="8" y="16" font-size="13" font-weight="bold">{}</text>"##,
+        r#"<text x="8" y="16" font-size="13" font-weight="bold">{}</text>"#,
         escape(&format!("{title} · {} from +{}", fmt_ns(s.span), fmt_ns(s.t0 - scene.trace.meta.start_ns)))
     );
     axis(&mut out, scene, s, &g);
@@ -172,9 +172,10 @@ fn runs<'n>(
         let (fill, tag) = class_style(class);
         let _ = write!(
             out,
-            r#"<rect class="{tag}" x="{x}" y="{}" width="{w}" height="{}" fill="{fill}" fill-opacity="{level}"/>"#,
+            r#"<rect class="{tag}" x="{x}" y="{}" width="{w}" height="{}" fill="{fill}" fill-opacity="{}"/>"#,
             y + 2.0,
-            g.row_h - 4.0
+            g.row_h - 4.0,
+            OPACITY[level]
         );
         if class == Class::Pageable {
             let _ = write!(
@@ -199,15 +200,12 @@ fn runs<'n>(
     }
 }
 
-// Four opacity levels, the viewer's four shades.
-fn shade(busy: f32) -> f32 {
-    match glyph::shade(busy) {
-        c if c == glyph::SHADES[3] => 1.0,
-        c if c == glyph::SHADES[2] => 0.8,
-        c if c == glyph::SHADES[1] => 0.6,
-        _ => 0.4,
-    }
+// The viewer's four shades (0 lightest), drawn as four opacities.
+fn shade(busy: f32) -> usize {
+    glyph::SHADES.iter().position(|&c| c == glyph::shade(busy)).unwrap_or(0)
 }
+
+const OPACITY: [f32; 4] = [0.4, 0.6, 0.8, 1.0];
 
 /// Fill colour and CSS class of an event class.
 pub fn class_style(class: Class) -> (&'static str, &'static str) {
@@ -280,7 +278,7 @@ fn gap_rect(out: &mut String, scene: &Scene, s: Span, g: &Geometry, gap: &Gap, y
         let _ = write!(
             out,
             r##"<text x="{:.2}" y="{}" text-anchor="middle" fill="#ffffff" font-weight="bold">{}</text>"##,
-            (a + b) / 2.0,
+            f64::midpoint(a, b),
             y + g.row_h * 0.5 + 4.0,
             escape(&label)
         );

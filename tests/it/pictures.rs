@@ -337,7 +337,7 @@ fn unfilter(raw: &[u8], stride: usize, h: usize, bpp: usize) -> Vec<u8> {
                 0 => 0,
                 1 => a,
                 2 => b,
-                3 => ((u16::from(a) + u16::from(b)) / 2) as u8,
+                3 => a.midpoint(b),
                 _ => paeth(a, b, c),
             };
             out[y * stride + x] = row[x].wrapping_add(pred);
