@@ -8,7 +8,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::analysis::{self, Options};
 use crate::model::{Ns, Trace};
-use crate::{diff, info, reader, report};
+use crate::{diff, info, picture, reader, report};
 
 /// Terminal viewer for NVIDIA Nsight Systems traces that says why the GPU is idle.
 #[derive(Debug, Parser)]
@@ -79,6 +79,30 @@ enum Command {
         #[arg(long, requires = "view")]
         no_mouse: bool,
     },
+    /// Draw the viewer's lanes for one window as an SVG image (GPU rows with their gaps,
+    /// kernel and copy lanes, the CPU threads behind the gaps, NVTX phases, axis, legend).
+    Snapshot {
+        /// nsys SQLite export or .nsys-rep report; several are the ranks of one job.
+        #[arg(required = true)]
+        trace: Vec<PathBuf>,
+        /// Window START+WIDTH, START from the trace's first event: `1.2s+50ms`, `0+2s`.
+        #[arg(long, value_parser = parse_window, value_name = "START+WIDTH", group = "pick")]
+        window: Option<(Ns, Ns)>,
+        /// The N-th longest gap (from 1, as in the gap list), shown as the viewer's gap jump.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), group = "pick")]
+        gap: Option<u32>,
+        /// The first steady instance of this NVTX phase (grouped name, e.g. "step N").
+        #[arg(long, value_name = "NAME", group = "pick")]
+        phase: Option<String>,
+        /// Picture size in pixels, WIDTHxHEIGHT, or WIDTH alone to fit the rows.
+        #[arg(long, value_parser = parse_pixels, default_value = "1400")]
+        size: picture::svg::Size,
+        /// File to write (`.svg`; `-` for stdout).
+        #[arg(short, long, value_name = "FILE.svg")]
+        output: PathBuf,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
+    },
     /// Print what the export holds: versions, duration, processes, threads, GPUs, lanes.
     Info {
         /// nsys SQLite export or .nsys-rep report; several (files, a directory, a glob)
@@ -140,6 +164,7 @@ enum ReportFormat {
     Json,
     Csv,
     Md,
+    Html,
 }
 
 impl From<ReportFormat> for report::Format {
@@ -149,6 +174,7 @@ impl From<ReportFormat> for report::Format {
             ReportFormat::Json => report::Format::Json,
             ReportFormat::Csv => report::Format::Csv,
             ReportFormat::Md => report::Format::Md,
+            ReportFormat::Html => report::Format::Html,
         }
     }
 }
@@ -216,6 +242,25 @@ pub fn parse_size(s: &str) -> Result<(u16, u16), String> {
     }
 }
 
+/// Parse a snapshot window `START+WIDTH`: two durations (`0` allowed for START).
+pub fn parse_window(s: &str) -> Result<(Ns, Ns), String> {
+    let (a, b) = s.split_once('+').ok_or_else(|| format!("'{s}' is not START+WIDTH (e.g. 1.2s+50ms)"))?;
+    let start = if a.trim() == "0" { 0 } else { parse_duration(a)? };
+    Ok((start, parse_duration(b)?))
+}
+
+/// Parse a picture size `WIDTHxHEIGHT` or `WIDTH` in pixels (sides 100 to 20000).
+pub fn parse_pixels(s: &str) -> Result<picture::svg::Size, String> {
+    let parse = |v: &str| v.trim().parse::<u32>().ok().filter(|&n| (100..=20_000).contains(&n));
+    let bad = || format!("'{s}' is not WIDTHxHEIGHT or WIDTH in pixels, sides from 100 to 20000");
+    match s.split_once(['x', 'X']) {
+        Some((w, h)) => {
+            Ok(picture::svg::Size { width: parse(w).ok_or_else(bad)?, height: Some(parse(h).ok_or_else(bad)?) })
+        }
+        None => Ok(picture::svg::Size { width: parse(s).ok_or_else(bad)?, height: None }),
+    }
+}
+
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
@@ -234,6 +279,15 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Diff { before, after, format, analysis, fail_if, .. }) => {
             print_diff(&before, &after, &analysis.into(), format.into(), &fail_if)
+        }
+        Some(Command::Snapshot { trace, window, gap, phase, size, output, analysis }) => {
+            let pick = match (window, gap, phase) {
+                (Some((start, width)), _, _) => picture::Pick::Window { start, width },
+                (_, Some(n), _) => picture::Pick::Gap(n as usize),
+                (_, _, Some(name)) => picture::Pick::Phase(name),
+                _ => picture::Pick::All,
+            };
+            snapshot(&trace, &analysis.into(), &pick, size, &output)
         }
         Some(Command::Bench { trace, size, format, scale_to }) => {
             let mut b = crate::bench::run(&trace, size)?;
@@ -261,6 +315,32 @@ fn print_report(trace: &Trace, options: &Options, format: report::Format, all_ga
     emit(|w| report::write_with(w, trace, &a, format, all_gaps))
 }
 
+fn snapshot(
+    traces: &[PathBuf],
+    options: &Options,
+    pick: &picture::Pick,
+    size: picture::svg::Size,
+    out: &Path,
+) -> Result<()> {
+    if out.extension().is_some_and(|e| !e.eq_ignore_ascii_case("svg")) {
+        bail!(
+            "{}: snapshot writes SVG only (name the file .svg; a browser or `rsvg-convert` makes a PNG)",
+            out.display()
+        );
+    }
+    let t = load_inputs(traces)?;
+    let a = analyze_checked(&t, options)?;
+    let scene = picture::Scene::new(&t, &a);
+    let span = scene
+        .span(pick, size.width.saturating_sub(picture::svg::LABEL_W) as usize)
+        .with_context(|| t.meta.path.clone())?;
+    let svg = picture::svg::render(&scene, span, size, &t.meta.path);
+    if out.as_os_str() == "-" {
+        return emit(|w| w.write_all(svg.as_bytes()));
+    }
+    std::fs::write(out, svg).with_context(|| format!("writing {}", out.display()))
+}
+
 // Analyze a trace; a `--step-phase` that names no range is an error.
 fn analyze_checked(trace: &Trace, options: &Options) -> Result<analysis::Analysis> {
     let a = analysis::analyze(trace, options);
@@ -283,7 +363,10 @@ fn print_diff(
         diff::diff(diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
     // Checked before anything is printed: a malformed condition prints only the error.
     let outcomes = diff::fail_if::check(fail_if, &d).map_err(|message| Exit { code: EXIT_MALFORMED, message })?;
-    emit(|w| diff::write::write(w, &d, format))?;
+    emit(|w| match format {
+        report::Format::Html => diff::html::write(w, &d, Some([(&tb, &ab), (&ta, &aa)])),
+        _ => diff::write::write(w, &d, format),
+    })?;
     let held: Vec<String> = outcomes.iter().filter(|o| o.holds).map(ToString::to_string).collect();
     if held.is_empty() {
         return Ok(());

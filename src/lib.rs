@@ -14,6 +14,7 @@ mod cli;
 mod diff;
 mod info;
 mod model;
+mod picture;
 mod reader;
 mod report;
 mod scale;

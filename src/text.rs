@@ -57,6 +57,26 @@ pub fn sanitize(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// Make a trace name safe inside SVG or HTML text and attributes: [`sanitize`] it (no
+/// control characters or bidi overrides, nor XML's non-characters), then escape `&<>"'`.
+pub fn escape_xml(s: &str) -> String {
+    let clean = sanitize(s);
+    let mut out = String::with_capacity(clean.len());
+    for c in clean.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Not characters in XML 1.0.
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// Format nanoseconds with an adaptive unit: `850 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`.
 pub fn fmt_ns(ns: Ns) -> String {
     let a = ns.unsigned_abs() as f64;

@@ -32,6 +32,7 @@
 //! phase is this one, clipped to the steady window).
 
 pub mod fail_if;
+pub mod html;
 mod verdict;
 pub mod write;
 

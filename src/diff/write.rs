@@ -1,4 +1,4 @@
-//! Writers of a [`Diff`]: text (fits 100 columns), Markdown, CSV and JSON.
+//! Writers of a [`Diff`]: text (fits 100 columns), Markdown, CSV and JSON (HTML in `html.rs`).
 //!
 //! Text and Markdown show a curated set of rows (those with a value in either run);
 //! CSV and JSON hold every metric. CSV is one long table,
@@ -31,6 +31,8 @@ pub fn write(w: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
         Format::Md => text(&mut Out { w, md: true }, d),
         Format::Csv => csv(w, d),
         Format::Json => json(w, d),
+        // Without the runs' traces: the page without pictures (`cli` passes them).
+        Format::Html => super::html::write(w, d, None),
     }
 }
 

@@ -1,12 +1,13 @@
 //! Headless report of an [`Analysis`]: text (aligned tables), Markdown (GitHub tables),
 //! CSV (one long `section,item,metric,value` table, see [`csv`]) or JSON (the documented
-//! contract, see [`json`]).
+//! contract, see [`json`]) or HTML (one page with the timeline pictures, see [`html`]).
 //!
 //! Names come from the trace and may hold anything: text, Markdown and CSV pass them
 //! through [`sanitize`] so no escape sequence reaches a terminal; JSON escapes them
 //! (`text::write_json`, shared with `diff`, `info` and `bench`).
 
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod table;
 pub mod text;
@@ -27,6 +28,8 @@ pub enum Format {
     Csv,
     /// GitHub-flavoured Markdown.
     Md,
+    /// One self-contained HTML page with inline SVG timelines ([`html`]).
+    Html,
 }
 
 /// Write the report of `analysis` over `trace` in `format`. I/O errors (a closed pipe
@@ -49,6 +52,7 @@ pub fn write_with(
         Format::Md => text::write(w, trace, analysis, text::Style::Md, all_gaps),
         Format::Csv => csv::write(w, trace, analysis, all_gaps),
         Format::Json => json::write(w, trace, analysis, all_gaps),
+        Format::Html => html::write(w, trace, analysis, all_gaps),
     }
 }
 

@@ -82,6 +82,24 @@ impl Table {
         }
         Ok(())
     }
+
+    /// An HTML `<table>`; cells are escaped, number columns carry `class="n"`.
+    pub fn write_html(&self, w: &mut dyn Write) -> io::Result<()> {
+        let class = |c: usize| if self.align[c] == Align::Right { " class=\"n\"" } else { "" };
+        write!(w, "<table><thead><tr>")?;
+        for (c, h) in self.header.iter().enumerate() {
+            write!(w, "<th{}>{}</th>", class(c), crate::text::escape_xml(h))?;
+        }
+        writeln!(w, "</tr></thead><tbody>")?;
+        for r in 0..self.rows.len() {
+            write!(w, "<tr>")?;
+            for c in 0..self.header.len() {
+                write!(w, "<td{}>{}</td>", class(c), crate::text::escape_xml(&self.cell(r, c)))?;
+            }
+            writeln!(w, "</tr>")?;
+        }
+        writeln!(w, "</tbody></table>")
+    }
 }
 
 /// Escape text for a Markdown table cell or paragraph: pipes, HTML, and emphasis marks.

@@ -9,7 +9,7 @@ use super::sanitize;
 use super::table::{Align, Table, md_escape};
 use crate::analysis::{Analysis, Cause, Finding, Gap};
 use crate::model::{Ns, Trace};
-use crate::text::{fmt_bytes, fmt_ns};
+use crate::text::{escape_xml, fmt_bytes, fmt_ns};
 
 /// Gaps listed in the text and Markdown reports.
 pub const TOP_GAPS_TEXT: usize = 10;
@@ -21,6 +21,8 @@ pub enum Style {
     Text,
     /// GitHub-flavoured Markdown.
     Md,
+    /// HTML elements for the body of `report --format html` (see [`super::html`]).
+    Html,
 }
 
 struct Out<'w> {
@@ -33,6 +35,7 @@ impl Out<'_> {
         match self.style {
             Style::Text => writeln!(self.w, "{s}"),
             Style::Md => writeln!(self.w, "# {}\n", md_escape(s)),
+            Style::Html => writeln!(self.w, "<h1>{}</h1>", escape_xml(s)),
         }
     }
 
@@ -40,6 +43,7 @@ impl Out<'_> {
         match self.style {
             Style::Text => writeln!(self.w, "\n{s}"),
             Style::Md => writeln!(self.w, "\n## {s}\n"),
+            Style::Html => writeln!(self.w, "<h2>{}</h2>", escape_xml(s)),
         }
     }
 
@@ -48,6 +52,8 @@ impl Out<'_> {
         match self.style {
             Style::Text => writeln!(self.w, "{}", sanitize(s)),
             Style::Md => writeln!(self.w, "{}  ", md_escape(&sanitize(s))),
+            Style::Html if s.is_empty() => Ok(()),
+            Style::Html => writeln!(self.w, "<p>{}</p>", escape_xml(s)),
         }
     }
 
@@ -55,6 +61,7 @@ impl Out<'_> {
         match self.style {
             Style::Text => t.write_text(self.w),
             Style::Md => t.write_md(self.w),
+            Style::Html => t.write_html(self.w),
         }
     }
 }
@@ -395,6 +402,7 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
                 o.line(&format!("fix: {}", f.fix))?;
                 o.line("")?;
             }
+            Style::Html => super::html::finding(o.w, i + 1, f, &ev.join(", "))?,
         }
     }
     Ok(())

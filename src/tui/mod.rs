@@ -9,20 +9,20 @@
 mod actions;
 mod app;
 pub mod compact;
-mod index;
+pub(crate) mod index;
 mod input;
 mod layout;
 mod mouse;
-mod pair;
+pub(crate) mod pair;
 mod panels;
 mod render;
-mod rows;
+pub(crate) mod rows;
 #[cfg(test)]
 mod scale_tests;
 mod terminal;
 pub mod text;
 pub mod theme;
-mod viewport;
+pub(crate) mod viewport;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -15,6 +15,7 @@ mod hostile;
 mod kineto;
 mod labels;
 mod matrix;
+mod pictures;
 mod pty;
 mod random_exports;
 mod ranks;

@@ -10,7 +10,7 @@
 //! Drawing (`render.rs`) reuses the one-run renderers on those areas, so a frame
 //! costs what two one-run frames cost: O(cells x log n) through each run's index.
 
-mod align;
+pub(crate) mod align;
 mod delta;
 mod render;
 
