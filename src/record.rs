@@ -23,8 +23,8 @@ const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
 /// Arguments of `lanescope record`.
 #[derive(Debug, Args, Clone)]
 pub struct RecordArgs {
-    /// Do not sample GPU metrics (`--gpu-metrics-devices=all`; GPUs without support or
-    /// without profiling permission make nsys fail).
+    /// Do not sample GPU metrics (`--gpu-metrics-devices=all`), e.g. on GPUs without
+    /// support or without profiling permission.
     #[arg(long)]
     pub no_gpu_metrics: bool,
     /// Do not sample Python backtraces (`--python-sampling=true`).
@@ -44,10 +44,10 @@ pub struct RecordArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub report: Option<crate::cli::ReportFormat>,
     /// Extra arguments for `nsys profile`, up to `--` (e.g. `--nsys-args --cuda-memory-usage=true --`).
-    #[arg(long, value_name = "ARGS", num_args = 1.., allow_hyphen_values = true)]
+    #[arg(long, value_name = "ARGS", num_args = 1.., allow_hyphen_values = true, value_terminator = "--")]
     pub nsys_args: Vec<String>,
     /// The program to profile and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
