@@ -53,8 +53,8 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> Result<()> {
 // The reply to one line: a message, or a batch (an array) of them.
 fn handle_line(server: &mut tools::Server, line: &str) -> Option<Value> {
     match serde_json::from_str::<Value>(line) {
-        Err(e) => Some(error(Value::Null, PARSE_ERROR, &format!("not JSON: {e}"))),
-        Ok(Value::Array(batch)) if batch.is_empty() => Some(error(Value::Null, INVALID_REQUEST, "empty batch")),
+        Err(e) => Some(error(&Value::Null, PARSE_ERROR, &format!("not JSON: {e}"))),
+        Ok(Value::Array(batch)) if batch.is_empty() => Some(error(&Value::Null, INVALID_REQUEST, "empty batch")),
         Ok(Value::Array(batch)) => {
             let replies: Vec<Value> = batch.iter().filter_map(|m| handle(server, m)).collect();
             (!replies.is_empty()).then_some(Value::Array(replies))
@@ -66,19 +66,19 @@ fn handle_line(server: &mut tools::Server, line: &str) -> Option<Value> {
 // The reply to one message; None for notifications and for the client's own replies.
 fn handle(server: &mut tools::Server, message: &Value) -> Option<Value> {
     let Some(object) = message.as_object() else {
-        return Some(error(Value::Null, INVALID_REQUEST, "a message is a JSON object"));
+        return Some(error(&Value::Null, INVALID_REQUEST, "a message is a JSON object"));
     };
     let id = object.get("id").cloned();
     let Some(method) = object.get("method").and_then(Value::as_str) else {
         // A response (this server sends no requests) needs no answer; anything else does.
         let is_response = object.contains_key("result") || object.contains_key("error");
-        return (!is_response).then(|| error(id.unwrap_or(Value::Null), INVALID_REQUEST, "no method"));
+        return (!is_response).then(|| error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "no method"));
     };
     let id = id?;
     let params = object.get("params").cloned().unwrap_or_else(|| json!({}));
     Some(match dispatch(server, method, &params) {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => error(id, code, &message),
+        Err((code, message)) => error(&id, code, &message),
     })
 }
 
@@ -106,7 +106,7 @@ fn initialize(params: &Value) -> Value {
     })
 }
 
-fn error(id: Value, code: i64, message: &str) -> Value {
+fn error(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 

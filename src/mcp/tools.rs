@@ -259,7 +259,7 @@ fn events(s: &mut Server, v: &Value) -> Result<Value, String> {
     let (ws, we) = a.window()?.map_or((t.meta.start_ns, t.meta.end_ns.max(t0 + 1)), |(s, e)| (t0 + s, t0 + e));
     let window = json!({"start_ns": ws, "end_ns": we});
     let Some(lane) = v.get("lane").filter(|x| !x.is_null()) else {
-        return Ok(lanes_in(t, ws, we, window));
+        return Ok(lanes_in(t, ws, we, &window));
     };
     let i = find_lane(t, lane)?;
     let ln = &t.lanes[i];
@@ -278,17 +278,17 @@ fn events(s: &mut Server, v: &Value) -> Result<Value, String> {
 }
 
 fn diff(s: &mut Server, v: &Value) -> Result<Value, String> {
-    let a = Args::new(v, &["before", "after"])?;
-    let (before, after) = (s.open(&a.path("before")?)?, s.open(&a.path("after")?)?);
     fn run(l: &Loaded) -> crate::diff::Run<'_> {
         crate::diff::Run { path: &l.trace.meta.path, analysis: &l.analysis }
     }
+    let a = Args::new(v, &["before", "after"])?;
+    let (before, after) = (s.open(&a.path("before")?)?, s.open(&a.path("after")?)?);
     let d = crate::diff::diff(run(&before), run(&after));
     serde_json::to_value(d).map_err(|e| e.to_string())
 }
 
 // Lanes with events in `[ws, we)`, in trace order (at most `LANES_MAX`).
-fn lanes_in(t: &Trace, ws: Ns, we: Ns, window: Value) -> Value {
+fn lanes_in(t: &Trace, ws: Ns, we: Ns, window: &Value) -> Value {
     let all: Vec<Value> = t
         .lanes
         .iter()

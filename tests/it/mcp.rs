@@ -31,7 +31,7 @@ fn converse(requests: &[Value]) -> Vec<Value> {
     text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
 
-fn call(id: u64, tool: &str, arguments: Value) -> Value {
+fn call(id: u64, tool: &str, arguments: &Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
 }
 
@@ -67,14 +67,14 @@ fn a_scripted_conversation_uses_every_tool() {
                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-        call(3, "summary", json!({"trace": t})),
-        call(4, "gaps", json!({"trace": t, "cause": "pageable-copy", "limit": 3})),
-        call(5, "gap", json!({"trace": t, "id": 0})),
-        call(6, "phases", json!({"trace": t})),
-        call(7, "events", json!({"trace": t, "lane": "kernels s7", "limit": 4})),
-        call(8, "events", json!({"trace": t, "window": "0+1000"})),
-        call(9, "diff", json!({"before": t, "after": pinned})),
-        call(10, "gaps", json!({"trace": t, "window": "4+0.5", "limit": 100})),
+        call(3, "summary", &json!({"trace": t})),
+        call(4, "gaps", &json!({"trace": t, "cause": "pageable-copy", "limit": 3})),
+        call(5, "gap", &json!({"trace": t, "id": 0})),
+        call(6, "phases", &json!({"trace": t})),
+        call(7, "events", &json!({"trace": t, "lane": "kernels s7", "limit": 4})),
+        call(8, "events", &json!({"trace": t, "window": "0+1000"})),
+        call(9, "diff", &json!({"before": t, "after": pinned})),
+        call(10, "gaps", &json!({"trace": t, "window": "4+0.5", "limit": 100})),
         json!({"jsonrpc": "2.0", "id": 11, "method": "ping"}),
     ]);
     assert_eq!(replies.len(), 11, "one reply per request, none to the notification");
@@ -147,22 +147,22 @@ fn a_scripted_conversation_uses_every_tool() {
 fn bad_arguments_are_tool_errors_and_the_server_goes_on() {
     let t = p(&fixture("pageable.sqlite"));
     let replies = converse(&[
-        call(1, "summary", json!({})),
-        call(2, "summary", json!({"trace": 5})),
-        call(3, "summary", json!({"trace": "/no/such/trace.sqlite"})),
-        call(4, "gaps", json!({"trace": t, "limit": 0})),
-        call(5, "gaps", json!({"trace": t, "window": "soon"})),
-        call(6, "gaps", json!({"trace": t, "cause": "gremlins"})),
-        call(7, "gaps", json!({"trace": t, "phase": "nope"})),
-        call(8, "gaps", json!({"trace": t, "gpu": 42})),
-        call(9, "gap", json!({"trace": t, "id": 1_000_000})),
-        call(10, "events", json!({"trace": t, "lane": "GPU"})),
-        call(11, "events", json!({"trace": t, "lane": 100_000})),
-        call(12, "summary", json!({"trace": t, "verbose": true})),
-        call(13, "no-such-tool", json!({})),
+        call(1, "summary", &json!({})),
+        call(2, "summary", &json!({"trace": 5})),
+        call(3, "summary", &json!({"trace": "/no/such/trace.sqlite"})),
+        call(4, "gaps", &json!({"trace": t, "limit": 0})),
+        call(5, "gaps", &json!({"trace": t, "window": "soon"})),
+        call(6, "gaps", &json!({"trace": t, "cause": "gremlins"})),
+        call(7, "gaps", &json!({"trace": t, "phase": "nope"})),
+        call(8, "gaps", &json!({"trace": t, "gpu": 42})),
+        call(9, "gap", &json!({"trace": t, "id": 1_000_000})),
+        call(10, "events", &json!({"trace": t, "lane": "GPU"})),
+        call(11, "events", &json!({"trace": t, "lane": 100_000})),
+        call(12, "summary", &json!({"trace": t, "verbose": true})),
+        call(13, "no-such-tool", &json!({})),
         json!({"jsonrpc": "2.0", "id": 14, "method": "resources/list"}),
         json!({"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": {"name": "summary", "arguments": [1]}}),
-        call(16, "summary", json!({"trace": t})),
+        call(16, "summary", &json!({"trace": t})),
     ]);
     assert_eq!(replies.len(), 16);
     let expect = [
