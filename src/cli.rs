@@ -128,6 +128,12 @@ enum Command {
         #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
         scale_to: Option<u32>,
     },
+    /// Profile a program with nsys and the flags lanescope needs, then open the report.
+    #[command(after_help = "Example: lanescope record -o run -- python train.py\n\
+The exit code is the profiled program's. nsys is $LANESCOPE_NSYS, else nsys on PATH.")]
+    Record(crate::record::RecordArgs),
+    /// Serve traces to an agent: a Model Context Protocol server on stdin and stdout.
+    Mcp,
     /// Print a shell completion script: `lanescope completions bash > ~/.local/share/bash-completion/completions/lanescope`.
     Completions {
         /// Shell to complete in.
@@ -159,7 +165,7 @@ impl From<AnalysisArgs> for Options {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum ReportFormat {
+pub(crate) enum ReportFormat {
     Text,
     Json,
     Csv,
@@ -305,9 +311,26 @@ pub fn run(cli: Cli) -> Result<()> {
             clap_complete::generate(shell, &mut Cli::command(), "lanescope", w);
             Ok(())
         }),
+        Some(Command::Record(args)) => record(&args),
+        Some(Command::Mcp) => crate::mcp::serve(std::io::stdin().lock(), std::io::stdout().lock()),
         Some(Command::Man) => emit(|w| clap_mangen::Man::new(Cli::command()).render(w)),
         None => view(&cli.trace, cli.analysis.into(), crate::tui::Settings { mouse: !cli.no_mouse }),
     }
+}
+
+// Record, open the report (viewer or `--report`), then end with the program's exit code.
+fn record(args: &crate::record::RecordArgs) -> Result<()> {
+    let r = crate::record::record(args)?;
+    let options = Options::default();
+    match args.report {
+        Some(format) => print_report(&load(&r.report)?, &options, format.into(), false)?,
+        None => view(std::slice::from_ref(&r.report), options, crate::tui::Settings { mouse: true })?,
+    }
+    if r.code == 0 {
+        return Ok(());
+    }
+    let message = format!("the profiled program exited with code {}", r.code);
+    Err(Exit { code: r.code.clamp(1, 255) as u8, message }.into())
 }
 
 fn print_report(trace: &Trace, options: &Options, format: report::Format, all_gaps: bool) -> Result<()> {

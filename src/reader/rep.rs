@@ -299,8 +299,8 @@ pub fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").and_then(abs).map(|h| h.join(".cache").join("lanescope"))
 }
 
-// `$LANESCOPE_NSYS`, else the first `nsys` on PATH that is a file.
-fn find_nsys() -> Option<PathBuf> {
+/// `$LANESCOPE_NSYS`, else the first `nsys` on PATH that is a file.
+pub fn find_nsys() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("LANESCOPE_NSYS").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(p));
     }

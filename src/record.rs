@@ -1,0 +1,264 @@
+//! `lanescope record -- CMD ARGS...`: profile a program with `nsys profile` and the flags
+//! lanescope's analysis needs, then export the report into the cache (`reader::rep`).
+//!
+//! - Every flag is printed on stderr with what it collects; each group can be switched
+//!   off. CPU sampling and context switches need `perf_event_paranoid` <= 2: above that
+//!   lanescope says so and profiles without them.
+//! - The profiled program's output goes to stderr: stdout carries only the report.
+//! - SIGINT, SIGTERM and SIGHUP sent to lanescope reach nsys as SIGINT (nsys then stops the
+//!   program and writes what it captured); a Ctrl-C from the terminal already reaches nsys
+//!   through the process group, so it is not sent twice.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use crate::reader::rep;
+
+/// Where `perf_event_paranoid` is read unless `LANESCOPE_PERF_EVENT_PARANOID` names a file.
+const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
+
+/// Arguments of `lanescope record`.
+#[derive(Debug, Args, Clone)]
+pub struct RecordArgs {
+    /// Do not sample GPU metrics (`--gpu-metrics-devices=all`), e.g. on GPUs without
+    /// support or without profiling permission.
+    #[arg(long)]
+    pub no_gpu_metrics: bool,
+    /// Do not sample Python backtraces (`--python-sampling=true`).
+    #[arg(long)]
+    pub no_python: bool,
+    /// Stop collecting after S seconds (`nsys profile --duration`).
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u32).range(1..))]
+    pub duration: Option<u32>,
+    /// The report to write (`.nsys-rep` is added when missing); default
+    /// `lanescope-N.nsys-rep` in the current directory, the first N that is free.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Overwrite OUT when it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Print `lanescope report` in FORMAT on stdout instead of opening the viewer.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub report: Option<crate::cli::ReportFormat>,
+    /// Extra arguments for `nsys profile`, up to `--` (e.g. `--nsys-args --cuda-memory-usage=true --`).
+    #[arg(long, value_name = "ARGS", num_args = 1.., allow_hyphen_values = true, value_terminator = "--")]
+    pub nsys_args: Vec<String>,
+    /// The program to profile and its arguments, after `--`.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// A finished recording.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The report nsys wrote.
+    pub report: PathBuf,
+    /// The profiled program's exit code (nsys passes it through), 128 + N for a signal.
+    pub code: i32,
+}
+
+/// One `nsys profile` flag (one or two words) and what it is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flag {
+    /// The words as nsys gets them (`-t`, `cuda,nvtx,osrt`).
+    pub words: Vec<String>,
+    /// What it collects, for the stderr line.
+    pub why: &'static str,
+}
+
+/// Profile `args.command` with nsys, then export the report into the cache.
+pub fn record(args: &RecordArgs) -> Result<Recorded> {
+    let Some(nsys) = rep::find_nsys() else {
+        bail!(
+            "nsys is not on PATH: install NVIDIA Nsight Systems (https://developer.nvidia.com/nsight-systems) \
+             or set LANESCOPE_NSYS to the nsys program to use"
+        );
+    };
+    let report = output_path(args.output.as_deref(), args.force)?;
+    let sampling = sampling_allowed();
+    if let Err(why) = &sampling {
+        eprintln!("lanescope: warning: {why}; profiling without CPU sampling, context switches and Python backtraces");
+    }
+    let flags = flags(args, sampling.is_ok());
+    for f in &flags {
+        eprintln!("lanescope: nsys profile {}  ({})", f.words.join(" "), f.why);
+    }
+    let mut cmd = Command::new(&nsys);
+    cmd.arg("profile").args(flags.iter().flat_map(|f| &f.words)).arg("-o").arg(&report);
+    cmd.args(&args.nsys_args).args(&args.command);
+    eprintln!("lanescope: recording {} into {} ...", shown(&args.command), report.display());
+    let status = run_forwarding(cmd).with_context(|| format!("cannot run {}", nsys.display()))?;
+    let code = exit_code(status);
+    if !report.is_file() {
+        bail!("nsys profile wrote no report {} ({status}); its messages are above", report.display());
+    }
+    let export = rep::export(&report).with_context(|| report.display().to_string())?;
+    for missing in missing_data(&export, args, sampling.is_ok()) {
+        eprintln!("lanescope: warning: nsys collected no {missing}");
+    }
+    eprintln!("lanescope: report {} (program exit code {code})", report.display());
+    Ok(Recorded { report, code })
+}
+
+/// The flags for `args`, with CPU sampling when `sampling` (the kernel allows it).
+pub fn flags(args: &RecordArgs, sampling: bool) -> Vec<Flag> {
+    let f = |arg: &str, why| Flag { words: arg.split(' ').map(String::from).collect(), why };
+    let mut v = vec![f("-t cuda,nvtx,osrt", "CUDA API calls, kernels and copies; NVTX ranges; OS runtime calls")];
+    if sampling {
+        v.push(f("--cpuctxsw=process-tree", "context switches: when each thread was on a CPU"));
+        v.push(f("-s process-tree", "CPU samples: what the host threads computed in each gap"));
+        if !args.no_python {
+            v.push(f("--python-sampling=true", "Python backtraces of the samples (off: --no-python)"));
+        }
+    } else {
+        v.push(f("--cpuctxsw=none", "no context switches: perf_event_paranoid is above 2"));
+        v.push(f("-s none", "no CPU samples (nor Python backtraces): perf_event_paranoid is above 2"));
+    }
+    if !args.no_gpu_metrics {
+        v.push(f("--gpu-metrics-devices=all", "GPU metrics of every GPU (off: --no-gpu-metrics)"));
+    }
+    if let Some(s) = args.duration {
+        v.push(f(&format!("--duration={s}"), "stop collecting after that many seconds"));
+    }
+    if args.force {
+        v.push(f("--force-overwrite=true", "--force: replace the report"));
+    }
+    v
+}
+
+// The report path: OUT with `.nsys-rep`, refused when it exists unless `force`; else the
+// first free `lanescope-N.nsys-rep` in the current directory.
+fn output_path(out: Option<&Path>, force: bool) -> Result<PathBuf> {
+    let Some(out) = out else {
+        return (1..10_000)
+            .map(|n| PathBuf::from(format!("lanescope-{n}.nsys-rep")))
+            .find(|p| std::fs::symlink_metadata(p).is_err())
+            .context("every lanescope-N.nsys-rep up to 9999 exists here; name the report with -o");
+    };
+    let out =
+        if rep::is_report(out) { out.to_path_buf() } else { PathBuf::from(format!("{}.nsys-rep", out.display())) };
+    if out.is_dir() {
+        bail!("{} is a directory; name the report file with -o", out.display());
+    }
+    if !force && std::fs::symlink_metadata(&out).is_ok() {
+        bail!("{} exists; pass --force to overwrite it, or name another with -o", out.display());
+    }
+    Ok(out)
+}
+
+// Ok when the kernel lets nsys sample CPUs (`perf_event_paranoid` <= 2), else why not.
+fn sampling_allowed() -> Result<(), String> {
+    let path = std::env::var_os("LANESCOPE_PERF_EVENT_PARANOID").map_or_else(|| PathBuf::from(PARANOID), PathBuf::from);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        // No such file (not Linux, a container hiding it): let nsys decide.
+        return Ok(());
+    };
+    match text.trim().parse::<i32>() {
+        Ok(level) if level > 2 => Err(format!(
+            "{} is {level}: CPU sampling needs 2 or less (sudo sysctl kernel.perf_event_paranoid=2)",
+            path.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+// Run nsys with its output on our stderr, forwarding signals sent to lanescope as SIGINT.
+fn run_forwarding(mut cmd: Command) -> Result<ExitStatus> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::iterator::{SignalsInfo, exfiltrator::WithOrigin};
+    use signal_hook::low_level::siginfo::Cause;
+    let err = std::io::stderr();
+    let to_stderr = || -> Result<Stdio> { Ok(Stdio::from(std::os::fd::AsFd::as_fd(&err).try_clone_to_owned()?)) };
+    // Registered before nsys starts, so that no signal in between ends lanescope.
+    let mut signals =
+        SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    let mut child = cmd.stdout(to_stderr()?).stderr(to_stderr()?).spawn()?;
+    let pid = child.id();
+    let handle = signals.handle();
+    let forwarder = std::thread::spawn(move || {
+        for sig in signals.forever() {
+            // A Ctrl-C from the terminal went to nsys's process group too.
+            if sig.signal == SIGINT && matches!(sig.cause, Cause::Kernel) {
+                continue;
+            }
+            eprintln!("lanescope: stopping the recording (SIGINT to nsys {pid}); the report keeps what was captured");
+            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+        }
+    });
+    let status = child.wait();
+    handle.close();
+    let _ = forwarder.join();
+    Ok(status?)
+}
+
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+// The command as one line for messages.
+fn shown(command: &[String]) -> String {
+    crate::text::sanitize(&command.join(" ")).into_owned()
+}
+
+// What the export lacks of what was asked for (by the tables nsys writes).
+fn missing_data(export: &Path, args: &RecordArgs, sampling: bool) -> Vec<&'static str> {
+    let Ok(tables) = table_names(export) else { return Vec::new() };
+    let has = |t: &str| tables.iter().any(|n| n == t);
+    let mut wanted = vec![("CUPTI_ACTIVITY_KIND_KERNEL", "kernels (did the program use CUDA?)")];
+    wanted.push(("OSRT_API", "OS runtime calls"));
+    if sampling {
+        wanted.push(("SCHED_EVENTS", "context switches"));
+        wanted.push(("COMPOSITE_EVENTS", "CPU samples"));
+    }
+    if !args.no_gpu_metrics {
+        wanted.push(("GPU_METRICS", "GPU metrics (a GPU without support, or no profiling permission)"));
+    }
+    wanted.into_iter().filter(|(t, _)| !has(t)).map(|(_, what)| what).collect()
+}
+
+// The tables of an SQLite file, read-only.
+fn table_names(path: &Path) -> rusqlite::Result<Vec<String>> {
+    let c = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut q = c.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+    q.query_map([], |r| r.get(0))?.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> RecordArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            r: RecordArgs,
+        }
+        let mut v = vec!["t"];
+        v.extend_from_slice(extra);
+        T::parse_from(v).r
+    }
+
+    #[test]
+    fn groups_switch_off() {
+        let words = |a: &RecordArgs, s| flags(a, s).into_iter().flat_map(|f| f.words).collect::<Vec<_>>();
+        let all = words(&args(&["--", "x"]), true);
+        assert!(all.contains(&"--python-sampling=true".into()) && all.contains(&"--gpu-metrics-devices=all".into()));
+        let off = words(&args(&["--no-python", "--no-gpu-metrics", "--", "x"]), true);
+        assert!(off.iter().all(|w| !w.starts_with("--python") && !w.starts_with("--gpu-metrics")), "{off:?}");
+        let nosample = words(&args(&["--", "x"]), false);
+        assert!(nosample.windows(2).any(|w| w == ["-s", "none"]), "{nosample:?}");
+        assert!(!nosample.contains(&"--python-sampling=true".into()));
+    }
+
+    #[test]
+    fn nsys_args_end_at_the_double_dash() {
+        let a = args(&["--nsys-args", "--cuda-memory-usage=true", "-x", "--", "python", "-c", "1"]);
+        assert_eq!(a.nsys_args, ["--cuda-memory-usage=true", "-x"]);
+        assert_eq!(a.command, ["python", "-c", "1"]);
+    }
+}
