@@ -17,8 +17,26 @@ use crate::tui::App;
 use crate::tui::index::{CellInfo, Index, UnionDir};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+// A fixture, unpacked from `NAME.xz` into a temporary folder when it is committed
+// compressed (as tests/it/util.rs does for the integration tests).
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    use std::sync::{Mutex, OnceLock};
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let packed = PathBuf::from(format!("{}.xz", path.display()));
+    if path.exists() || !packed.exists() {
+        return path;
+    }
+    let out = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path().join(name);
+    let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !out.exists() {
+        let mut input = std::io::BufReader::new(std::fs::File::open(&packed).expect("the packed fixture"));
+        let mut bytes = Vec::new();
+        lzma_rs::xz_decompress(&mut input, &mut bytes).expect("an xz stream");
+        std::fs::write(&out, bytes).expect("the unpacked fixture");
+    }
+    out
 }
 
 fn load(name: &str) -> Trace {

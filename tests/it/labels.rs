@@ -36,8 +36,8 @@ fn label_sets() -> Vec<(PathBuf, PathBuf)> {
             let trace = traces.join(v["trace"].as_str().expect("trace name"));
             if trace.exists() {
                 out.push((f, trace));
-            } else if let Some(cell) = matrix_cell(&trace) {
-                out.push((f, crate::util::matrix_trace(&cell)));
+            } else if let Some(rel) = packed_fixture(&trace) {
+                out.push((f, crate::util::fixture(&rel)));
             } else {
                 eprintln!("skipping {}: {} is absent", f.display(), trace.display());
             }
@@ -46,11 +46,11 @@ fn label_sets() -> Vec<(PathBuf, PathBuf)> {
     out
 }
 
-// The matrix cell of `trace` when only its compressed capture is committed.
-fn matrix_cell(trace: &Path) -> Option<String> {
-    let dir = trace.parent()?;
-    let stem = trace.file_name()?.to_str()?.strip_suffix(".sqlite")?;
-    (dir.ends_with("tests/fixtures/matrix") && dir.join(format!("{stem}.sqlite.xz")).exists()).then(|| stem.to_string())
+// The fixture name (relative to tests/fixtures) of `trace` when only its compressed
+// copy (`.xz`) is committed.
+fn packed_fixture(trace: &Path) -> Option<String> {
+    let rel = trace.strip_prefix(root().join("tests/fixtures")).ok()?.to_str()?.to_string();
+    PathBuf::from(format!("{}.xz", trace.display())).exists().then_some(rel)
 }
 
 fn read(p: &Path) -> Value {

@@ -5,9 +5,36 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use rusqlite::{Connection, OpenFlags};
 
-/// Path of a committed fixture under `tests/fixtures`.
+/// Path of a committed fixture under `tests/fixtures`. A fixture committed compressed
+/// (`NAME.xz`, to keep the repository small) is unpacked once per test run into a
+/// temporary folder, and that copy's path is returned.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let packed = PathBuf::from(format!("{}.xz", path.display()));
+    if path.exists() || !packed.exists() {
+        return path;
+    }
+    unpacked(&packed, name.trim_end_matches(".sqlite").replace('/', "_"))
+}
+
+// `packed` (xz) unpacked as `STEM.sqlite` in this test run's temporary folder.
+fn unpacked(packed: &Path, stem: String) -> PathBuf {
+    use std::sync::{Mutex, OnceLock};
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder"));
+    let out = dir.path().join(format!("{stem}.sqlite"));
+    let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !out.exists() {
+        let file = std::fs::File::open(packed).unwrap_or_else(|e| panic!("{}: {e}", packed.display()));
+        let mut input = std::io::BufReader::new(file);
+        let tmp = out.with_extension("part");
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).unwrap());
+        lzma_rs::xz_decompress(&mut input, &mut w).unwrap_or_else(|e| panic!("{}: {e:?}", packed.display()));
+        drop(w);
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
 }
 
 /// The lanescope binary, without colour and without an `nsys` from the environment.
@@ -31,23 +58,7 @@ pub fn sql_i64(path: &Path, q: &str) -> i64 {
 /// A capture of the matrix (`tests/fixtures/matrix/CELL.sqlite.xz`), unpacked once per
 /// test run into a temporary folder; its path.
 pub fn matrix_trace(cell: &str) -> PathBuf {
-    use std::sync::{Mutex, OnceLock};
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static LOCK: Mutex<()> = Mutex::new(());
-    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder"));
-    let out = dir.path().join(format!("{cell}.sqlite"));
-    let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !out.exists() {
-        let src = fixture(&format!("matrix/{cell}.sqlite.xz"));
-        let mut input =
-            std::io::BufReader::new(std::fs::File::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display())));
-        let tmp = out.with_extension("part");
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).unwrap());
-        lzma_rs::xz_decompress(&mut input, &mut w).unwrap_or_else(|e| panic!("{}: {e:?}", src.display()));
-        drop(w);
-        std::fs::rename(&tmp, &out).unwrap();
-    }
-    out
+    fixture(&format!("matrix/{cell}.sqlite"))
 }
 
 /// Every gap cause the README documents, in its order.
