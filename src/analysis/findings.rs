@@ -702,39 +702,48 @@ fn median(mut v: Vec<Ns>) -> Option<Ns> {
     Some(*v.select_nth_unstable(k).1)
 }
 
+// Values kept for a median: at most this many, evenly strided (the median of a stride
+// sample; exact below it), so that a frame of 100M events allocates nothing per event.
+const MEDIAN_SAMPLE: usize = 1 << 16;
+
 // Kernels in the steady window (count, median duration), and the median period between
-// the launch calls of the thread that launched most of them.
+// the launch calls of the thread that launched the most of them there.
 fn launch_rhythm(x: &Inputs<'_>) -> (usize, Option<Ns>, Option<Ns>) {
     let w = x.steps.windows;
-    let inside = |s: Ns| (w.steady_start..w.steady_end).contains(&s);
-    let mut durs = Vec::new();
-    for l in x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Kernels { .. })) {
-        durs.extend((0..l.ev.len()).filter(|&i| inside(l.ev.start[i])).map(|i| l.ev.dur(i)));
-    }
-    let mut best: Option<Vec<Ns>> = None;
-    for l in x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::CudaApi { .. })) {
-        let starts: Vec<Ns> = (0..l.ev.len())
-            .filter(|&i| inside(l.ev.start[i]) && ApiKind::from_flags(l.ev.flags(i)) == ApiKind::Launch)
-            .map(|i| l.ev.start[i])
-            .collect();
-        if best.as_ref().is_none_or(|b| starts.len() > b.len()) {
-            best = Some(starts);
-        }
-    }
-    let period = best.and_then(|v| median(v.windows(2).map(|p| p[1] - p[0]).collect()));
-    (durs.len(), median(durs), period)
+    // Lanes are sorted by start: the steady rows of a lane are one range.
+    let steady = |l: &crate::model::Lane| {
+        l.ev.start.partition_point(|&s| s < w.steady_start)..l.ev.start.partition_point(|&s| s < w.steady_end)
+    };
+    let kernels: Vec<_> = x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Kernels { .. })).collect();
+    let n: usize = kernels.iter().map(|l| steady(l).len()).sum();
+    let stride = n.div_ceil(MEDIAN_SAMPLE).max(1);
+    let durs: Vec<Ns> = kernels.iter().flat_map(|l| steady(l).step_by(stride).map(|i| l.ev.dur(i))).collect();
+    let launch = |l: &crate::model::Lane, i: usize| ApiKind::from_flags(l.ev.flags(i)) == ApiKind::Launch;
+    let apis = x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::CudaApi { .. }));
+    let best = apis.map(|l| (steady(l).filter(|&i| launch(l, i)).count(), l)).max_by_key(|&(c, _)| c);
+    let period = best.filter(|&(c, _)| c > 1).and_then(|(c, l)| {
+        let stride = c.div_ceil(MEDIAN_SAMPLE).max(1);
+        let starts = steady(l).filter(|&i| launch(l, i)).map(|i| l.ev.start[i]);
+        let periods = starts.clone().zip(starts.skip(1)).step_by(stride).map(|(a, b)| b - a);
+        median(periods.collect())
+    });
+    (n, median(durs), period)
 }
 
 // True when most launch calls of the steady window replay CUDA graphs.
 fn graphs_replayed(x: &Inputs<'_>) -> bool {
     let w = x.steps.windows;
     let (mut graph, mut all) = (0usize, 0usize);
+    // Names repeat millions of times: classify each name id once.
+    let mut is_graph: HashMap<crate::model::StrId, bool> = HashMap::new();
     for l in x.trace.lanes.iter().filter(|l| matches!(l.kind, LaneKind::CudaApi { .. })) {
-        for i in (0..l.ev.len()).filter(|&i| (w.steady_start..w.steady_end).contains(&l.ev.start[i])) {
-            if ApiKind::from_flags(l.ev.flags(i)) == ApiKind::Launch {
-                all += 1;
-                graph += usize::from(x.trace.strings.get(l.ev.name[i]).contains("GraphLaunch"));
-            }
+        let rows =
+            l.ev.start.partition_point(|&s| s < w.steady_start)..l.ev.start.partition_point(|&s| s < w.steady_end);
+        for i in rows.filter(|&i| ApiKind::from_flags(l.ev.flags(i)) == ApiKind::Launch) {
+            all += 1;
+            let id = l.ev.name[i];
+            graph +=
+                usize::from(*is_graph.entry(id).or_insert_with(|| x.trace.strings.get(id).contains("GraphLaunch")));
         }
     }
     all > 0 && 2 * graph >= all
@@ -748,11 +757,14 @@ fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
     let short = short_idle_ns(x.devices, x.gaps, w);
     let gaps_idle: Ns = counted(x).map(|g| w.steady_part(g.start, g.end)).sum();
     let lb: Ns = counted(x).filter(|g| g.cause == Cause::LaunchBound).map(|g| w.steady_part(g.start, g.end)).sum();
+    let explained = short + lb;
+    if steady <= 0 || 2 * explained < short + gaps_idle || explained <= 0 {
+        return None;
+    }
     let (kernels, kernel_ns, period) = launch_rhythm(x);
     let (Some(k), Some(p)) = (kernel_ns, period) else { return None };
-    let explained = short + lb;
     // The launch period must exceed the kernel time: otherwise launches keep up.
-    if steady <= 0 || 2 * explained < short + gaps_idle || p <= k || explained <= 0 {
+    if p <= k {
         return None;
     }
     let share = explained as f64 / steady as f64;
