@@ -330,11 +330,12 @@ impl HostIndex {
     }
 
     /// Time thread (`pid`, `tid`) was runnable in `[a, b)` (off CPU outside any OS
-    /// call) while every CPU of `cpus` ran another thread: waiting for a CPU. None
-    /// without context switches of the thread.
-    pub fn contended_ns(&self, trace: &Trace, (pid, tid): (u32, u32), cpus: &[u32], a: Ns, b: Ns) -> Option<Ns> {
+    /// call) during `full`, the instants at which every usable CPU ran another thread
+    /// ([`HostIndex::all_busy`]): waiting for a CPU. None without context switches of
+    /// the thread.
+    pub fn contended_ns(&self, trace: &Trace, (pid, tid): (u32, u32), full: &[(Ns, Ns)], a: Ns, b: Ns) -> Option<Ns> {
         let runnable = runnable_intervals(trace, self, pid, tid, a, b)?;
-        Some(overlap(&runnable, &self.all_busy(cpus, a, b)))
+        Some(overlap(&runnable, full))
     }
 
     /// Load of the CPUs that the threads of `pids` used in `[a, b)`: the CPUs that gave

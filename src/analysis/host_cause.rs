@@ -176,10 +176,12 @@ impl Decision {
     }
 }
 
-// The CPUs of the tree and how busy they were in the gap, for evidence lines.
+// The CPUs of the tree and how busy they were in the gap, for evidence lines; `full`:
+// the instants of the gap at which every usable CPU ran a thread (computed once a gap).
 struct Cpus {
     usable: Vec<u32>,
     load: host::CpuLoad,
+    full: Vec<(Ns, Ns)>,
 }
 
 impl Cpus {
@@ -197,10 +199,11 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
     let me = (g.pid, tid);
     let dur = g.end - g.start;
     let usable = ix.usable_cpus(tree);
-    let cpus = Cpus { load: host::cpu_load(ix, tree, g.start, g.end), usable };
+    let full = ix.all_busy(&usable, g.start, g.end);
+    let cpus = Cpus { load: host::cpu_load(ix, tree, g.start, g.end), usable, full };
     let who = trace.thread_label(g.pid, tid);
     let Some(t) = host::thread_time(trace, ix, g.pid, tid, g.start, g.end) else { return Decision::keep(g, me) };
-    let contended = ix.contended_ns(trace, me, &cpus.usable, g.start, g.end).unwrap_or(0);
+    let contended = ix.contended_ns(trace, me, &cpus.full, g.start, g.end).unwrap_or(0);
     match g.cause {
         Cause::HostBusy | Cause::Unknown => {
             if 2 * contended >= dur {
@@ -348,7 +351,7 @@ fn follow_group(
         .take(8)
         .filter_map(|p| {
             let t = host::thread_time(trace, ix, p.pid, p.tid, g.start, g.end)?;
-            let c = ix.contended_ns(trace, (p.pid, p.tid), &cpus.usable, g.start, g.end)?;
+            let c = ix.contended_ns(trace, (p.pid, p.tid), &cpus.full, g.start, g.end)?;
             Some((c, t.io_ns + t.runnable_ns - c, (p.pid, p.tid)))
         })
         .collect();
@@ -364,7 +367,7 @@ fn follow_group(
     }
     // Producers computing while every usable CPU was busy: the CPUs are the limit, and
     // more workers would only contend.
-    let full: Ns = ix.all_busy(&cpus.usable, g.start, g.end).iter().map(|(a, b)| b - a).sum();
+    let full: Ns = cpus.full.iter().map(|(a, b)| b - a).sum();
     if 2.0 * first.on_cpu_share >= 1.0 && 2 * full >= dur && busiest.0 != g.pid {
         let note = format!(
             "{wait}; producer {} on CPU {:.0}% of the gap while every usable CPU was busy for {}: {}",

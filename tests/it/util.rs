@@ -14,11 +14,11 @@ pub fn fixture(name: &str) -> PathBuf {
     if path.exists() || !packed.exists() {
         return path;
     }
-    unpacked(&packed, name.trim_end_matches(".sqlite").replace('/', "_"))
+    unpacked(&packed, &name.trim_end_matches(".sqlite").replace('/', "_"))
 }
 
 // `packed` (xz) unpacked as `STEM.sqlite` in this test run's temporary folder.
-fn unpacked(packed: &Path, stem: String) -> PathBuf {
+fn unpacked(packed: &Path, stem: &str) -> PathBuf {
     use std::sync::{Mutex, OnceLock};
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     static LOCK: Mutex<()> = Mutex::new(());
