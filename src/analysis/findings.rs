@@ -440,7 +440,7 @@ fn dominant_hint<'g>(gaps: impl Iterator<Item = &'g Gap>, cause: Cause, time: im
         *by.entry(g.hint).or_default() += time(g);
         total += time(g);
     }
-    by.into_iter().filter(|&(h, t)| h != Hint::None && 2 * t >= total).map(|(h, _)| h).next().unwrap_or(Hint::None)
+    by.into_iter().filter(|&(h, t)| h != Hint::None && 2 * t >= total).max().map_or(Hint::None, |(h, _)| h)
 }
 
 fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
@@ -640,11 +640,12 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
         .filter(|((c, _), _)| *c == cause)
         .max_by(|(ka, ta), (kb, tb)| ta.cmp(tb).then_with(|| kb.1.cmp(&ka.1)))
         .and_then(|((_, p), _)| p);
+    // Deterministic: two hints can each hold exactly half.
     let hint = hints
         .iter()
         .filter(|&(&(c, h), &t)| c == cause && h != Hint::None && 2 * t >= idle[cause as usize])
         .map(|(&(_, h), _)| h)
-        .next()
+        .max()
         .unwrap_or(Hint::None);
     let share = starved as f64 / steps.len() as f64;
     let where_ = phase.as_ref().map_or(String::new(), |p| format!(" in phase `{p}`"));

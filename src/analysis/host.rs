@@ -135,7 +135,7 @@ struct ThreadLanes {
 /// one its affinity allows: 0.2%.
 pub const STRAY_CPU_SHARE: f64 = 0.002;
 
-/// Share of a window a CPU must give a process tree to count as one it uses then.
+/// Share of a viewer cell a CPU must give a process for its CPU row to count it.
 pub const ACTIVE_CPU_SHARE: f64 = 0.05;
 
 /// Per-CPU on-CPU intervals and per-thread host lanes of a trace, built once.
@@ -336,33 +336,6 @@ impl HostIndex {
     pub fn contended_ns(&self, trace: &Trace, (pid, tid): (u32, u32), full: &[(Ns, Ns)], a: Ns, b: Ns) -> Option<Ns> {
         let runnable = runnable_intervals(trace, self, pid, tid, a, b)?;
         Some(overlap(&runnable, full))
-    }
-
-    /// Load of the CPUs that the threads of `pids` used in `[a, b)`: the CPUs that gave
-    /// them at least [`ACTIVE_CPU_SHARE`] of the window, how busy those were (any
-    /// thread), and how many threads of `pids` ran. Cost: the switches in the window.
-    pub fn active_load(&self, pids: &[u32], a: Ns, b: Ns) -> CpuLoad {
-        let w = (b - a).max(0);
-        let mut usable = Vec::new();
-        let (mut busy, mut who) = (0, Vec::new());
-        for (k, col) in self.cpus.iter().enumerate() {
-            let mut mine = 0;
-            for r in col.rows_in(a, b) {
-                let t = col.who[r] as usize;
-                if pids.contains(&self.threads[t].0) {
-                    mine += col.end(r).min(b) - col.start[r].max(a);
-                    who.push(t);
-                }
-            }
-            if w > 0 && mine as f64 >= ACTIVE_CPU_SHARE * w as f64 {
-                usable.push(self.cpu_ids[k]);
-                busy += col.busy_in(a, b);
-            }
-        }
-        who.sort_unstable();
-        who.dedup();
-        let cap = usable.len() as f64 * w as f64;
-        CpuLoad { busy_share: if cap > 0.0 { busy as f64 / cap } else { 0.0 }, usable, threads: who.len() }
     }
 
     /// On-CPU time of all threads on `cpu` in `[a, b)`: two binary searches.

@@ -49,16 +49,24 @@ pub const TOP_FUNCTIONS: usize = 5;
 /// Sample counts per cause: (symbol, module) -> samples, over the gaps' explaining threads.
 pub type HotByCause = HashMap<Cause, HashMap<(String, String), usize>>;
 
-/// Apply rule 6 to `gaps` in place; returns the sampled functions per cause.
-pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
-    let mut hot = HotByCause::new();
+/// Apply rule 6 to `gaps` in place (the hot functions per cause are pooled afterwards,
+/// over steady gaps only: [`steady_hot`]).
+pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
     if ix.is_empty() {
-        return hot;
+        return;
     }
-    let mut trees: HashMap<u32, Vec<u32>> = HashMap::new();
+    // Per process: its tree, and the tree's compiler threads (found once, by name).
+    let mut trees: HashMap<u32, (Vec<u32>, Vec<(u32, u32)>)> = HashMap::new();
     for g in gaps.iter_mut() {
         let Some(tid) = g.tid else { continue };
-        let tree = trees.entry(g.pid).or_insert_with(|| process_tree(trace, g.pid)).clone();
+        let (tree, compilers) = trees
+            .entry(g.pid)
+            .or_insert_with(|| {
+                let tree = process_tree(trace, g.pid);
+                let compilers = compiler_threads(trace, &tree);
+                (tree, compilers)
+            })
+            .clone();
         let d = decide(trace, ix, g, tid, &tree);
         let mut w = host::window(trace, ix, (g.pid, tid), &tree, (g.start, g.end), TOP_FUNCTIONS);
         w.producers.retain(|p| !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
@@ -67,7 +75,7 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
             (w.samples, w.top) = (s.samples, s.top);
         }
         (g.cause, g.hint) = (d.cause, d.hint);
-        if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, &tree, (g.pid, tid), g) {
+        if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, &compilers, (g.pid, tid), g) {
             g.hint = Hint::Compile;
         }
         if let Some(n) = d.note {
@@ -78,13 +86,8 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) -> HotByCause {
         {
             g.evidence = format!("{}; hot: {}", g.evidence, hot_text(&w.top, w.samples));
         }
-        let counts = hot.entry(g.cause).or_default();
-        for t in &w.top {
-            *counts.entry((t.symbol.clone(), t.module.clone())).or_default() += t.samples;
-        }
         g.host = Some(Box::new(w));
     }
-    hot
 }
 
 /// Sample counts per cause pooled over the steady gaps only (start-up's imports and
@@ -230,8 +233,7 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
                         trace.thread_label(p.pid, p.tid),
                         p.on_cpu_share * 100.0
                     );
-                    let cause = if is_input_thread(&p.name) { Cause::WorkerBusy } else { Cause::HostBusy };
-                    return Decision::new(cause, note, (p.pid, p.tid));
+                    return Decision::new(work_of(trace, (p.pid, p.tid), g), note, (p.pid, p.tid));
                 }
             }
             // Without an OS runtime trace, off-CPU time could be any wait: say nothing.
@@ -403,13 +405,7 @@ fn follow_group(
             )
         };
         let compiling = compile_thread(trace, ix, busiest, g);
-        // A worker process, or a thread of the input pipeline (a pin-memory thread), is the
-        // input pipeline; any other thread of the process (one that launches CUDA work, a
-        // tokenizer's or OpenMP's pool) does the launching thread's own work.
-        let pipeline = busiest.0 != g.pid
-            || (is_input_thread(trace.thread_name(busiest.0, busiest.1)) && !launches_in(trace, busiest, g));
-        let cause = if pipeline { Cause::WorkerBusy } else { Cause::HostBusy };
-        let d = Decision::new(cause, note, busiest);
+        let d = Decision::new(work_of(trace, busiest, g), note, busiest);
         return if compiling { d.hinted(Hint::Compile) } else { d };
     }
     if let Some(&(_, w, p)) = times.iter().max_by_key(|t| t.1).filter(|t| 2 * t.1 >= dur) {
@@ -430,6 +426,15 @@ fn follow_group(
         return Decision::new(Cause::IoWait, note, p);
     }
     Decision::keep(g, me)
+}
+
+// Whose work a thread computing for the deciding thread of `g` does: a worker process,
+// or a thread of the input pipeline (a pin-memory thread), is the input pipeline
+// (`worker-busy`); any other thread of the process (one that launches CUDA work, a
+// tokenizer's or OpenMP's pool) does the launching thread's own work (`host-busy`).
+fn work_of(trace: &Trace, who: (u32, u32), g: &Gap) -> Cause {
+    let pipeline = who.0 != g.pid || (is_input_thread(trace.thread_name(who.0, who.1)) && !launches_in(trace, who, g));
+    if pipeline { Cause::WorkerBusy } else { Cause::HostBusy }
 }
 
 /// True for names of input-pipeline threads inside the training process (PyTorch's
@@ -463,10 +468,15 @@ fn may_compile(c: Cause) -> bool {
     matches!(c, Cause::HostBusy | Cause::WorkerBusy | Cause::HostWait | Cause::SyncDrain | Cause::Unknown)
 }
 
-// A JIT compile ran in the gap: a compiler process or thread of the tree ran (ptxas,
-// cicc, gcc for Triton's launcher...), or the deciding thread's samples sit in compiler code.
-fn compiling_in(trace: &Trace, ix: &HostIndex, tree: &[u32], me: (u32, u32), g: &Gap) -> bool {
-    host::producers(trace, ix, tree, me, g.start, g.end).iter().any(|p| is_compiler(trace.thread_name(p.pid, p.tid)))
+// Threads of the tree named as compilers (ptxas, cicc, gcc for Triton's launcher...).
+fn compiler_threads(trace: &Trace, tree: &[u32]) -> Vec<(u32, u32)> {
+    trace.threads.iter().filter(|t| tree.contains(&t.pid) && is_compiler(&t.name)).map(|t| (t.pid, t.tid)).collect()
+}
+
+// A JIT compile ran in the gap: one of the tree's `compilers` ran, or the deciding
+// thread's samples sit in compiler code.
+fn compiling_in(trace: &Trace, ix: &HostIndex, compilers: &[(u32, u32)], me: (u32, u32), g: &Gap) -> bool {
+    compilers.iter().any(|&(p, t)| ix.on_cpu_ns(trace, p, t, g.start, g.end).is_some_and(|n| n > 0))
         || compile_thread(trace, ix, me, g)
 }
 

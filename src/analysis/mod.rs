@@ -519,7 +519,7 @@ pub struct Analysis {
 /// the step phase and the findings.
 pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let index = index::Index::build(trace);
-    let ((groups, launched, (transfers, copies)), (devices, (mut gaps, hot_counts, host_ix))) = both(
+    let ((groups, launched, (transfers, copies)), (devices, (mut gaps, host_ix))) = both(
         || {
             let groups = phases::instances(trace, options.exact_names);
             let launched = phases::project(trace, &index, &groups);
@@ -530,8 +530,8 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
                 trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
             let mut gaps = gaps::find(trace, &devices, &index, options);
             let host_ix = host::HostIndex::build(trace);
-            let hot = host_cause::refine(trace, &host_ix, &mut gaps);
-            (devices, (gaps, hot, host_ix))
+            host_cause::refine(trace, &host_ix, &mut gaps);
+            (devices, (gaps, host_ix))
         },
     );
     let grouped = options.exact_names.then(|| phases::instances(trace, false));
@@ -539,7 +539,6 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
-    drop(hot_counts);
     let hot = host_cause::top_by_cause(&host_cause::steady_hot(&gaps), host_cause::TOP_FUNCTIONS);
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
     let collectives = ranks::analyze(trace, &index, &steps, &groups, options);
