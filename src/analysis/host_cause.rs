@@ -49,6 +49,9 @@ pub const TOP_FUNCTIONS: usize = 5;
 /// Sample counts per cause: (symbol, module) -> samples, over the gaps' explaining threads.
 pub type HotByCause = HashMap<Cause, HashMap<(String, String), usize>>;
 
+// A process tree (its pids) and its compiler threads.
+type Tree = (Vec<u32>, Vec<(u32, u32)>);
+
 /// Apply rule 6 to `gaps` in place (the hot functions per cause are pooled afterwards,
 /// over steady gaps only: [`steady_hot`]).
 pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
@@ -56,7 +59,7 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
         return;
     }
     // Per process: its tree, and the tree's compiler threads (found once, by name).
-    let mut trees: HashMap<u32, (Vec<u32>, Vec<(u32, u32)>)> = HashMap::new();
+    let mut trees: HashMap<u32, Tree> = HashMap::new();
     for g in gaps.iter_mut() {
         let Some(tid) = g.tid else { continue };
         let (tree, compilers) = trees
