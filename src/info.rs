@@ -33,6 +33,11 @@ struct Info<'a> {
     lanes: Vec<LaneInfo>,
     tables: &'a [crate::model::TableStat],
     host: HostInfo<'a>,
+    /// GPU counters per GPU (`GPU_METRICS`); empty when not captured.
+    gpu_metrics: Vec<MetricsInfo<'a>>,
+    /// The capture flag that adds them, when an nsys trace has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_metrics_missing: Option<&'static str>,
     /// One entry per input of a merged trace (several exports only).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     traces: &'a [crate::model::Rank],
@@ -107,6 +112,63 @@ fn missing(t: &Trace) -> Vec<&'static str> {
     .into_iter()
     .filter_map(|(m, s)| m.then_some(s))
     .collect()
+}
+
+/// The GPU counters of one GPU, for `info`.
+#[derive(Debug, Serialize)]
+struct MetricsInfo<'a> {
+    device: u32,
+    samples: usize,
+    period_ns: i64,
+    rate_hz: f64,
+    metrics: Vec<&'a str>,
+}
+
+/// What `info` says when a trace has no GPU counters.
+pub const NO_GPU_METRICS: &str = "no GPU metrics: capture with --gpu-metrics-devices=all";
+
+fn metrics_info(t: &Trace) -> Vec<MetricsInfo<'_>> {
+    t.counters
+        .devices()
+        .into_iter()
+        .filter_map(|d| {
+            let first = t.counters.of(d).next()?;
+            let period_ns = first.period_ns();
+            Some(MetricsInfo {
+                device: d,
+                samples: first.len(),
+                period_ns,
+                rate_hz: if period_ns > 0 { (1e10 / period_ns as f64).round() / 10.0 } else { 0.0 },
+                metrics: t.counters.of(d).map(|s| s.name.as_str()).collect(),
+            })
+        })
+        .collect()
+}
+
+fn write_metrics_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+    if t.meta.nsys_version == crate::reader::kineto::PRODUCT {
+        return Ok(());
+    }
+    writeln!(w, "GPU metrics")?;
+    let all = metrics_info(t);
+    if all.is_empty() {
+        return writeln!(w, "  {NO_GPU_METRICS}");
+    }
+    for m in &all {
+        writeln!(
+            w,
+            "  GPU {}: {} metrics, {} samples each, every {} ({:.0} Hz)",
+            m.device,
+            m.metrics.len(),
+            m.samples,
+            crate::text::fmt_ns(m.period_ns),
+            m.rate_hz
+        )?;
+        for name in &m.metrics {
+            writeln!(w, "    {}", sanitize(name))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_host_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
@@ -211,6 +273,8 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     writeln!(w)?;
     write_host_text(w, t)?;
     writeln!(w)?;
+    write_metrics_text(w, t)?;
+    writeln!(w)?;
     let rows = lanes(t);
     let gw = rows.iter().map(|r| r.group.chars().count()).max().unwrap_or(5).max(5);
     let lw = rows.iter().map(|r| r.lane.len()).max().unwrap_or(4).max(4);
@@ -245,6 +309,9 @@ pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
         lanes: lanes(t),
         tables: &m.tables,
         host: host_info(t),
+        gpu_metrics: metrics_info(t),
+        gpu_metrics_missing: (t.counters.is_empty() && t.meta.nsys_version != crate::reader::kineto::PRODUCT)
+            .then_some(NO_GPU_METRICS),
         traces: &t.ranks,
         align_note: m.align_note.as_deref(),
     };

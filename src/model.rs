@@ -1016,6 +1016,8 @@ pub struct Trace {
     pub host: HostData,
     /// The inputs of a trace merged from several exports, by rank; empty for one export.
     pub ranks: Vec<Rank>,
+    /// GPU counters (`GPU_METRICS`); empty when the capture sampled none.
+    pub counters: crate::counters::Counters,
 }
 
 /// Host data of an export: which CPU tables it holds and their sizes. Counts are 0 and

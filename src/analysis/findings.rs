@@ -123,6 +123,7 @@ fn weight(f: &Finding) -> Ns {
         "cuda_api_sync" => get("sync_idle_ns"),
         "cuda_memcpy_async" | "cuda_memcpy_sync" => get("api_ns"),
         "pageable_bandwidth" => get("pageable_ns"),
+        "link_bound" | "small_copies" => get("h2d_exposed_ns"),
         "straggler" => get("lost_ns"),
         _ => 0,
     }

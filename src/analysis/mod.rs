@@ -18,12 +18,15 @@ pub mod host;
 pub mod host_cause;
 pub mod index;
 pub mod intervals;
+pub mod link;
 pub mod names;
+pub mod pcie;
 pub mod phases;
 pub mod ranks;
 pub mod regap;
 pub mod steps;
 pub mod transfers;
+pub mod whatif;
 
 use crate::model::{Ns, Trace};
 use intervals::Builder;
@@ -381,6 +384,12 @@ pub struct Phase {
     pub slowest: (Ns, Ns),
     /// Share of instances in which gaps (>= min-gap) cover at least min-gap (0..=1).
     pub starved_share: f64,
+    /// PCIe throughput over the phase and its copies; None without GPU metrics.
+    pub pcie: Option<pcie::Pcie>,
+    /// How the H2D copies the phase launched ran.
+    pub copy_verdict: pcie::CopyVerdict,
+    /// H2D copy time the phase launched with no kernel running on their GPU.
+    pub h2d_exposed_ns: Ns,
 }
 
 /// Transfers of one direction and host memory kind.
@@ -510,6 +519,10 @@ pub struct Analysis {
     /// Per rank of a trace of several ranks: its phases (as `phases`, over its own
     /// processes and GPUs); empty for one export.
     pub rank_phases: Vec<(u32, Vec<Phase>)>,
+    /// The steady step's numbers the what-ifs stand on (None without two steady steps).
+    pub step_model: Option<whatif::StepModel>,
+    /// What each applicable fix would save per step.
+    pub whatif: Vec<whatif::WhatIf>,
 }
 
 /// Run every analysis over `trace`.
@@ -534,8 +547,21 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
             (devices, (gaps, host_ix))
         },
     );
+    let phase_copies: std::collections::HashMap<String, pcie::PhaseCopies> =
+        groups.iter().map(|(n, _)| n.clone()).zip(pcie::launched_copies(trace, &index, &groups)).collect();
+    let phase_windows: std::collections::HashMap<String, Vec<(Ns, Ns)>> = groups
+        .iter()
+        .map(|(n, v)| (n.clone(), Union::from_pairs(v.iter().map(|i| (i.start, i.end))).iter().collect()))
+        .collect();
     let grouped = options.exact_names.then(|| phases::instances(trace, false));
-    let steps = steps::choose(trace, grouped.as_ref().unwrap_or(&groups), &devices, options.step_phase.as_deref());
+    let mut steps = steps::choose(trace, grouped.as_ref().unwrap_or(&groups), &devices, options.step_phase.as_deref());
+    // A host that runs ahead ends its last step before the GPU ran that step's work: the
+    // steady state lasts until the work the last step launched is done.
+    if let Some(last) = steps.instances.iter().max_by_key(|i| i.end)
+        && let Some(end) = whatif::gpu_end(trace, &index, (last.pid, last.tid), last.start, last.end)
+    {
+        steps.windows.steady_end = steps.windows.steady_end.max(end);
+    }
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
@@ -559,7 +585,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     } else {
         Vec::new()
     };
-    let (phases, mut findings) = both(
+    let (mut phases, mut findings) = both(
         || phases::stats(&phase_ctx, groups, &launched),
         || {
             let inputs = findings::Inputs {
@@ -578,12 +604,19 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
             findings::findings(&inputs, &mut gaps::Explainer::new(trace, &index, &devices, options))
         },
     );
+    pcie::annotate(trace, &devices, &mut phases, &phase_copies, &phase_windows);
+    let short_idle_ns = findings::short_idle_ns(&devices, &gaps, steps.windows);
+    let step_model = whatif::steady_model(trace, &index, &devices, &gaps, &steps, short_idle_ns);
+    let whatifs = step_model.as_ref().map(|m| whatif::all(trace, &devices, m)).unwrap_or_default();
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
-    if let Some(f) = ranks::finding(&collectives, steady_ns) {
+    let link = link::findings(&phases, steps.name.as_deref(), step_model.as_ref());
+    let ranked = ranks::finding(&collectives, steady_ns);
+    if !link.is_empty() || ranked.is_some() {
         let pageable_sync = gaps.iter().any(|g| g.window == Window::Steady && g.hint == Hint::PageableSync);
-        findings.push(f);
+        findings.extend(link.into_iter().chain(ranked));
         findings::order(&mut findings, pageable_sync);
     }
+    link::attach(&mut findings, &whatifs);
     Analysis {
         host: std::sync::Arc::new(host_ix),
         lookups: std::sync::Arc::new(index),
@@ -595,7 +628,9 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         step_instances: steps.instances.iter().map(|i| (i.start, i.end)).collect(),
         step_phase: steps.name,
         hot_by_cause: hot,
-        short_idle_ns: findings::short_idle_ns(&devices, &gaps, steps.windows),
+        short_idle_ns,
+        step_model,
+        whatif: whatifs,
         windows: steps.windows,
         devices,
         gaps,

@@ -156,6 +156,9 @@ impl<'a> PhaseCtx<'a> {
             launched,
             slowest,
             starved_share: if inst.is_empty() { 0.0 } else { starved as f64 / inst.len() as f64 },
+            pcie: None,
+            copy_verdict: super::pcie::CopyVerdict::None,
+            h2d_exposed_ns: 0,
         }
     }
 

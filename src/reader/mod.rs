@@ -5,6 +5,7 @@
 //! exists is selected. Tables are read on up to three threads (CUDA API calls; host
 //! scheduling data; the rest), names are resolved once.
 
+mod counters;
 mod host;
 pub mod inputs;
 pub mod kineto;
@@ -21,7 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 
-use crate::model::{Lane, LaneKind, Meta, Trace};
+use crate::counters::Counters;
+use crate::model::{Lane, LaneKind, Meta, TableStat, Trace};
 pub use schema::EVENT_TABLES;
 use schema::Schema;
 use tables::{Names, Partial};
@@ -137,7 +139,9 @@ fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
     // The CUDA API table is usually the largest: give it its own connection and core.
     // Context switches and CPU samples, when present, can be as large: a third one.
     let has_host = schema.has("SCHED_EVENTS") || schema.has("COMPOSITE_EVENTS");
-    let (api, host, rest) = std::thread::scope(|s| {
+    // GPU counters (millions of rows when captured) get a connection of their own too.
+    let has_counters = schema.has("GPU_METRICS");
+    let (api, host, counters, rest) = std::thread::scope(|s| {
         let api = s.spawn(|| -> Result<Partial> {
             let c = source.connect()?;
             tables::read_runtime(tables::Src { conn: &c, schema: &schema, progress })
@@ -148,18 +152,31 @@ fn load_source(source: Source<'_>, progress: &Progress) -> Result<Trace> {
                 host::read_host(tables::Src { conn: &c, schema: &schema, progress })
             })
         });
+        let counters = has_counters.then(|| {
+            s.spawn(|| -> Result<(Counters, Vec<TableStat>)> {
+                let c = source.connect()?;
+                counters::read_counters(tables::Src { conn: &c, schema: &schema, progress })
+            })
+        });
         let rest = read_rest(tables::Src { conn: &conn, schema: &schema, progress });
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Partial>>| {
             h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked")))
         };
-        (join(api), host.map(join), rest)
+        let counters = counters.map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader thread panicked"))));
+        (join(api), host.map(join), counters, rest)
     });
     let mut parts = rest?;
     parts.push(api?);
     if let Some(h) = host {
         parts.push(h?);
     }
-    assemble(meta, &conn, &schema, names, parts)
+    let mut trace = assemble(meta, &conn, &schema, names, parts)?;
+    if let Some(c) = counters {
+        let (counters, mut stats) = c.context("reading GPU_METRICS")?;
+        trace.meta.tables.append(&mut stats);
+        trace.counters = counters;
+    }
+    Ok(trace)
 }
 
 // Everything but CUDA API calls and host data, on the calling thread.
@@ -207,7 +224,7 @@ fn assemble(
     let strings = names.into_strings();
     let mut host = host::host_data(conn, schema, &lanes, &strings, &meta.tables);
     host.python_samples = python_samples;
-    let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host, ranks: Vec::new() };
+    let mut trace = Trace { meta, strings, gpus, processes, threads, lanes, syncs, host, ..Trace::default() };
     trace.meta.start_ns = start;
     trace.meta.end_ns = end;
     order_lanes(&mut trace);

@@ -707,8 +707,7 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
         threads,
         lanes,
         syncs,
-        host: crate::model::HostData::default(),
-        ranks: Vec::new(),
+        ..Trace::default()
     };
     super::order_lanes(&mut trace);
     trace

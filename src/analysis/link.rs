@@ -1,0 +1,134 @@
+//! Findings about how copies use the link (`link_bound`, `small_copies`), and the
+//! what-if of each finding's fix.
+
+use super::pcie::CopyVerdict;
+use super::whatif::{StepModel, WhatIf};
+use super::{Cause, Finding, Phase, Severity};
+use crate::model::Ns;
+use crate::text::fmt_ns;
+
+/// The fix for copies that saturate the link.
+pub const LINK_FIX: &str = "The link is the bottleneck: move fewer bytes (send uint8 images to the GPU and \
+    normalise there, or compress), overlap the copy with compute (prefetch the next batch on a side stream with \
+    pinned memory and non_blocking=True), or use a faster link (a PCIe Gen5 slot, NVLink-C2C)";
+/// The fix for many small copies.
+pub const SMALL_FIX: &str = "Each copy pays a fixed cost: collate the samples into one contiguous pinned \
+    buffer on the host (torch.stack / the DataLoader's collate) and make one copy per batch";
+
+fn pct(share: f64) -> String {
+    format!("{:.0}%", share * 100.0)
+}
+
+fn ev(k: &str, v: impl ToString) -> (String, String) {
+    (k.to_string(), v.to_string())
+}
+
+// The phase's exposed H2D time per step as a share of the step.
+fn share(p: &Phase, step_ns: Option<Ns>) -> f64 {
+    let n = p.count.max(1) as f64;
+    let step = step_ns.filter(|&s| s > 0).map_or(p.wall.mean_ns as f64, |s| s as f64);
+    if step <= 0.0 { 0.0 } else { p.h2d_exposed_ns as f64 / n / step }
+}
+
+fn severity(share: f64) -> Severity {
+    if share >= 0.30 {
+        Severity::Critical
+    } else if share >= 0.10 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    }
+}
+
+/// `link_bound` and `small_copies` findings of the phases (the step phase left out: its
+/// copies are its children's).
+pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepModel>) -> Vec<Finding> {
+    let step_ns = model.map(|m| m.step_ns);
+    let mut out = Vec::new();
+    for p in phases.iter().filter(|p| Some(p.name.as_str()) != step_phase && p.h2d_exposed_ns > 0) {
+        let s = share(p, step_ns);
+        let per_step = p.h2d_exposed_ns / p.count.max(1) as Ns;
+        let mut evidence =
+            vec![ev("phase", &p.name), ev("h2d_exposed_ns", p.h2d_exposed_ns), ev("exposed_share_of_step", pct(s))];
+        match p.copy_verdict {
+            CopyVerdict::LinkBound => {
+                let rx = p.pcie.and_then(|x| x.rx_pct_during_h2d);
+                let how = rx.map_or_else(
+                    || "at the link's rate".to_string(),
+                    |r| {
+                        evidence.push(ev("rx_pct_during_h2d", format!("{r:.1}")));
+                        format!("at {r:.0}% PCIe RX")
+                    },
+                );
+                out.push(Finding {
+                    rule: "link_bound",
+                    severity: severity(s),
+                    message: format!(
+                        "Phase `{}`: its H2D copies ran {how} for {} per instance with no kernel running ({} of \
+                         the step): the PCIe link limits the step",
+                        crate::text::sanitize(&p.name),
+                        fmt_ns(per_step),
+                        pct(s)
+                    ),
+                    evidence,
+                    fix: LINK_FIX.to_string(),
+                });
+            }
+            CopyVerdict::SmallCopies => out.push(Finding {
+                rule: "small_copies",
+                severity: severity(s),
+                message: format!(
+                    "Phase `{}`: most of its H2D copy time is in copies under 1 MiB, {} per instance with no \
+                     kernel running ({} of the step): latency-bound copies",
+                    crate::text::sanitize(&p.name),
+                    fmt_ns(per_step),
+                    pct(s)
+                ),
+                evidence,
+                fix: SMALL_FIX.to_string(),
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The what-if that belongs to finding `f`, if one was priced.
+pub fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a WhatIf> {
+    let cause = f.evidence.iter().find(|(k, _)| k == "cause" || k == "dominant_cause").map(|(_, v)| v.as_str());
+    let fix = match f.rule {
+        "cuda_memcpy_async" | "pageable_bandwidth" => "pin_memory",
+        "link_bound" => "prefetch",
+        "launch_bound" => "cuda_graphs",
+        _ => match cause.and_then(Cause::from_label) {
+            Some(Cause::PageableCopy) => "pin_memory",
+            Some(Cause::WorkerBusy) => "more_workers",
+            Some(Cause::SyncDrain) => "drop_sync",
+            Some(Cause::LaunchBound) => "cuda_graphs",
+            _ => {
+                let fx = f.fix.as_str();
+                if fx.contains("num_workers") {
+                    "more_workers"
+                } else if fx.contains("pin_memory") {
+                    "pin_memory"
+                } else {
+                    return None;
+                }
+            }
+        },
+    };
+    whatifs.iter().find(|w| w.fix == fix)
+}
+
+/// Add each finding's what-if to its evidence (`whatif_*` keys).
+pub fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
+    for f in findings {
+        let Some(w) = whatif_of(f, whatifs).cloned() else { continue };
+        f.evidence.extend([
+            ev("whatif_fix", w.fix),
+            ev("whatif_saving_per_step_ns", w.saving_per_step_ns),
+            ev("whatif_step_ns_after", w.step_ns_after),
+            ev("whatif_limited_by", w.limited_by),
+        ]);
+    }
+}

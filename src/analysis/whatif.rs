@@ -1,0 +1,374 @@
+//! What each proposed fix would save per step, from the trace alone.
+//!
+//! The steady step `T` is the GPU's completion period: from the end of the last GPU
+//! operation launched by the first steady step to that of the last step, over the steps
+//! between (with a host that runs ahead, host ranges are shorter than the work they queue).
+//! Per step, the model takes the limits a step cannot go below:
+//! - `gpu`: the GPU's busy time (kernels and copies);
+//! - `host`: the launching thread's time in the step, less its waits on the GPU (syncs,
+//!   blocking copies) and on input (gaps the input pipeline caused);
+//! - `input pipeline`: when the thread's waits for input recur (in two steps or more, and
+//!   5% of the steady time or more), the pipeline delivers a batch every `T` now (a faster
+//!   one would have built a queue of ready batches), and only more producers change that.
+//!   Producers are the processes other than the launching one seen feeding those waits.
+//!
+//! A fix removes time (`raw`) and may lower one limit; the step after is
+//! `max(T - raw, limits after)`, and `limited_by` names the limit that binds.
+
+use super::pcie::CopyOp;
+use super::{Cause, DeviceActivity, Gap, Hint, Union, Window};
+use crate::model::{ApiKind, LaneKind, Ns, Trace};
+
+/// One fix priced on the trace.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WhatIf {
+    /// `pin_memory`, `prefetch`, `more_workers`, `drop_sync`, `cuda_graphs`.
+    pub fix: &'static str,
+    /// Predicted saving per steady step.
+    pub saving_per_step_ns: Ns,
+    /// Predicted steady step after the fix.
+    pub step_ns_after: Ns,
+    /// The limit the step meets after the fix: `gpu`, `host`, `input pipeline`, or
+    /// `none` when the fix removes all the time it targets.
+    pub limited_by: &'static str,
+    /// The numbers the prediction stands on.
+    pub basis: String,
+}
+
+/// The per-step numbers of the steady state the fixes are priced on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepModel {
+    /// Steady steps counted (periods between the first and last steady step).
+    pub periods: usize,
+    /// The completion period now.
+    pub step_ns: Ns,
+    /// GPU busy per step.
+    pub gpu_ns: Ns,
+    /// Kernel busy per step.
+    pub kernel_ns: Ns,
+    /// Launching thread's own time per step (no GPU or input waits).
+    pub host_ns: Ns,
+    /// The thread's waits for input recur: the pipeline sets the pace.
+    pub input_bound: bool,
+    /// Producers (input pipeline processes or threads) seen in the input gaps.
+    pub producers: usize,
+    /// Pageable H2D copies per step: (bytes, GPU time).
+    pub pageable_h2d: (u64, Ns),
+    /// H2D copy time per step with no kernel running.
+    pub exposed_h2d_ns: Ns,
+    /// GPU idle per step in gaps a host sync drained (no sleep, no pageable copy).
+    pub sync_idle_ns: Ns,
+    /// GPU idle per step in launch-bound gaps and holes under the gap threshold.
+    pub launch_idle_ns: Ns,
+}
+
+/// Steady-step inputs of [`model`].
+pub struct Inputs<'a> {
+    /// The trace.
+    pub trace: &'a Trace,
+    /// Outermost step instances (pid, tid, start, end), sorted by start.
+    pub steps: &'a [(u32, u32, Ns, Ns)],
+    /// End of the GPU work each step launched (None without any), same order.
+    pub gpu_ends: &'a [Option<Ns>],
+    /// The GPU the steps ran on.
+    pub device: &'a DeviceActivity,
+    /// Every H2D copy of the trace on that GPU, sorted by start.
+    pub h2d: &'a [CopyOp],
+    /// Gaps, with windows set.
+    pub gaps: &'a [Gap],
+    /// Idle in holes under the gap threshold in the steady window.
+    pub short_idle_ns: Ns,
+}
+
+const INPUT: [Cause; 3] = [Cause::WorkerBusy, Cause::IoWait, Cause::CpuContention];
+
+/// The model of the steady state, if it has at least two steps with GPU work.
+pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
+    let ends: Vec<(usize, Ns)> = x.gpu_ends.iter().enumerate().filter_map(|(i, e)| e.map(|e| (i, e))).collect();
+    let (&(first, a), &(last, b)) = (ends.first()?, ends.last()?);
+    let periods = last.checked_sub(first).filter(|&p| p > 0)?;
+    let per = |ns: Ns| ns / periods as Ns;
+    let host_span = (x.steps[first + 1].2, x.steps[last].3);
+    let mut m = StepModel { periods, step_ns: per(b - a), ..StepModel::default() };
+    m.gpu_ns = per(x.device.busy.busy_in(a, b));
+    m.kernel_ns = per(x.device.kernels.busy_in(a, b));
+    let copies: Vec<&CopyOp> = x.h2d.iter().filter(|c| c.end > a && c.start < b).collect();
+    let page = copies.iter().filter(|c| c.pageable);
+    m.pageable_h2d = (
+        page.clone().map(|c| c.bytes).sum::<u64>() / periods as u64,
+        per(page.map(|c| c.end - c.start).sum()),
+    );
+    let h2d = Union::from_pairs(copies.iter().map(|c| (c.start.max(a), c.end.min(b))));
+    m.exposed_h2d_ns = per(h2d.total() - h2d.overlap_with(&x.device.kernels));
+    let steady = || x.gaps.iter().filter(|g| g.window == Window::Steady && g.device == x.device.device);
+    let input_gaps: Vec<&Gap> = steady().filter(|g| INPUT.contains(&g.cause)).collect();
+    // A pipeline faster than the loop builds a queue of ready batches, and the loop stops
+    // waiting after warm-up: waits that recur mean the pipeline sets the pace.
+    let waited = x.steps[first + 1..=last]
+        .iter()
+        .filter(|s| input_gaps.iter().any(|g| g.start < s.3 && g.end > s.2))
+        .count();
+    let input_wait: Ns = input_gaps.iter().map(|g| overlap(g.start, g.end, host_span)).sum();
+    m.input_bound = waited >= 2 && input_wait * 20 >= host_span.1 - host_span.0;
+    let launcher = x.steps[last].0;
+    let mut producers: Vec<u32> = input_gaps
+        .iter()
+        .filter_map(|g| g.host.as_ref())
+        .flat_map(|h| h.producers.iter().map(|p| p.pid))
+        .filter(|&p| p != launcher)
+        .collect();
+    producers.sort_unstable();
+    producers.dedup();
+    m.producers = producers.len();
+    let (pid, tid) = (x.steps[last].0, x.steps[last].1);
+    let blocked = blocked_ns(x.trace, pid, tid, host_span, x.h2d);
+    m.host_ns = per((host_span.1 - host_span.0 - blocked - input_wait).max(0));
+    m.sync_idle_ns = per(
+        steady().filter(|g| g.cause == Cause::SyncDrain && g.hint == Hint::None).map(Gap::dur).sum(),
+    );
+    m.launch_idle_ns = per(steady().filter(|g| g.cause == Cause::LaunchBound).map(Gap::dur).sum::<Ns>() + x.short_idle_ns);
+    Some(m)
+}
+
+fn overlap(s: Ns, e: Ns, (a, b): (Ns, Ns)) -> Ns {
+    (e.min(b) - s.max(a)).max(0)
+}
+
+// Time thread (pid, tid) spent in calls that wait for the GPU inside `span`: syncs,
+// synchronous copies, and async copies that a pageable host side made blocking.
+fn blocked_ns(trace: &Trace, pid: u32, tid: u32, span: (Ns, Ns), h2d: &[CopyOp]) -> Ns {
+    let Some(l) = trace.lanes.iter().find(|l| l.pid == pid && l.kind == LaneKind::CudaApi { tid }) else {
+        return 0;
+    };
+    let pageable_starts: Vec<Ns> = h2d.iter().filter(|c| c.pageable).map(|c| c.start).collect();
+    let lo = l.ev.start.partition_point(|&s| s < span.0);
+    let mut total = 0;
+    for i in lo..l.ev.len() {
+        let (s, e) = (l.ev.start[i], l.ev.end(i));
+        if s >= span.1 {
+            break;
+        }
+        let blocking = match ApiKind::from_flags(l.ev.flags(i)) {
+            ApiKind::Sync | ApiKind::MemcpySync => true,
+            // An async copy whose pageable H2D copy ran while the call was open waited for it.
+            ApiKind::MemcpyAsync => {
+                let k = pageable_starts.partition_point(|&c| c < s);
+                pageable_starts.get(k).is_some_and(|&c| c < e)
+            }
+            _ => false,
+        };
+        if blocking {
+            total += overlap(s, e, span);
+        }
+    }
+    total
+}
+
+// The step after removing `raw`, against the limits after the fix.
+fn price(m: &StepModel, fix: &'static str, raw: Ns, gpu_after: Ns, input_after: Ns, basis: String) -> WhatIf {
+    let target = (m.step_ns - raw.max(0)).max(0);
+    let limits = [("gpu", gpu_after), ("host", m.host_ns), ("input pipeline", input_after)];
+    let (name, floor) = limits.into_iter().max_by_key(|l| l.1).unwrap_or(("none", 0));
+    let after = target.max(floor).min(m.step_ns);
+    WhatIf {
+        fix,
+        saving_per_step_ns: m.step_ns - after,
+        step_ns_after: after,
+        limited_by: if floor >= target { name } else { "none" },
+        basis,
+    }
+}
+
+fn input_floor(m: &StepModel) -> Ns {
+    if m.input_bound { m.step_ns } else { 0 }
+}
+
+/// Pin the pageable copies: they run at `pinned_rate` (bytes per ns) and stop blocking.
+pub fn pin_memory(m: &StepModel, pinned_rate: Option<f64>) -> Option<WhatIf> {
+    let (bytes, ns) = m.pageable_h2d;
+    if ns <= 0 {
+        return None;
+    }
+    let rate = pinned_rate?;
+    let pinned_ns = (bytes as f64 / rate).round() as Ns;
+    let raw = (ns - pinned_ns).max(0);
+    let basis = format!(
+        "{} pageable H2D per step in {} now, {} at {:.1} GB/s pinned",
+        crate::text::fmt_bytes(bytes),
+        crate::text::fmt_ns(ns),
+        crate::text::fmt_ns(pinned_ns),
+        rate
+    );
+    Some(price(m, "pin_memory", raw, m.gpu_ns - raw, input_floor(m), basis))
+}
+
+/// Copy the next batch on a side stream: exposed H2D time hides under compute.
+pub fn prefetch(m: &StepModel) -> Option<WhatIf> {
+    if m.exposed_h2d_ns <= 0 {
+        return None;
+    }
+    let raw = m.exposed_h2d_ns.min(m.kernel_ns);
+    let basis = format!(
+        "{} of H2D copy per step with no kernel running, against {} of kernels",
+        crate::text::fmt_ns(m.exposed_h2d_ns),
+        crate::text::fmt_ns(m.kernel_ns)
+    );
+    Some(price(m, "prefetch", raw, m.gpu_ns - raw, input_floor(m), basis))
+}
+
+/// `workers` producers instead of today's: the pipeline's period scales down with them.
+pub fn more_workers(m: &StepModel, workers: usize) -> Option<WhatIf> {
+    if !m.input_bound || m.producers == 0 || workers <= m.producers {
+        return None;
+    }
+    let input_after = (m.step_ns as f64 * m.producers as f64 / workers as f64).round() as Ns;
+    let basis = format!(
+        "a batch every {} from {} producer(s) now; {} from {workers}",
+        crate::text::fmt_ns(m.step_ns),
+        m.producers,
+        crate::text::fmt_ns(input_after)
+    );
+    Some(price(m, "more_workers", m.step_ns - input_after, m.gpu_ns, input_after, basis))
+}
+
+/// The smallest producer count whose pipeline keeps up with the GPU and host, within `cpus`.
+pub fn workers_needed(m: &StepModel, cpus: usize) -> usize {
+    let other = m.gpu_ns.max(m.host_ns).max(1);
+    let want = (m.step_ns as f64 * m.producers as f64 / other as f64).ceil() as usize;
+    want.clamp(m.producers + 1, cpus.max(m.producers + 1))
+}
+
+/// Drop the per-step host syncs: the idle they drained goes.
+pub fn drop_sync(m: &StepModel) -> Option<WhatIf> {
+    (m.sync_idle_ns > 0).then(|| {
+        let basis = format!("{} per step idle after host syncs", crate::text::fmt_ns(m.sync_idle_ns));
+        price(m, "drop_sync", m.sync_idle_ns, m.gpu_ns, input_floor(m), basis)
+    })
+}
+
+/// Replay the step as a CUDA graph: launch-bound idle goes.
+pub fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
+    (m.launch_idle_ns > 0).then(|| {
+        let basis = format!("{} per step idle between launches", crate::text::fmt_ns(m.launch_idle_ns));
+        // The host's launch time is what graphs remove, so only the GPU and input bound it.
+        let m2 = StepModel { host_ns: 0, ..m.clone() };
+        price(&m2, "cuda_graphs", m.launch_idle_ns, m.gpu_ns, input_floor(m), basis)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m() -> StepModel {
+        StepModel {
+            periods: 10,
+            step_ns: 22_000,
+            gpu_ns: 21_500,
+            kernel_ns: 6_500,
+            host_ns: 6_000,
+            pageable_h2d: (100_000, 15_000),
+            exposed_h2d_ns: 15_000,
+            ..StepModel::default()
+        }
+    }
+
+    #[test]
+    fn pinning_saves_the_copy_time_down_to_the_next_limit() {
+        // 100 kB at 50 B/ns = 2 µs pinned: 13 µs saved, the GPU then bound at 8.5 µs.
+        let w = pin_memory(&m(), Some(50.0)).unwrap();
+        assert_eq!((w.saving_per_step_ns, w.step_ns_after, w.limited_by), (13_000, 9_000, "none"));
+        // A loop that waits for input every step: pinning saves nothing.
+        let bound = StepModel { input_bound: true, producers: 2, ..m() };
+        let w = pin_memory(&bound, Some(50.0)).unwrap();
+        assert_eq!((w.saving_per_step_ns, w.limited_by), (0, "input pipeline"));
+        // Four producers instead of two halve the pipeline's period, bounded by the GPU.
+        let w = more_workers(&bound, 4).unwrap();
+        assert_eq!((w.step_ns_after, w.limited_by), (21_500, "gpu"));
+    }
+
+    #[test]
+    fn prefetch_hides_at_most_the_kernel_time() {
+        let w = prefetch(&m()).unwrap();
+        assert_eq!(w.saving_per_step_ns, 6_500);
+        assert!(pin_memory(&StepModel { pageable_h2d: (0, 0), ..m() }, Some(1.0)).is_none());
+    }
+}
+
+/// End of the GPU work launched by calls of thread (pid, tid) inside `[start, end]`.
+pub fn gpu_end(trace: &Trace, index: &super::index::Index, (pid, tid): (u32, u32), start: Ns, end: Ns) -> Option<Ns> {
+    let api = &trace.lanes[index.api_lane(pid, tid)?].ev;
+    let lo = api.start.partition_point(|&s| s < start);
+    let mut last = None;
+    for i in lo..api.len() {
+        if api.start[i] > end {
+            break;
+        }
+        if api.end(i) > end || api.corr(i) == 0 {
+            continue;
+        }
+        for g in index.gpu_lanes(pid) {
+            let ev = &trace.lanes[g].ev;
+            let mut hints = super::index::Hints::new(trace);
+            for j in index.rows(trace, g, api.corr(i), &mut hints) {
+                last = last.max(Some(ev.end(j)));
+            }
+        }
+    }
+    last
+}
+
+/// The model of the steady state of the step phase in `steps`, on the GPU the steps used most.
+pub fn steady_model(
+    trace: &Trace,
+    index: &super::index::Index,
+    devices: &[DeviceActivity],
+    gaps: &[Gap],
+    steps: &super::steps::Steps,
+    short_idle_ns: Ns,
+) -> Option<StepModel> {
+    steps.name.as_ref()?;
+    let w = steps.windows;
+    let mine: Vec<(u32, u32, Ns, Ns)> = steps
+        .instances
+        .iter()
+        .filter(|i| i.start >= w.steady_start && i.end <= w.steady_end)
+        .map(|i| (i.pid, i.tid, i.start, i.end))
+        .collect();
+    // The step before the first steady one bounds the first period: its GPU end starts it.
+    let before = steps.instances.iter().rev().find(|i| i.start < w.steady_start);
+    let all: Vec<(u32, u32, Ns, Ns)> =
+        before.map(|i| (i.pid, i.tid, i.start, i.end)).into_iter().chain(mine.iter().copied()).collect();
+    if all.len() < 3 {
+        return None;
+    }
+    let mut ends = vec![None; all.len()];
+    let end_of = |s: &(u32, u32, Ns, Ns)| gpu_end(trace, index, (s.0, s.1), s.2, s.3);
+    ends[0] = end_of(&all[0]);
+    let last = all.len() - 1;
+    ends[last] = end_of(&all[last]);
+    ends[0]?;
+    let device = index.devices_of(all[last].0).max_by_key(|&d| {
+        devices.iter().find(|x| x.device == d).map_or(0, |x| x.busy.busy_in(all[1].2, all[last].3))
+    })?;
+    let device = devices.iter().find(|d| d.device == device)?;
+    let h2d: Vec<CopyOp> = super::pcie::all_h2d(trace).into_iter().filter(|c| c.device == device.device).collect();
+    model(&Inputs { trace, steps: &all, gpu_ends: &ends, device, h2d: &h2d, gaps, short_idle_ns })
+}
+
+/// Every fix the trace holds the numbers for, priced on `m`.
+pub fn all(trace: &Trace, devices: &[DeviceActivity], m: &StepModel) -> Vec<WhatIf> {
+    let h2d = super::pcie::all_h2d(trace);
+    let rate = devices.iter().find_map(|d| super::pcie::link_or_pinned(&trace.counters, d.device, &h2d));
+    let cpus = trace.host.cpus.len().max(trace.host.cpu_cores.unwrap_or(0) as usize);
+    [
+        pin_memory(m, rate),
+        prefetch(m),
+        more_workers(m, workers_needed(m, cpus.saturating_sub(1))),
+        drop_sync(m),
+        cuda_graphs(m),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
