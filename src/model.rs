@@ -722,26 +722,36 @@ pub enum LaneKind {
 /// `take_gil`, `PyEval_RestoreThread`...).
 pub const OSRT_GIL: u32 = 1;
 
-impl LaneKind {
-    /// True for lanes that run on a GPU.
-    pub fn is_gpu(self) -> bool {
-        matches!(self, LaneKind::Kernels { .. } | LaneKind::Memory { .. } | LaneKind::Graphs { .. })
-    }
+/// Where a lane is shown: with a GPU, or with a thread of the lane's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// With GPU `device`.
+    Gpu(u32),
+    /// With thread `tid` of the lane's process.
+    Thread(u32),
+}
 
-    /// GPU device of a GPU lane.
-    pub fn device(self) -> Option<u32> {
+/// The column of a lane, besides `name`, that holds string ids (0 = none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedColumn {
+    /// No other column names anything.
+    None,
+    /// `aux`: a kernel's demangled name, a CPU sample's module.
+    Aux,
+    /// `flags`: the NVTX domain of a range or mark.
+    Flags,
+}
+
+// Every question below is one `match` naming every kind, with no wildcard: a new kind
+// must say where it is shown, whether it is GPU work and what its columns hold.
+impl LaneKind {
+    /// Where the lane is shown.
+    pub fn place(self) -> Place {
         match self {
             LaneKind::Kernels { device, .. }
             | LaneKind::Memory { device, .. }
             | LaneKind::Graphs { device, .. }
-            | LaneKind::GpuRanges { device } => Some(device),
-            _ => None,
-        }
-    }
-
-    /// Thread of a CPU lane.
-    pub fn tid(self) -> Option<u32> {
-        match self {
+            | LaneKind::GpuRanges { device } => Place::Gpu(device),
             LaneKind::Nvtx { tid, .. }
             | LaneKind::NvtxStartEnd { tid, .. }
             | LaneKind::NvtxMarks { tid }
@@ -749,8 +759,79 @@ impl LaneKind {
             | LaneKind::Osrt { tid }
             | LaneKind::Overhead { tid }
             | LaneKind::OnCpu { tid }
-            | LaneKind::Samples { tid } => Some(tid),
-            _ => None,
+            | LaneKind::Samples { tid } => Place::Thread(tid),
+        }
+    }
+
+    /// True for GPU work: kernels, copies and memsets, graph executions. A GPU's
+    /// annotations are shown with it but are no work (they never make it busy).
+    pub fn is_gpu_work(self) -> bool {
+        match self {
+            LaneKind::Kernels { .. } | LaneKind::Memory { .. } | LaneKind::Graphs { .. } => true,
+            LaneKind::GpuRanges { .. }
+            | LaneKind::Nvtx { .. }
+            | LaneKind::NvtxStartEnd { .. }
+            | LaneKind::NvtxMarks { .. }
+            | LaneKind::CudaApi { .. }
+            | LaneKind::Osrt { .. }
+            | LaneKind::Overhead { .. }
+            | LaneKind::OnCpu { .. }
+            | LaneKind::Samples { .. } => false,
+        }
+    }
+
+    /// The GPU a lane is shown with: GPU work and the GPU's annotations.
+    pub fn shown_with_gpu(self) -> Option<u32> {
+        match self.place() {
+            Place::Gpu(d) => Some(d),
+            Place::Thread(_) => None,
+        }
+    }
+
+    /// The GPU whose work the lane holds (None for annotations and CPU lanes).
+    pub fn gpu_work_device(self) -> Option<u32> {
+        self.shown_with_gpu().filter(|_| self.is_gpu_work())
+    }
+
+    /// Thread of a lane shown with a thread.
+    pub fn tid(self) -> Option<u32> {
+        match self.place() {
+            Place::Thread(t) => Some(t),
+            Place::Gpu(_) => None,
+        }
+    }
+
+    /// The same kind on GPU `f(device)` when it is shown with a GPU (a merge renumbers
+    /// every input's GPUs); other kinds as they are.
+    pub fn with_device(self, f: impl FnOnce(u32) -> u32) -> Self {
+        match self {
+            LaneKind::Kernels { device, stream } => LaneKind::Kernels { device: f(device), stream },
+            LaneKind::Memory { device, stream, class } => LaneKind::Memory { device: f(device), stream, class },
+            LaneKind::Graphs { device, stream } => LaneKind::Graphs { device: f(device), stream },
+            LaneKind::GpuRanges { device } => LaneKind::GpuRanges { device: f(device) },
+            LaneKind::Nvtx { .. }
+            | LaneKind::NvtxStartEnd { .. }
+            | LaneKind::NvtxMarks { .. }
+            | LaneKind::CudaApi { .. }
+            | LaneKind::Osrt { .. }
+            | LaneKind::Overhead { .. }
+            | LaneKind::OnCpu { .. }
+            | LaneKind::Samples { .. } => self,
+        }
+    }
+
+    /// The column, besides `name`, whose values are string ids.
+    pub fn named_column(self) -> NamedColumn {
+        match self {
+            LaneKind::Kernels { .. } | LaneKind::Samples { .. } => NamedColumn::Aux,
+            LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => NamedColumn::Flags,
+            LaneKind::Memory { .. }
+            | LaneKind::Graphs { .. }
+            | LaneKind::GpuRanges { .. }
+            | LaneKind::CudaApi { .. }
+            | LaneKind::Osrt { .. }
+            | LaneKind::Overhead { .. }
+            | LaneKind::OnCpu { .. } => NamedColumn::None,
         }
     }
 
@@ -1093,9 +1174,9 @@ impl Trace {
         self.lanes.iter().map(|l| l.ev.len()).sum()
     }
 
-    /// Device ids that have GPU lanes, sorted.
+    /// Device ids that have lanes shown with a GPU, sorted.
     pub fn devices(&self) -> Vec<u32> {
-        let mut d: Vec<u32> = self.lanes.iter().filter_map(|l| l.kind.device()).collect();
+        let mut d: Vec<u32> = self.lanes.iter().filter_map(|l| l.kind.shown_with_gpu()).collect();
         d.sort_unstable();
         d.dedup();
         d
@@ -1149,7 +1230,7 @@ impl Trace {
 
     /// Find the GPU operation launched by API call `corr` of process `pid`.
     pub fn gpu_op_for(&self, pid: u32, corr: u32) -> Option<EventRef> {
-        self.find_corr(pid, corr, LaneKind::is_gpu)
+        self.find_corr(pid, corr, LaneKind::is_gpu_work)
     }
 
     /// Find the CUDA API call with correlation id `corr` in process `pid`.
@@ -1205,6 +1286,43 @@ pub fn strip_api_version(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // One kind of each variant.
+    fn every_kind() -> Vec<LaneKind> {
+        let (device, stream, tid) = (3, 7, 11);
+        vec![
+            LaneKind::Kernels { device, stream },
+            LaneKind::Memory { device, stream, class: MemClass::H2D },
+            LaneKind::Graphs { device, stream },
+            LaneKind::GpuRanges { device },
+            LaneKind::Nvtx { tid, depth: 1 },
+            LaneKind::NvtxStartEnd { tid, row: 1 },
+            LaneKind::NvtxMarks { tid },
+            LaneKind::CudaApi { tid },
+            LaneKind::Osrt { tid },
+            LaneKind::Overhead { tid },
+            LaneKind::OnCpu { tid },
+            LaneKind::Samples { tid },
+        ]
+    }
+
+    #[test]
+    fn a_new_device_moves_every_lane_shown_with_the_gpu() {
+        for k in every_kind() {
+            let moved = k.with_device(|d| d + 256);
+            assert_eq!(moved.shown_with_gpu(), k.shown_with_gpu().map(|d| d + 256), "{k:?}");
+            assert_eq!(
+                (moved.tid(), moved.is_gpu_work(), moved.named_column()),
+                (k.tid(), k.is_gpu_work(), k.named_column())
+            );
+            // Work is shown with its GPU; annotations are shown there without being work.
+            assert_eq!(k.gpu_work_device().is_some(), k.is_gpu_work(), "{k:?}");
+            assert!(!k.is_gpu_work() || k.shown_with_gpu().is_some(), "{k:?}");
+            assert_ne!(k.shown_with_gpu().is_some(), k.tid().is_some(), "{k:?}");
+        }
+        assert_eq!(LaneKind::GpuRanges { device: 3 }.place(), Place::Gpu(3));
+        assert!(!LaneKind::GpuRanges { device: 3 }.is_gpu_work());
+    }
 
     #[test]
     fn global_tid_layout_matches_nsys_docs() {

@@ -205,7 +205,7 @@ impl<'a> Ctx<'a> {
                     None => list.push((l.pid, vec![i])),
                 }
             }
-            if let Some(d) = l.kind.device().filter(|_| l.kind.is_gpu()) {
+            if let Some(d) = l.kind.gpu_work_device() {
                 match gpu_lanes.iter_mut().find(|(x, _)| *x == d) {
                     Some((_, v)) => v.push(i),
                     None => gpu_lanes.push((d, vec![i])),

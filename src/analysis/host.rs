@@ -353,7 +353,7 @@ impl HostIndex {
 
 // Start of the trace's first GPU operation.
 fn first_gpu_op(trace: &Trace) -> Option<Ns> {
-    trace.lanes.iter().filter(|l| l.kind.is_gpu()).filter_map(|l| l.ev.start.first().copied()).min()
+    trace.lanes.iter().filter(|l| l.kind.is_gpu_work()).filter_map(|l| l.ev.start.first().copied()).min()
 }
 
 // Events of a disjoint lane intersecting [a, b), clipped to it.

@@ -74,7 +74,7 @@ impl Index {
                 LaneKind::Memory { class, .. } if class != MemClass::Memset => ix.copies.push((lane.pid, li)),
                 _ => {}
             }
-            if let Some(d) = lane.kind.device().filter(|_| lane.kind.is_gpu()) {
+            if let Some(d) = lane.kind.gpu_work_device() {
                 ix.gpu.push((lane.pid, li));
                 ix.pid_devices.push((lane.pid, d));
             }

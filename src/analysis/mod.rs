@@ -67,7 +67,7 @@ impl DeviceActivity {
     /// the lanes (each sorted by start already: no copy, no sort).
     pub fn compute(trace: &Trace, device: u32) -> Self {
         use crate::model::LaneKind;
-        let lanes: Vec<_> = trace.lanes.iter().filter(|l| l.kind.device() == Some(device)).collect();
+        let lanes: Vec<_> = trace.lanes.iter().filter(|l| l.kind.gpu_work_device() == Some(device)).collect();
         let is_kernel = |k: LaneKind| matches!(k, LaneKind::Kernels { .. } | LaneKind::Graphs { .. });
         let is_copy = |k: LaneKind| matches!(k, LaneKind::Memory { .. });
         let rows = |want: fn(LaneKind) -> bool| lanes.iter().filter(|l| want(l.kind)).map(|l| l.ev.len()).sum();

@@ -379,7 +379,7 @@ mod tests {
     fn reference(t: &Trace, index: &Index, inst: &[Instance]) -> Launched {
         let mut hints = Hints::new(t);
         let mut ops = Vec::new();
-        for l in t.lanes.iter().filter(|l| l.kind.is_gpu()) {
+        for l in t.lanes.iter().filter(|l| l.kind.is_gpu_work()) {
             for i in 0..l.ev.len() {
                 if let Some(c) = index.api_call(t, l.pid, l.ev.corr(i), &mut hints) {
                     ops.push((l.pid, c.tid, c.start, c.end, l.ev.start[i], l.ev.end(i)));

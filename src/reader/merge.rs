@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::analysis::names::group_name;
 use crate::analysis::steps::step_rank;
-use crate::model::{Alignment, LaneKind, Ns, Rank, StrId, Strings, Trace};
+use crate::model::{Alignment, LaneKind, NamedColumn, Ns, Rank, StrId, Strings, Trace};
 
 /// Device ids each input may use in the merged trace.
 pub const DEVICES_PER_INPUT: u32 = 256;
@@ -89,23 +89,15 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
         };
         for mut l in t.lanes {
             l.pid = pids_of(l.pid, &mut taken);
-            l.kind = match l.kind {
-                LaneKind::Kernels { device, stream } => LaneKind::Kernels { device: dev(device), stream },
-                LaneKind::Graphs { device, stream } => LaneKind::Graphs { device: dev(device), stream },
-                LaneKind::Memory { device, stream, class } => LaneKind::Memory { device: dev(device), stream, class },
-                k => k,
-            };
+            // Every lane shown with a GPU moves with it, its annotations too.
+            l.kind = l.kind.with_device(dev);
             for n in &mut l.ev.name {
                 *n = id(*n);
             }
-            match l.kind {
-                LaneKind::Kernels { .. } | LaneKind::Samples { .. } => {
-                    l.ev.map_aux(|a| u64::from(id(a as StrId)));
-                }
-                LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => {
-                    l.ev.map_flags(|f| if f == 0 { 0 } else { id(f) });
-                }
-                _ => {}
+            match l.kind.named_column() {
+                NamedColumn::Aux => l.ev.map_aux(|a| u64::from(id(a as StrId))),
+                NamedColumn::Flags => l.ev.map_flags(|f| if f == 0 { 0 } else { id(f) }),
+                NamedColumn::None => {}
             }
             l.ev.shift(offset);
             out.lanes.push(l);

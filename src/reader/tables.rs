@@ -12,8 +12,8 @@ use rusqlite::types::ValueRef;
 use super::schema::Schema;
 use super::{OPEN_END, Progress};
 use crate::model::{
-    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, OSRT_GIL, Process, StrId, Strings,
-    SyncRecords, TableStat, Thread, decode_global_tid, strip_api_version,
+    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, NamedColumn, OSRT_GIL, Process, StrId,
+    Strings, SyncRecords, TableStat, Thread, decode_global_tid, strip_api_version,
 };
 
 // A raw name reference: a StringIds id, or LOCAL | index into `Partial::local_names`.
@@ -185,28 +185,24 @@ impl Names {
         for n in &mut ev.name {
             *n = self.intern_ref(*n, local, is_api);
         }
-        match kind {
-            LaneKind::Kernels { .. } | LaneKind::Samples { .. } => {
-                ev.map_aux(|a| u64::from(self.intern_ref(a as u32, local, false)));
-            }
-            LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => {
-                ev.map_flags(|f| if f == 0 { 0 } else { self.intern_ref(f, local, false) });
-            }
-            LaneKind::CudaApi { .. } => {
-                // Kinds by name id, looked up once per name: a table, not a hash per call.
-                let (strings, api_kind) = (&self.strings, &mut self.api_kind);
-                let mut kinds: Vec<Option<ApiKind>> = Vec::new();
-                ev.map_flags_named(|n, f| {
-                    let i = n as usize;
-                    if i >= kinds.len() {
-                        kinds.resize(i + 1, None);
-                    }
-                    let k = *kinds[i]
-                        .get_or_insert_with(|| *api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n))));
-                    f | k as u32
-                });
-            }
-            _ => {}
+        match kind.named_column() {
+            NamedColumn::Aux => ev.map_aux(|a| u64::from(self.intern_ref(a as u32, local, false))),
+            NamedColumn::Flags => ev.map_flags(|f| if f == 0 { 0 } else { self.intern_ref(f, local, false) }),
+            NamedColumn::None => {}
+        }
+        if is_api {
+            // Kinds by name id, looked up once per name: a table, not a hash per call.
+            let (strings, api_kind) = (&self.strings, &mut self.api_kind);
+            let mut kinds: Vec<Option<ApiKind>> = Vec::new();
+            ev.map_flags_named(|n, f| {
+                let i = n as usize;
+                if i >= kinds.len() {
+                    kinds.resize(i + 1, None);
+                }
+                let k = *kinds[i]
+                    .get_or_insert_with(|| *api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n))));
+                f | k as u32
+            });
         }
     }
 
@@ -721,7 +717,7 @@ pub fn read_who(
 
 fn read_gpus(conn: &Connection, schema: &Schema, lanes: &[Lane]) -> Result<Vec<Gpu>> {
     const T: &str = "TARGET_INFO_GPU";
-    let mut used: Vec<u32> = lanes.iter().filter_map(|l| l.kind.device()).collect();
+    let mut used: Vec<u32> = lanes.iter().filter_map(|l| l.kind.shown_with_gpu()).collect();
     used.sort_unstable();
     used.dedup();
     let mut gpus: Vec<Gpu> = Vec::new();

@@ -288,7 +288,7 @@ impl App {
         };
         let lane = &self.trace.lanes[r.lane as usize];
         let corr = lane.ev.corr(r.idx as usize);
-        let target = if lane.kind.is_gpu() {
+        let target = if lane.kind.is_gpu_work() {
             self.analysis.lookups.api_call_at(&self.trace, lane.pid, corr)
         } else if matches!(lane.kind, LaneKind::CudaApi { .. }) {
             self.analysis.lookups.gpu_op_at(&self.trace, lane.pid, corr)
@@ -298,7 +298,9 @@ impl App {
         };
         match target {
             Some(t) => self.show_event(t, true),
-            None if lane.kind.is_gpu() => self.message = Some("no API call recorded for this operation".to_string()),
+            None if lane.kind.is_gpu_work() => {
+                self.message = Some("no API call recorded for this operation".to_string())
+            }
             None => self.message = Some("this call launched no GPU operation".to_string()),
         }
     }

@@ -60,7 +60,7 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
             kind: GroupKind::Gpu(d),
             title: text::clean(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
             lanes: (0..trace.lanes.len() as u32)
-                .filter(|&i| trace.lanes[i as usize].kind.device() == Some(d))
+                .filter(|&i| trace.lanes[i as usize].kind.shown_with_gpu() == Some(d))
                 .collect(),
             collapsed: false,
         })

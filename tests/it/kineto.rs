@@ -261,7 +261,7 @@ fn launches_link_to_gpu_ops_as_the_ac2g_flows_say() {
         for c in gpu {
             let op = t.gpu_op_for(host_pid, c as u32).unwrap_or_else(|| panic!("{f}: no GPU op for {c}"));
             let call = t.api_call_for(host_pid, c as u32).unwrap();
-            assert!(t.lanes[op.lane as usize].kind.is_gpu());
+            assert!(t.lanes[op.lane as usize].kind.is_gpu_work());
             let lane = &t.lanes[call.lane as usize];
             let kind = ApiKind::from_flags(lane.ev.flags(call.idx as usize));
             assert_ne!(kind, ApiKind::Sync, "{f}: {c}");
