@@ -803,6 +803,7 @@ impl LaneKind {
 
     /// The same kind on GPU `f(device)` when it is shown with a GPU (a merge renumbers
     /// every input's GPUs); other kinds as they are.
+    #[must_use]
     pub fn with_device(self, f: impl FnOnce(u32) -> u32) -> Self {
         match self {
             LaneKind::Kernels { device, stream } => LaneKind::Kernels { device: f(device), stream },

@@ -12,6 +12,10 @@
 //! [`intervals`]) and the gaps. Everything else is per gap, per NVTX range, per lane or
 //! per thread, never a copy of the events.
 
+// A `_` arm over one of our enums hides the variant added next (it is how annotations
+// once stayed on the wrong GPU): name the variants, or allow it with a reason.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 pub mod findings;
 pub mod gaps;
 pub mod host;

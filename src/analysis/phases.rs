@@ -50,6 +50,7 @@ pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
     let mut of_name: HashMap<String, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<Instance>)> = Vec::new();
     for l in &trace.lanes {
+        #[allow(clippy::wildcard_enum_match_arm, reason = "a filter: only NVTX ranges are phase instances")]
         let (tid, depth) = match l.kind {
             LaneKind::Nvtx { tid, depth } => (tid, depth),
             LaneKind::NvtxStartEnd { tid, .. } => (tid, 0),
@@ -340,6 +341,7 @@ mod tests {
         let mut ev = Events::default();
         for &(s, e, name, corr) in rows {
             let id = t.strings.intern(name);
+            #[allow(clippy::wildcard_enum_match_arm, reason = "a test helper: every other kind gets plain rows")]
             match kind {
                 LaneKind::CudaApi { .. } => ev.push(s, e, id, Some(corr), None, Some(ApiKind::classify(name) as u32)),
                 LaneKind::Memory { .. } => ev.push(s, e, id, Some(corr), Some(1000), Some(MemFlags::pack(1, 1, 2))),

@@ -5,8 +5,16 @@
 //! exists is selected. Tables are read on up to three threads (CUDA API calls; host
 //! scheduling data; the rest), names are resolved once.
 
+// A `_` arm over one of our enums hides the variant added next (it is how annotations
+// once stayed on the wrong GPU): name the variants, or allow it with a reason.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 mod host;
 pub mod inputs;
+// Its three `_` arms (a thread id that is no number, memsets after kernels and copies,
+// a JSON value of another type) are being rewritten with the reader's speed-up (issue
+// 19); they state their own reasons there.
+#[allow(clippy::wildcard_enum_match_arm, reason = "kineto's arms are revisited by its rewrite")]
 pub mod kineto;
 pub mod merge;
 mod nvtx;

@@ -242,6 +242,7 @@ pub fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
 }
 
 // A `StringIds` id: an integer below the loader-made names' range.
+#[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
 fn string_id(v: ValueRef<'_>) -> Option<u32> {
     match v {
         ValueRef::Integer(i) => u32::try_from(i).ok().filter(|&i| i & LOCAL == 0),
@@ -250,6 +251,7 @@ fn string_id(v: ValueRef<'_>) -> Option<u32> {
 }
 
 /// Text of a column value, if it is text.
+#[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
 pub fn text(v: ValueRef<'_>) -> Option<&str> {
     match v {
         ValueRef::Text(t) => std::str::from_utf8(t).ok(),
@@ -258,6 +260,7 @@ pub fn text(v: ValueRef<'_>) -> Option<&str> {
 }
 
 /// Integer of a column value, if it is numeric.
+#[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
 pub fn int(v: ValueRef<'_>) -> Option<i64> {
     match v {
         ValueRef::Integer(i) => Some(i),

@@ -299,7 +299,7 @@ impl App {
         match target {
             Some(t) => self.show_event(t, true),
             None if lane.kind.is_gpu_work() => {
-                self.message = Some("no API call recorded for this operation".to_string())
+                self.message = Some("no API call recorded for this operation".to_string());
             }
             None => self.message = Some("this call launched no GPU operation".to_string()),
         }
