@@ -1,6 +1,7 @@
 //! In-memory timeline model: lanes of events stored as columns sorted by start,
 //! names interned once. Knows nothing about SQLite or the terminal.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Nanoseconds on the session timeline (may be negative for pre-capture events).
@@ -1284,9 +1285,97 @@ pub fn strip_api_version(name: &str) -> &str {
     name
 }
 
+// ----- range names -----
+
+/// Group a range name: every run of ASCII digits becomes `N` (`step 12` -> `step N`,
+/// `layer3.conv1` -> `layerN.convN`). Names without digits are returned as they are.
+pub fn group_name(name: &str) -> Cow<'_, str> {
+    if !name.bytes().any(|b| b.is_ascii_digit()) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut in_digits = false;
+    for c in name.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('N');
+            }
+            in_digits = true;
+        } else {
+            out.push(c);
+            in_digits = false;
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Rank of a step-like name: 0 for step/iteration names, 1 batch, 2 epoch; None for
+/// names without a number or a step word.
+pub fn step_rank(grouped: &str) -> Option<u8> {
+    let n = grouped.to_ascii_lowercase();
+    // A number in the name (grouped to a lone `N`) marks one instance per step.
+    let b = grouped.as_bytes();
+    let numbered = (0..b.len()).any(|i| {
+        b[i] == b'N'
+            && b.get(i + 1).is_none_or(|c| !c.is_ascii_alphabetic())
+            && (i == 0 || !b[i - 1].is_ascii_uppercase())
+    });
+    if !numbered {
+        return None;
+    }
+    let has = |w: &str| n.contains(w);
+    if has("profilerstep") || has("step") || has("iter") {
+        Some(0)
+    } else if has("batch") {
+        Some(1)
+    } else if has("epoch") {
+        Some(2)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn digits_become_n() {
+        assert_eq!(group_name("step 7"), "step N");
+        assert_eq!(group_name("step 123"), "step N");
+        assert_eq!(group_name("layer3.conv12"), "layerN.convN");
+        assert_eq!(group_name("forward"), "forward");
+        assert_eq!(group_name("42"), "N");
+        assert_eq!(group_name(""), "");
+        assert_eq!(group_name("é1ü"), "éNü");
+    }
+
+    #[test]
+    fn step_like_names_need_a_number_and_a_step_word() {
+        assert_eq!(step_rank("step N"), Some(0));
+        assert_eq!(step_rank("ProfilerStep#N"), Some(0));
+        assert_eq!(step_rank("iteration N"), Some(0));
+        assert_eq!(step_rank("batch N"), Some(1));
+        assert_eq!(step_rank("epoch N"), Some(2));
+        assert_eq!(step_rank("optimizer step"), None);
+        assert_eq!(step_rank("aten::to, seq = N"), None);
+        assert_eq!(step_rank("layerN.convN"), None);
+        assert_eq!(step_rank("Newton step"), None);
+        assert_eq!(step_rank("NCCL step"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn grouping_is_idempotent_and_digit_free(name in "[a-z 0-9._]{0,20}") {
+            let g = group_name(&name).into_owned();
+            prop_assert!(!g.bytes().any(|b| b.is_ascii_digit()));
+            prop_assert_eq!(group_name(&g).into_owned(), g.clone());
+            // Names that differ only in their numbers group together.
+            let other: String = name.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
+            prop_assert_eq!(group_name(&other).into_owned(), g);
+        }
+    }
 
     // One kind of each variant.
     fn every_kind() -> Vec<LaneKind> {

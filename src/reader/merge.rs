@@ -20,9 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::analysis::names::group_name;
-use crate::analysis::steps::step_rank;
-use crate::model::{Alignment, LaneKind, NamedColumn, Ns, Rank, StrId, Strings, Trace};
+use crate::model::{Alignment, LaneKind, NamedColumn, Ns, Rank, StrId, Strings, Trace, group_name, step_rank};
 
 /// Device ids each input may use in the merged trace.
 pub const DEVICES_PER_INPUT: u32 = 256;

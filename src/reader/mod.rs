@@ -96,7 +96,8 @@ pub fn queries(path: &Path) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let schema = Schema::probe(&open::connect(path)?)?;
-    let tables = EVENT_TABLES.iter().filter_map(|t| tables::select(&schema, t));
+    // Host scheduling tables are host.rs's, the others tables.rs's: neither calls the other.
+    let tables = EVENT_TABLES.iter().filter_map(|t| host::select(&schema, t).or_else(|| tables::select(&schema, t)));
     Ok(schema.has("StringIds").then(|| tables::STRING_IDS.to_string()).into_iter().chain(tables).collect())
 }
 

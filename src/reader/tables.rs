@@ -373,7 +373,8 @@ pub fn scan(
 }
 
 /// The `SELECT` the reader runs on event table `table` of this export (columns it
-/// lacks read as NULL), or None when the table is absent. `bench` times the same text.
+/// lacks read as NULL), or None when the table is absent or not one of this file's
+/// (`host::select` has the scheduling tables).
 pub fn select(schema: &Schema, table: &str) -> Option<String> {
     const GPU: [&str; 4] = ["deviceId", "streamId", "correlationId", "globalPid"];
     let extra: &[&str] = match table {
@@ -385,7 +386,6 @@ pub fn select(schema: &Schema, table: &str) -> Option<String> {
         "CUPTI_ACTIVITY_KIND_RUNTIME" => &["eventClass", "globalTid", "correlationId", "nameId"],
         "NVTX_EVENTS" => &["eventType", "globalTid", "text", "textId", "domainId"],
         "OSRT_API" | "PROFILER_OVERHEAD" => &["globalTid", "nameId"],
-        "SCHED_EVENTS" | "COMPOSITE_EVENTS" => return super::host::select(schema, table),
         _ => return None,
     };
     let gpu: &[&str] =

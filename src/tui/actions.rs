@@ -163,7 +163,7 @@ impl App {
 
     // Open the panel `action` names, or close it when it is the one open.
     fn toggle_panel(&mut self, action: Action) {
-        let Some(new) = Panel::for_action(action, self) else { return };
+        let Some(new) = Panel::for_action(action, &self.panel_context()) else { return };
         let same = self.panel.as_ref().is_some_and(|p| p.same_kind(&new));
         self.panel = if same { None } else { Some(new) };
     }
@@ -187,12 +187,12 @@ impl App {
     // List keys go to the help when it is open, else to the open panel.
     fn list_action(&mut self, action: Action) {
         if let Some(mut h) = self.help.take() {
-            h.on_action(action, self);
+            h.on_action(action, &self.panel_context());
             self.help = Some(h);
             return;
         }
         if let Some(mut p) = self.panel.take() {
-            let effect = p.on_action(action, self);
+            let effect = p.on_action(action, &self.panel_context());
             self.panel = Some(p);
             self.run_effect(effect);
         }

@@ -10,9 +10,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::{Context, panel_block};
 use crate::analysis::index::Index;
-use crate::tui::app::App;
-use crate::tui::render::panel_block;
 use crate::tui::text::{self, clean};
 
 /// Title and key/value lines of the details panel.
@@ -217,12 +216,12 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
     d
 }
 /// Draw the details panel.
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+pub fn render(frame: &mut Frame, app: &Context, area: Rect) {
     frame.render_widget(Clear, area);
-    let block = panel_block(app, "Details (i hides, c jumps call↔op, f fits)");
+    let block = panel_block(app.theme, "Details (i hides, c jumps call↔op, f fits)");
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some(d) = &app.details else {
+    let Some(d) = app.details else {
         let p = Paragraph::new(
             "Nothing selected. Enter selects the event under the cursor, Tab the next one, ] the next gap.",
         )
