@@ -204,7 +204,7 @@ fn write_host_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
 
 /// The group a lane is shown under: `GPU 0 NVIDIA H200` or `python3 (814) / pt_main (tid 815)`.
 pub fn lane_group(trace: &Trace, lane: &Lane) -> String {
-    if let Some(d) = lane.kind.device() {
+    if let Some(d) = lane.kind.shown_with_gpu() {
         return trace.gpu_label(d);
     }
     let tid = lane.kind.tid().unwrap_or(0);

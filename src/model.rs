@@ -1,6 +1,7 @@
 //! In-memory timeline model: lanes of events stored as columns sorted by start,
 //! names interned once. Knows nothing about SQLite or the terminal.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Nanoseconds on the session timeline (may be negative for pre-capture events).
@@ -722,26 +723,36 @@ pub enum LaneKind {
 /// `take_gil`, `PyEval_RestoreThread`...).
 pub const OSRT_GIL: u32 = 1;
 
-impl LaneKind {
-    /// True for lanes that run on a GPU.
-    pub fn is_gpu(self) -> bool {
-        matches!(self, LaneKind::Kernels { .. } | LaneKind::Memory { .. } | LaneKind::Graphs { .. })
-    }
+/// Where a lane is shown: with a GPU, or with a thread of the lane's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// With GPU `device`.
+    Gpu(u32),
+    /// With thread `tid` of the lane's process.
+    Thread(u32),
+}
 
-    /// GPU device of a GPU lane.
-    pub fn device(self) -> Option<u32> {
+/// The column of a lane, besides `name`, that holds string ids (0 = none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedColumn {
+    /// No other column names anything.
+    None,
+    /// `aux`: a kernel's demangled name, a CPU sample's module.
+    Aux,
+    /// `flags`: the NVTX domain of a range or mark.
+    Flags,
+}
+
+// Every question below is one `match` naming every kind, with no wildcard: a new kind
+// must say where it is shown, whether it is GPU work and what its columns hold.
+impl LaneKind {
+    /// Where the lane is shown.
+    pub fn place(self) -> Place {
         match self {
             LaneKind::Kernels { device, .. }
             | LaneKind::Memory { device, .. }
             | LaneKind::Graphs { device, .. }
-            | LaneKind::GpuRanges { device } => Some(device),
-            _ => None,
-        }
-    }
-
-    /// Thread of a CPU lane.
-    pub fn tid(self) -> Option<u32> {
-        match self {
+            | LaneKind::GpuRanges { device } => Place::Gpu(device),
             LaneKind::Nvtx { tid, .. }
             | LaneKind::NvtxStartEnd { tid, .. }
             | LaneKind::NvtxMarks { tid }
@@ -749,8 +760,80 @@ impl LaneKind {
             | LaneKind::Osrt { tid }
             | LaneKind::Overhead { tid }
             | LaneKind::OnCpu { tid }
-            | LaneKind::Samples { tid } => Some(tid),
-            _ => None,
+            | LaneKind::Samples { tid } => Place::Thread(tid),
+        }
+    }
+
+    /// True for GPU work: kernels, copies and memsets, graph executions. A GPU's
+    /// annotations are shown with it but are no work (they never make it busy).
+    pub fn is_gpu_work(self) -> bool {
+        match self {
+            LaneKind::Kernels { .. } | LaneKind::Memory { .. } | LaneKind::Graphs { .. } => true,
+            LaneKind::GpuRanges { .. }
+            | LaneKind::Nvtx { .. }
+            | LaneKind::NvtxStartEnd { .. }
+            | LaneKind::NvtxMarks { .. }
+            | LaneKind::CudaApi { .. }
+            | LaneKind::Osrt { .. }
+            | LaneKind::Overhead { .. }
+            | LaneKind::OnCpu { .. }
+            | LaneKind::Samples { .. } => false,
+        }
+    }
+
+    /// The GPU a lane is shown with: GPU work and the GPU's annotations.
+    pub fn shown_with_gpu(self) -> Option<u32> {
+        match self.place() {
+            Place::Gpu(d) => Some(d),
+            Place::Thread(_) => None,
+        }
+    }
+
+    /// The GPU whose work the lane holds (None for annotations and CPU lanes).
+    pub fn gpu_work_device(self) -> Option<u32> {
+        self.shown_with_gpu().filter(|_| self.is_gpu_work())
+    }
+
+    /// Thread of a lane shown with a thread.
+    pub fn tid(self) -> Option<u32> {
+        match self.place() {
+            Place::Thread(t) => Some(t),
+            Place::Gpu(_) => None,
+        }
+    }
+
+    /// The same kind on GPU `f(device)` when it is shown with a GPU (a merge renumbers
+    /// every input's GPUs); other kinds as they are.
+    #[must_use]
+    pub fn with_device(self, f: impl FnOnce(u32) -> u32) -> Self {
+        match self {
+            LaneKind::Kernels { device, stream } => LaneKind::Kernels { device: f(device), stream },
+            LaneKind::Memory { device, stream, class } => LaneKind::Memory { device: f(device), stream, class },
+            LaneKind::Graphs { device, stream } => LaneKind::Graphs { device: f(device), stream },
+            LaneKind::GpuRanges { device } => LaneKind::GpuRanges { device: f(device) },
+            LaneKind::Nvtx { .. }
+            | LaneKind::NvtxStartEnd { .. }
+            | LaneKind::NvtxMarks { .. }
+            | LaneKind::CudaApi { .. }
+            | LaneKind::Osrt { .. }
+            | LaneKind::Overhead { .. }
+            | LaneKind::OnCpu { .. }
+            | LaneKind::Samples { .. } => self,
+        }
+    }
+
+    /// The column, besides `name`, whose values are string ids.
+    pub fn named_column(self) -> NamedColumn {
+        match self {
+            LaneKind::Kernels { .. } | LaneKind::Samples { .. } => NamedColumn::Aux,
+            LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => NamedColumn::Flags,
+            LaneKind::Memory { .. }
+            | LaneKind::Graphs { .. }
+            | LaneKind::GpuRanges { .. }
+            | LaneKind::CudaApi { .. }
+            | LaneKind::Osrt { .. }
+            | LaneKind::Overhead { .. }
+            | LaneKind::OnCpu { .. } => NamedColumn::None,
         }
     }
 
@@ -1095,9 +1178,9 @@ impl Trace {
         self.lanes.iter().map(|l| l.ev.len()).sum()
     }
 
-    /// Device ids that have GPU lanes, sorted.
+    /// Device ids that have lanes shown with a GPU, sorted.
     pub fn devices(&self) -> Vec<u32> {
-        let mut d: Vec<u32> = self.lanes.iter().filter_map(|l| l.kind.device()).collect();
+        let mut d: Vec<u32> = self.lanes.iter().filter_map(|l| l.kind.shown_with_gpu()).collect();
         d.sort_unstable();
         d.dedup();
         d
@@ -1151,7 +1234,7 @@ impl Trace {
 
     /// Find the GPU operation launched by API call `corr` of process `pid`.
     pub fn gpu_op_for(&self, pid: u32, corr: u32) -> Option<EventRef> {
-        self.find_corr(pid, corr, LaneKind::is_gpu)
+        self.find_corr(pid, corr, LaneKind::is_gpu_work)
     }
 
     /// Find the CUDA API call with correlation id `corr` in process `pid`.
@@ -1204,9 +1287,134 @@ pub fn strip_api_version(name: &str) -> &str {
     name
 }
 
+// ----- range names -----
+
+/// Group a range name: every run of ASCII digits becomes `N` (`step 12` -> `step N`,
+/// `layer3.conv1` -> `layerN.convN`). Names without digits are returned as they are.
+pub fn group_name(name: &str) -> Cow<'_, str> {
+    if !name.bytes().any(|b| b.is_ascii_digit()) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut in_digits = false;
+    for c in name.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('N');
+            }
+            in_digits = true;
+        } else {
+            out.push(c);
+            in_digits = false;
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Rank of a step-like name: 0 for step/iteration names, 1 batch, 2 epoch; None for
+/// names without a number or a step word.
+pub fn step_rank(grouped: &str) -> Option<u8> {
+    let n = grouped.to_ascii_lowercase();
+    // A number in the name (grouped to a lone `N`) marks one instance per step.
+    let b = grouped.as_bytes();
+    let numbered = (0..b.len()).any(|i| {
+        b[i] == b'N'
+            && b.get(i + 1).is_none_or(|c| !c.is_ascii_alphabetic())
+            && (i == 0 || !b[i - 1].is_ascii_uppercase())
+    });
+    if !numbered {
+        return None;
+    }
+    let has = |w: &str| n.contains(w);
+    if has("profilerstep") || has("step") || has("iter") {
+        Some(0)
+    } else if has("batch") {
+        Some(1)
+    } else if has("epoch") {
+        Some(2)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn digits_become_n() {
+        assert_eq!(group_name("step 7"), "step N");
+        assert_eq!(group_name("step 123"), "step N");
+        assert_eq!(group_name("layer3.conv12"), "layerN.convN");
+        assert_eq!(group_name("forward"), "forward");
+        assert_eq!(group_name("42"), "N");
+        assert_eq!(group_name(""), "");
+        assert_eq!(group_name("é1ü"), "éNü");
+    }
+
+    #[test]
+    fn step_like_names_need_a_number_and_a_step_word() {
+        assert_eq!(step_rank("step N"), Some(0));
+        assert_eq!(step_rank("ProfilerStep#N"), Some(0));
+        assert_eq!(step_rank("iteration N"), Some(0));
+        assert_eq!(step_rank("batch N"), Some(1));
+        assert_eq!(step_rank("epoch N"), Some(2));
+        assert_eq!(step_rank("optimizer step"), None);
+        assert_eq!(step_rank("aten::to, seq = N"), None);
+        assert_eq!(step_rank("layerN.convN"), None);
+        assert_eq!(step_rank("Newton step"), None);
+        assert_eq!(step_rank("NCCL step"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn grouping_is_idempotent_and_digit_free(name in "[a-z 0-9._]{0,20}") {
+            let g = group_name(&name).into_owned();
+            prop_assert!(!g.bytes().any(|b| b.is_ascii_digit()));
+            prop_assert_eq!(group_name(&g).into_owned(), g.clone());
+            // Names that differ only in their numbers group together.
+            let other: String = name.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
+            prop_assert_eq!(group_name(&other).into_owned(), g);
+        }
+    }
+
+    // One kind of each variant.
+    fn every_kind() -> Vec<LaneKind> {
+        let (device, stream, tid) = (3, 7, 11);
+        vec![
+            LaneKind::Kernels { device, stream },
+            LaneKind::Memory { device, stream, class: MemClass::H2D },
+            LaneKind::Graphs { device, stream },
+            LaneKind::GpuRanges { device },
+            LaneKind::Nvtx { tid, depth: 1 },
+            LaneKind::NvtxStartEnd { tid, row: 1 },
+            LaneKind::NvtxMarks { tid },
+            LaneKind::CudaApi { tid },
+            LaneKind::Osrt { tid },
+            LaneKind::Overhead { tid },
+            LaneKind::OnCpu { tid },
+            LaneKind::Samples { tid },
+        ]
+    }
+
+    #[test]
+    fn a_new_device_moves_every_lane_shown_with_the_gpu() {
+        for k in every_kind() {
+            let moved = k.with_device(|d| d + 256);
+            assert_eq!(moved.shown_with_gpu(), k.shown_with_gpu().map(|d| d + 256), "{k:?}");
+            assert_eq!(
+                (moved.tid(), moved.is_gpu_work(), moved.named_column()),
+                (k.tid(), k.is_gpu_work(), k.named_column())
+            );
+            // Work is shown with its GPU; annotations are shown there without being work.
+            assert_eq!(k.gpu_work_device().is_some(), k.is_gpu_work(), "{k:?}");
+            assert!(!k.is_gpu_work() || k.shown_with_gpu().is_some(), "{k:?}");
+            assert_ne!(k.shown_with_gpu().is_some(), k.tid().is_some(), "{k:?}");
+        }
+        assert_eq!(LaneKind::GpuRanges { device: 3 }.place(), Place::Gpu(3));
+        assert!(!LaneKind::GpuRanges { device: 3 }.is_gpu_work());
+    }
 
     #[test]
     fn global_tid_layout_matches_nsys_docs() {

@@ -205,7 +205,7 @@ impl<'a> Ctx<'a> {
                     None => list.push((l.pid, vec![i])),
                 }
             }
-            if let Some(d) = l.kind.device().filter(|_| l.kind.is_gpu()) {
+            if let Some(d) = l.kind.gpu_work_device() {
                 match gpu_lanes.iter_mut().find(|(x, _)| *x == d) {
                     Some((_, v)) => v.push(i),
                     None => gpu_lanes.push((d, vec![i])),
@@ -213,6 +213,10 @@ impl<'a> Ctx<'a> {
             }
             let Some(tid) = l.kind.tid() else { continue };
             let e = lanes.entry((l.pid, tid)).or_default();
+            #[allow(
+                clippy::wildcard_enum_match_arm,
+                reason = "a filter: the explainer reads a thread's API, OS runtime and NVTX lanes, no other"
+            )]
             match l.kind {
                 LaneKind::CudaApi { .. } => e.api = Some(i),
                 LaneKind::Osrt { .. } => {
@@ -892,6 +896,10 @@ fn score(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns, end: Ns) -> Score {
 }
 
 // The evidence line of a gap decided by rule 4.
+#[allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "rule 4 scores only the causes above and `Unknown` (see `score`), which the last arm is"
+)]
 fn score_evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, (start, end): (Ns, Ns), s: &Score) -> String {
     let who = || ctx.trace.thread_label(pid, tid);
     let dur = end - start;
@@ -1003,6 +1011,10 @@ mod tests {
             let mut ev = Events::default();
             for &(s, e, name, corr) in rows {
                 let id = self.0.strings.intern(name);
+                #[allow(
+                    clippy::wildcard_enum_match_arm,
+                    reason = "a test helper: every other kind gets rows without a correlation id"
+                )]
                 match kind {
                     LaneKind::CudaApi { .. } => {
                         ev.push(s, e, id, Some(corr), None, Some(ApiKind::classify(name) as u32));

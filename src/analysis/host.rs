@@ -173,6 +173,10 @@ impl HostIndex {
         let mut ix = Self::default();
         let mut by_thread: HashMap<(u32, u32), ThreadLanes> = HashMap::new();
         for (li, l) in trace.lanes.iter().enumerate().filter(|(_, l)| keep(l.pid)) {
+            #[allow(
+                clippy::wildcard_enum_match_arm,
+                reason = "a filter: the index keeps a thread's on-CPU, sample and OS runtime lanes"
+            )]
             match l.kind {
                 LaneKind::OnCpu { tid } => by_thread.entry((l.pid, tid)).or_default().on_cpu = Some(li),
                 LaneKind::Samples { tid } => by_thread.entry((l.pid, tid)).or_default().samples = Some(li),
@@ -353,7 +357,7 @@ impl HostIndex {
 
 // Start of the trace's first GPU operation.
 fn first_gpu_op(trace: &Trace) -> Option<Ns> {
-    trace.lanes.iter().filter(|l| l.kind.is_gpu()).filter_map(|l| l.ev.start.first().copied()).min()
+    trace.lanes.iter().filter(|l| l.kind.is_gpu_work()).filter_map(|l| l.ev.start.first().copied()).min()
 }
 
 // Events of a disjoint lane intersecting [a, b), clipped to it.

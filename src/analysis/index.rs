@@ -69,12 +69,16 @@ impl Index {
     pub fn build(trace: &Trace) -> Self {
         let mut ix = Self { unsorted: vec![Vec::new(); trace.lanes.len()], ..Self::default() };
         for (li, lane) in trace.lanes.iter().enumerate() {
+            #[allow(
+                clippy::wildcard_enum_match_arm,
+                reason = "a filter: only API lanes and copy lanes (not memsets) are listed here"
+            )]
             match lane.kind {
                 LaneKind::CudaApi { tid } => ix.api.push((lane.pid, tid, li)),
                 LaneKind::Memory { class, .. } if class != MemClass::Memset => ix.copies.push((lane.pid, li)),
                 _ => {}
             }
-            if let Some(d) = lane.kind.device().filter(|_| lane.kind.is_gpu()) {
+            if let Some(d) = lane.kind.gpu_work_device() {
                 ix.gpu.push((lane.pid, li));
                 ix.pid_devices.push((lane.pid, d));
             }

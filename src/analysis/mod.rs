@@ -12,6 +12,10 @@
 //! [`intervals`]) and the gaps. Everything else is per gap, per NVTX range, per lane or
 //! per thread, never a copy of the events.
 
+// A `_` arm over one of our enums hides the variant added next (it is how annotations
+// once stayed on the wrong GPU): name the variants, or allow it with a reason.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 pub mod findings;
 pub mod gaps;
 pub mod host;
@@ -70,7 +74,7 @@ impl DeviceActivity {
     /// the lanes (each sorted by start already: no copy, no sort).
     pub fn compute(trace: &Trace, device: u32) -> Self {
         use crate::model::LaneKind;
-        let lanes: Vec<_> = trace.lanes.iter().filter(|l| l.kind.device() == Some(device)).collect();
+        let lanes: Vec<_> = trace.lanes.iter().filter(|l| l.kind.gpu_work_device() == Some(device)).collect();
         let is_kernel = |k: LaneKind| matches!(k, LaneKind::Kernels { .. } | LaneKind::Graphs { .. });
         let is_copy = |k: LaneKind| matches!(k, LaneKind::Memory { .. });
         let rows = |want: fn(LaneKind) -> bool| lanes.iter().filter(|l| want(l.kind)).map(|l| l.ev.len()).sum();

@@ -1,31 +1,9 @@
-//! NVTX name grouping (`step 7` -> `step N`) and duration statistics.
+//! Phase names (grouped as [`group_name`] does, unless exact) and duration statistics.
 
 use std::borrow::Cow;
 
 use super::DurStats;
-use crate::model::Ns;
-
-/// Group a range name: every run of ASCII digits becomes `N` (`step 12` -> `step N`,
-/// `layer3.conv1` -> `layerN.convN`). Names without digits are returned as they are.
-pub fn group_name(name: &str) -> Cow<'_, str> {
-    if !name.bytes().any(|b| b.is_ascii_digit()) {
-        return Cow::Borrowed(name);
-    }
-    let mut out = String::with_capacity(name.len());
-    let mut in_digits = false;
-    for c in name.chars() {
-        if c.is_ascii_digit() {
-            if !in_digits {
-                out.push('N');
-            }
-            in_digits = true;
-        } else {
-            out.push(c);
-            in_digits = false;
-        }
-    }
-    Cow::Owned(out)
-}
+use crate::model::{Ns, group_name};
 
 /// The phase name of a range: grouped unless `exact`.
 pub fn phase_name(name: &str, exact: bool) -> Cow<'_, str> {
@@ -65,14 +43,7 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn digits_become_n() {
-        assert_eq!(group_name("step 7"), "step N");
-        assert_eq!(group_name("step 123"), "step N");
-        assert_eq!(group_name("layer3.conv12"), "layerN.convN");
-        assert_eq!(group_name("forward"), "forward");
-        assert_eq!(group_name("42"), "N");
-        assert_eq!(group_name(""), "");
-        assert_eq!(group_name("é1ü"), "éNü");
+    fn phase_names_are_grouped_unless_exact() {
         assert_eq!(phase_name("step 7", true), "step 7");
         assert_eq!(phase_name("step 7", false), "step N");
     }
@@ -104,16 +75,6 @@ mod tests {
             prop_assert_eq!(s.sum_ns, v.iter().sum::<Ns>());
             prop_assert_eq!(s.mean_ns, v.iter().sum::<Ns>() / v.len() as Ns);
             prop_assert!(s.p50_ns <= s.p95_ns && s.p95_ns <= s.max_ns);
-        }
-
-        #[test]
-        fn grouping_is_idempotent_and_digit_free(name in "[a-z 0-9._]{0,20}") {
-            let g = group_name(&name).into_owned();
-            prop_assert!(!g.bytes().any(|b| b.is_ascii_digit()));
-            prop_assert_eq!(group_name(&g).into_owned(), g.clone());
-            // Names that differ only in their numbers group together.
-            let other: String = name.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
-            prop_assert_eq!(group_name(&other).into_owned(), g);
         }
     }
 }

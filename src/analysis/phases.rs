@@ -50,6 +50,7 @@ pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
     let mut of_name: HashMap<String, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<Instance>)> = Vec::new();
     for l in &trace.lanes {
+        #[allow(clippy::wildcard_enum_match_arm, reason = "a filter: only NVTX ranges are phase instances")]
         let (tid, depth) = match l.kind {
             LaneKind::Nvtx { tid, depth } => (tid, depth),
             LaneKind::NvtxStartEnd { tid, .. } => (tid, 0),
@@ -343,6 +344,7 @@ mod tests {
         let mut ev = Events::default();
         for &(s, e, name, corr) in rows {
             let id = t.strings.intern(name);
+            #[allow(clippy::wildcard_enum_match_arm, reason = "a test helper: every other kind gets plain rows")]
             match kind {
                 LaneKind::CudaApi { .. } => ev.push(s, e, id, Some(corr), None, Some(ApiKind::classify(name) as u32)),
                 LaneKind::Memory { .. } => ev.push(s, e, id, Some(corr), Some(1000), Some(MemFlags::pack(1, 1, 2))),
@@ -382,7 +384,7 @@ mod tests {
     fn reference(t: &Trace, index: &Index, inst: &[Instance]) -> Launched {
         let mut hints = Hints::new(t);
         let mut ops = Vec::new();
-        for l in t.lanes.iter().filter(|l| l.kind.is_gpu()) {
+        for l in t.lanes.iter().filter(|l| l.kind.is_gpu_work()) {
             for i in 0..l.ev.len() {
                 if let Some(c) = index.api_call(t, l.pid, l.ev.corr(i), &mut hints) {
                     ops.push((l.pid, c.tid, c.start, c.end, l.ev.start[i], l.ev.end(i)));

@@ -301,6 +301,7 @@ fn collective_kernels(trace: &Trace, devices: &[(u32, u32)]) -> Vec<Kernel> {
     out
 }
 
+#[allow(clippy::wildcard_enum_match_arm, reason = "a filter: a collective's kernel is on a kernel lane")]
 fn kernel_device(trace: &Trace, r: usize, k: &Kernel) -> Option<u32> {
     let devs = &trace.ranks[r].devices;
     trace.lanes.iter().find_map(|l| match l.kind {

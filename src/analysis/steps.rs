@@ -12,10 +12,9 @@
 //! end of the last step, *teardown* after it. Without a step phase, steady runs from the
 //! first GPU operation to the last.
 
-use super::names::group_name;
 use super::phases::Instance;
 use super::{DeviceActivity, Union, Windows};
-use crate::model::{Ns, Trace};
+use crate::model::{Ns, Trace, group_name, step_rank};
 
 /// Fewest instances of a top-level phase without a step-like name.
 const MIN_TOP_LEVEL: usize = 3;
@@ -29,32 +28,6 @@ pub struct Steps {
     pub instances: Vec<Instance>,
     /// The steady window.
     pub windows: Windows,
-}
-
-/// Rank of a step-like name: 0 for step/iteration names, 1 batch, 2 epoch; None for
-/// names without a number or a step word.
-pub fn step_rank(grouped: &str) -> Option<u8> {
-    let n = grouped.to_ascii_lowercase();
-    // A number in the name (grouped to a lone `N`) marks one instance per step.
-    let b = grouped.as_bytes();
-    let numbered = (0..b.len()).any(|i| {
-        b[i] == b'N'
-            && b.get(i + 1).is_none_or(|c| !c.is_ascii_alphabetic())
-            && (i == 0 || !b[i - 1].is_ascii_uppercase())
-    });
-    if !numbered {
-        return None;
-    }
-    let has = |w: &str| n.contains(w);
-    if has("profilerstep") || has("step") || has("iter") {
-        Some(0)
-    } else if has("batch") {
-        Some(1)
-    } else if has("epoch") {
-        Some(2)
-    } else {
-        None
-    }
 }
 
 /// Choose the step phase among `groups` (grouped names) and derive the windows.
@@ -171,20 +144,6 @@ mod tests {
     fn busy(pairs: &[(Ns, Ns)]) -> DeviceActivity {
         let u = Union::from_pairs(pairs.iter().copied());
         DeviceActivity { device: 0, busy: u.clone(), kernels: u, copies: Union::default() }
-    }
-
-    #[test]
-    fn step_like_names_need_a_number_and_a_step_word() {
-        assert_eq!(step_rank("step N"), Some(0));
-        assert_eq!(step_rank("ProfilerStep#N"), Some(0));
-        assert_eq!(step_rank("iteration N"), Some(0));
-        assert_eq!(step_rank("batch N"), Some(1));
-        assert_eq!(step_rank("epoch N"), Some(2));
-        assert_eq!(step_rank("optimizer step"), None);
-        assert_eq!(step_rank("aten::to, seq = N"), None);
-        assert_eq!(step_rank("layerN.convN"), None);
-        assert_eq!(step_rank("Newton step"), None);
-        assert_eq!(step_rank("NCCL step"), None);
     }
 
     #[test]

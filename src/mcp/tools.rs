@@ -310,7 +310,7 @@ fn in_window(ln: &Lane, ws: Ns, we: Ns) -> impl Iterator<Item = usize> + '_ {
 
 /// A lane's name: `GPU 0 · kernels s7`, `python3 1234 · CUDA API`.
 fn lane_name(t: &Trace, ln: &Lane) -> String {
-    if let Some(d) = ln.kind.device() {
+    if let Some(d) = ln.kind.shown_with_gpu() {
         return format!("GPU {d} · {}", ln.title());
     }
     let tid = ln.kind.tid().unwrap_or(0);

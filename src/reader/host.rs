@@ -173,6 +173,7 @@ pub fn host_data(
     let mut modules: Vec<u32> = Vec::new();
     let mut on_cpu: HashMap<(u32, u32), Ns> = HashMap::new();
     for l in lanes {
+        #[allow(clippy::wildcard_enum_match_arm, reason = "a filter: the summary reads on-CPU and sample lanes")]
         match l.kind {
             LaneKind::OnCpu { tid } => {
                 cpus.extend(l.ev.aux_values().map(|c| c as u32));
@@ -192,6 +193,7 @@ pub fn host_data(
             v.dedup();
         }
     }
+    #[allow(clippy::wildcard_enum_match_arm, reason = "a filter: sampled threads are those with sample lanes")]
     let sampled_threads = lanes
         .iter()
         .filter_map(|l| match l.kind {

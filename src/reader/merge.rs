@@ -20,9 +20,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::analysis::names::group_name;
-use crate::analysis::steps::step_rank;
-use crate::model::{Alignment, LaneKind, Ns, Rank, StrId, Strings, Trace};
+use crate::model::{
+    Alignment, Gpu, HostData, Lane, LaneKind, Meta, NamedColumn, Ns, Process, Rank, StrId, Strings, SyncRecords,
+    Thread, Trace, group_name, step_rank,
+};
 
 /// Device ids each input may use in the merged trace.
 pub const DEVICES_PER_INPUT: u32 = 256;
@@ -31,8 +32,6 @@ pub const DEVICES_PER_INPUT: u32 = 256;
 const EPOCH_TIMES_NS: Ns = 100_000_000_000_000_000;
 
 /// Merge `inputs` into one trace (one input is returned as it is).
-// One pass per input over every part of a trace: splitting it would pass the maps around.
-#[allow(clippy::too_many_lines)]
 pub fn merge(inputs: Vec<Trace>) -> Trace {
     if inputs.len() <= 1 {
         return inputs.into_iter().next().unwrap_or_default();
@@ -44,145 +43,239 @@ pub fn merge(inputs: Vec<Trace>) -> Trace {
     let mut hosts: Vec<String> = order.iter().map(|(_, t)| t.meta.hostname.clone()).collect();
     hosts.sort();
     hosts.dedup();
-    let show_host = hosts.len() > 1;
+    let mut m = Merged::new(source, hosts.len() > 1);
+    for (i, ((rank, t), (offset, aligned))) in order.into_iter().zip(offsets.into_iter().zip(aligned)).enumerate() {
+        m.add(Input { i: i as u32, rank, offset, aligned }, t);
+    }
+    m.finish(hosts, note)
+}
 
-    let mut out = Trace { strings: Strings::new(), ..Trace::default() };
-    let mut taken: HashSet<u32> = HashSet::new();
-    let mut versions: Vec<String> = Vec::new();
-    let mut schemas: Vec<String> = Vec::new();
-    let mut paths: Vec<String> = Vec::new();
-    for (i, ((rank, t), offset)) in order.into_iter().zip(offsets).enumerate() {
-        let i = i as u32;
-        let ids: Vec<StrId> = t.strings.iter().map(|(_, s)| out.strings.intern(s)).collect();
-        let id = |s: StrId| ids.get(s as usize).copied().unwrap_or(0);
-        let mut pid_map: HashMap<u32, u32> = HashMap::new();
-        let mut pids_of = |pid: u32, taken: &mut HashSet<u32>| -> u32 {
-            *pid_map.entry(pid).or_insert_with(|| {
-                let p = if taken.contains(&pid) { (i << 24) | (pid & 0xFF_FFFF) } else { pid };
-                taken.insert(p);
-                p
-            })
-        };
-        let dev = |d: u32| i * DEVICES_PER_INPUT + d % DEVICES_PER_INPUT;
-        let prefix = if show_host && !t.meta.hostname.is_empty() {
-            format!("rank {rank} @ {} · ", t.meta.hostname)
-        } else {
-            format!("rank {rank} · ")
-        };
-        // Pids in the order of the export's processes, then any other lane's.
+/// Where one input goes: its position in rank order, its rank, its time offset and how
+/// it was aligned.
+#[derive(Clone, Copy)]
+struct Input {
+    i: u32,
+    rank: u32,
+    offset: Ns,
+    aligned: Alignment,
+}
+
+/// The merged trace being built, and what it gathers from every input.
+struct Merged {
+    out: Trace,
+    // Pids of the merged trace given out so far.
+    taken: HashSet<u32>,
+    versions: Vec<String>,
+    schemas: Vec<String>,
+    paths: Vec<String>,
+    source: &'static str,
+    show_host: bool,
+}
+
+/// How one input's ids become the merged trace's: string ids, pids and devices.
+struct Remap {
+    i: u32,
+    ids: Vec<StrId>,
+    pids: HashMap<u32, u32>,
+}
+
+impl Remap {
+    // The input's strings interned into the merged table; its processes' pids, then any
+    // other lane's, given out in that order.
+    fn new(i: u32, t: &Trace, strings: &mut Strings, taken: &mut HashSet<u32>) -> Self {
+        let ids = t.strings.iter().map(|(_, s)| strings.intern(s)).collect();
+        let mut map = Self { i, ids, pids: HashMap::new() };
         for p in t.processes.iter().map(|p| p.pid).chain(t.lanes.iter().map(|l| l.pid)) {
-            pids_of(p, &mut taken);
+            map.pid(p, taken);
         }
-        let mut r = Rank {
-            rank,
-            rank_source: source.to_string(),
+        map
+    }
+
+    fn id(&self, s: StrId) -> StrId {
+        self.ids.get(s as usize).copied().unwrap_or(0)
+    }
+
+    // A pid as it is, unless an earlier input already has it.
+    fn pid(&mut self, pid: u32, taken: &mut HashSet<u32>) -> u32 {
+        let i = self.i;
+        *self.pids.entry(pid).or_insert_with(|| {
+            let p = if taken.contains(&pid) { (i << 24) | (pid & 0xFF_FFFF) } else { pid };
+            taken.insert(p);
+            p
+        })
+    }
+
+    fn dev(&self, d: u32) -> u32 {
+        self.i * DEVICES_PER_INPUT + d % DEVICES_PER_INPUT
+    }
+
+    // The merged pids of the input, sorted.
+    fn pids(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = self.pids.values().copied().collect();
+        pids.sort_unstable();
+        pids
+    }
+}
+
+impl Merged {
+    fn new(source: &'static str, show_host: bool) -> Self {
+        Self {
+            out: Trace { strings: Strings::new(), ..Trace::default() },
+            taken: HashSet::new(),
+            versions: Vec::new(),
+            schemas: Vec::new(),
+            paths: Vec::new(),
+            source,
+            show_host,
+        }
+    }
+
+    // One input, every part of it renumbered and shifted.
+    fn add(&mut self, at: Input, t: Trace) {
+        let mut map = Remap::new(at.i, &t, &mut self.out.strings, &mut self.taken);
+        let mut rank = self.rank(&at, &t, &map);
+        let prefix = if self.show_host && !t.meta.hostname.is_empty() {
+            format!("rank {} @ {} · ", at.rank, t.meta.hostname)
+        } else {
+            format!("rank {} · ", at.rank)
+        };
+        let Trace { meta, gpus, processes, threads, lanes, syncs, host, .. } = t;
+        self.add_lanes(lanes, syncs, &mut map, at.offset);
+        self.add_who(gpus, processes, threads, &prefix, &mut map);
+        self.add_host(host, &mut map);
+        rank.pids = map.pids();
+        self.add_meta(meta);
+        self.out.ranks.push(rank);
+    }
+
+    // The input's entry in `Trace::ranks` (its pids are filled in once all are given out).
+    fn rank(&self, at: &Input, t: &Trace, map: &Remap) -> Rank {
+        Rank {
+            rank: at.rank,
+            rank_source: self.source.to_string(),
             host: t.meta.hostname.clone(),
             path: t.meta.path.clone(),
             nsys_version: t.meta.nsys_version.clone(),
             session_start_utc_ns: t.meta.utc_epoch_ns,
-            offset_ns: offset,
-            aligned_on: Some(aligned[i as usize]),
-            start_ns: t.meta.start_ns + offset,
-            end_ns: t.meta.end_ns + offset,
+            offset_ns: at.offset,
+            aligned_on: Some(at.aligned),
+            start_ns: t.meta.start_ns + at.offset,
+            end_ns: t.meta.end_ns + at.offset,
             pids: Vec::new(),
-            devices: t.devices().into_iter().map(|d| (dev(d), d)).collect(),
-        };
-        for mut l in t.lanes {
-            l.pid = pids_of(l.pid, &mut taken);
-            l.kind = match l.kind {
-                LaneKind::Kernels { device, stream } => LaneKind::Kernels { device: dev(device), stream },
-                LaneKind::Graphs { device, stream } => LaneKind::Graphs { device: dev(device), stream },
-                LaneKind::Memory { device, stream, class } => LaneKind::Memory { device: dev(device), stream, class },
-                k => k,
-            };
+            devices: t.devices().into_iter().map(|d| (map.dev(d), d)).collect(),
+        }
+    }
+
+    fn add_lanes(&mut self, lanes: Vec<Lane>, syncs: Vec<SyncRecords>, map: &mut Remap, offset: Ns) {
+        for mut l in lanes {
+            l.pid = map.pid(l.pid, &mut self.taken);
+            // Every lane shown with a GPU moves with it, its annotations too.
+            l.kind = l.kind.with_device(|d| map.dev(d));
             for n in &mut l.ev.name {
-                *n = id(*n);
+                *n = map.id(*n);
             }
-            match l.kind {
-                LaneKind::Kernels { .. } | LaneKind::Samples { .. } => {
-                    l.ev.map_aux(|a| u64::from(id(a as StrId)));
-                }
-                LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => {
-                    l.ev.map_flags(|f| if f == 0 { 0 } else { id(f) });
-                }
-                _ => {}
+            match l.kind.named_column() {
+                NamedColumn::Aux => l.ev.map_aux(|a| u64::from(map.id(a as StrId))),
+                NamedColumn::Flags => l.ev.map_flags(|f| if f == 0 { 0 } else { map.id(f) }),
+                NamedColumn::None => {}
             }
             l.ev.shift(offset);
-            out.lanes.push(l);
+            self.out.lanes.push(l);
         }
-        for mut s in t.syncs {
-            s.pid = pids_of(s.pid, &mut taken);
+        for mut s in syncs {
+            s.pid = map.pid(s.pid, &mut self.taken);
             for n in &mut s.ev.name {
-                *n = id(*n);
+                *n = map.id(*n);
             }
-            s.ev.map_aux(|a| (u64::from(dev((a >> 32) as u32)) << 32) | (a & 0xFFFF_FFFF));
+            // aux: device << 32 | stream.
+            s.ev.map_aux(|a| (u64::from(map.dev((a >> 32) as u32)) << 32) | (a & 0xFFFF_FFFF));
             s.ev.shift(offset);
-            out.syncs.push(s);
+            self.out.syncs.push(s);
         }
-        for mut g in t.gpus {
-            g.device = dev(g.device);
-            out.gpus.push(g);
+    }
+
+    // GPUs, processes and threads, named with the rank's `prefix`.
+    fn add_who(
+        &mut self,
+        gpus: Vec<Gpu>,
+        processes: Vec<Process>,
+        threads: Vec<Thread>,
+        prefix: &str,
+        map: &mut Remap,
+    ) {
+        for mut g in gpus {
+            g.device = map.dev(g.device);
+            self.out.gpus.push(g);
         }
-        for mut p in t.processes {
-            p.pid = pids_of(p.pid, &mut taken);
+        for mut p in processes {
+            p.pid = map.pid(p.pid, &mut self.taken);
             p.name = format!("{prefix}{}", p.name);
-            out.processes.push(p);
+            self.out.processes.push(p);
         }
-        for mut th in t.threads {
-            th.pid = pids_of(th.pid, &mut taken);
+        for mut th in threads {
+            th.pid = map.pid(th.pid, &mut self.taken);
             if !th.name.is_empty() {
                 th.name = format!("{prefix}{}", th.name);
             }
-            out.threads.push(th);
+            self.out.threads.push(th);
         }
-        let h = t.host;
-        out.host.cpus.extend(h.cpus);
-        out.host.cpu_cores = out.host.cpu_cores.max(h.cpu_cores);
-        out.host.samples += h.samples;
-        out.host.switches += h.switches;
-        out.host.osrt_calls += h.osrt_calls;
-        out.host.sampled_threads.extend(h.sampled_threads.into_iter().map(|mut s| {
-            s.pid = pids_of(s.pid, &mut taken);
-            s
-        }));
-        out.host.tables.osrt |= h.tables.osrt;
-        out.host.tables.sched |= h.tables.sched;
-        out.host.tables.samples |= h.tables.samples;
-        out.host.has_python |= h.has_python;
-        out.host.python_samples += h.python_samples;
-        let mut pids: Vec<u32> = pid_map.values().copied().collect();
-        pids.sort_unstable();
-        r.pids = pids;
-        let m = t.meta;
-        for (v, all) in [(m.nsys_version, &mut versions), (m.schema_version, &mut schemas), (m.path, &mut paths)] {
+    }
+
+    fn add_host(&mut self, h: HostData, map: &mut Remap) {
+        let out = &mut self.out.host;
+        out.cpus.extend(h.cpus);
+        out.cpu_cores = out.cpu_cores.max(h.cpu_cores);
+        out.samples += h.samples;
+        out.switches += h.switches;
+        out.osrt_calls += h.osrt_calls;
+        for mut s in h.sampled_threads {
+            s.pid = map.pid(s.pid, &mut self.taken);
+            out.sampled_threads.push(s);
+        }
+        out.tables.osrt |= h.tables.osrt;
+        out.tables.sched |= h.tables.sched;
+        out.tables.samples |= h.tables.samples;
+        out.has_python |= h.has_python;
+        out.python_samples += h.python_samples;
+    }
+
+    fn add_meta(&mut self, m: Meta) {
+        for (v, all) in
+            [(m.nsys_version, &mut self.versions), (m.schema_version, &mut self.schemas), (m.path, &mut self.paths)]
+        {
             if !all.contains(&v) {
                 all.push(v);
             }
         }
-        out.meta.tables.extend(m.tables);
-        out.meta.file_bytes += m.file_bytes;
-        out.meta.outliers.0 += m.outliers.0;
-        out.meta.outliers.1 = out.meta.outliers.1.take().or(m.outliers.1);
-        out.meta.unreadable_events += m.unreadable_events;
-        out.ranks.push(r);
+        let out = &mut self.out.meta;
+        out.tables.extend(m.tables);
+        out.file_bytes += m.file_bytes;
+        out.outliers.0 += m.outliers.0;
+        out.outliers.1 = out.outliers.1.take().or(m.outliers.1);
+        out.unreadable_events += m.unreadable_events;
     }
-    out.host.cpus.sort_unstable();
-    out.host.cpus.dedup();
-    out.gpus.sort_by_key(|g| g.device);
-    out.processes.sort_by_key(|p| p.pid);
-    out.threads.sort_by_key(|t| (t.pid, t.tid));
-    let m = &mut out.meta;
-    m.path = paths.join(", ");
-    m.nsys_version = versions.join(", ");
-    m.schema_version = schemas.join(", ");
-    m.utc_epoch_ns = out.ranks.iter().map(|r| r.session_start_utc_ns).filter(|&s| s > 0).min().unwrap_or(0);
-    m.align_note = note;
-    m.hostname = hosts.into_iter().filter(|h| !h.is_empty()).collect::<Vec<_>>().join(", ");
-    let (start, end) = super::extent(&out.lanes);
-    out.meta.start_ns = start;
-    out.meta.end_ns = end;
-    super::order_lanes(&mut out);
-    out
+
+    // Sorted lists, joined labels, the common extent and the display order.
+    fn finish(self, hosts: Vec<String>, note: Option<String>) -> Trace {
+        let mut out = self.out;
+        out.host.cpus.sort_unstable();
+        out.host.cpus.dedup();
+        out.gpus.sort_by_key(|g| g.device);
+        out.processes.sort_by_key(|p| p.pid);
+        out.threads.sort_by_key(|t| (t.pid, t.tid));
+        let m = &mut out.meta;
+        m.path = self.paths.join(", ");
+        m.nsys_version = self.versions.join(", ");
+        m.schema_version = self.schemas.join(", ");
+        m.utc_epoch_ns = out.ranks.iter().map(|r| r.session_start_utc_ns).filter(|&s| s > 0).min().unwrap_or(0);
+        m.align_note = note;
+        m.hostname = hosts.into_iter().filter(|h| !h.is_empty()).collect::<Vec<_>>().join(", ");
+        let (start, end) = super::extent(&out.lanes);
+        out.meta.start_ns = start;
+        out.meta.end_ns = end;
+        super::order_lanes(&mut out);
+        out
+    }
 }
 
 // Each input's rank (in input order) and where the ranks come from.

@@ -2,12 +2,20 @@
 //! traces ([`kineto`]) into the in-memory [`Trace`]; the format is told by content.
 //!
 //! Every table and column is optional: the schema is probed first and only what
-//! exists is selected. Tables are read on up to three threads (CUDA API calls; host
-//! scheduling data; the rest), names are resolved once.
+//! exists is selected. Tables are read on up to four threads (CUDA API calls; host
+//! scheduling data; GPU metrics; the rest), names are resolved once.
+
+// A `_` arm over one of our enums hides the variant added next (it is how annotations
+// once stayed on the wrong GPU): name the variants, or allow it with a reason.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod counters;
 mod host;
 pub mod inputs;
+// Its three `_` arms (a thread id that is no number, memsets after kernels and copies,
+// a JSON value of another type) are being rewritten with the reader's speed-up (issue
+// 19); they state their own reasons there.
+#[allow(clippy::wildcard_enum_match_arm, reason = "kineto's arms are revisited by its rewrite")]
 pub mod kineto;
 pub mod merge;
 mod nvtx;
@@ -90,7 +98,8 @@ pub fn queries(path: &Path) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let schema = Schema::probe(&open::connect(path)?)?;
-    let tables = EVENT_TABLES.iter().filter_map(|t| tables::select(&schema, t));
+    // Host scheduling tables are host.rs's, the others tables.rs's: neither calls the other.
+    let tables = EVENT_TABLES.iter().filter_map(|t| host::select(&schema, t).or_else(|| tables::select(&schema, t)));
     Ok(schema.has("StringIds").then(|| tables::STRING_IDS.to_string()).into_iter().chain(tables).collect())
 }
 

@@ -57,6 +57,10 @@ pub fn is_report(path: &Path) -> bool {
 /// The SQLite export of the report at `path`: a valid cached one, else a fresh export
 /// made with nsys (one progress line on stderr). Errors say how to export by hand.
 pub fn export(path: &Path) -> Result<PathBuf> {
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "`io::ErrorKind` is non-exhaustive: every error but a missing file reads as unreadable"
+    )]
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow::anyhow!("no such file"),
         _ => anyhow::anyhow!("cannot read file ({e})"),

@@ -12,8 +12,8 @@ use rusqlite::types::ValueRef;
 use super::schema::Schema;
 use super::{OPEN_END, Progress};
 use crate::model::{
-    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, OSRT_GIL, Process, StrId, Strings,
-    SyncRecords, TableStat, Thread, decode_global_tid, strip_api_version,
+    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, NamedColumn, OSRT_GIL, Process, StrId,
+    Strings, SyncRecords, TableStat, Thread, decode_global_tid, strip_api_version,
 };
 
 // A raw name reference: a StringIds id, or LOCAL | index into `Partial::local_names`.
@@ -185,28 +185,24 @@ impl Names {
         for n in &mut ev.name {
             *n = self.intern_ref(*n, local, is_api);
         }
-        match kind {
-            LaneKind::Kernels { .. } | LaneKind::Samples { .. } => {
-                ev.map_aux(|a| u64::from(self.intern_ref(a as u32, local, false)));
-            }
-            LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::NvtxMarks { .. } => {
-                ev.map_flags(|f| if f == 0 { 0 } else { self.intern_ref(f, local, false) });
-            }
-            LaneKind::CudaApi { .. } => {
-                // Kinds by name id, looked up once per name: a table, not a hash per call.
-                let (strings, api_kind) = (&self.strings, &mut self.api_kind);
-                let mut kinds: Vec<Option<ApiKind>> = Vec::new();
-                ev.map_flags_named(|n, f| {
-                    let i = n as usize;
-                    if i >= kinds.len() {
-                        kinds.resize(i + 1, None);
-                    }
-                    let k = *kinds[i]
-                        .get_or_insert_with(|| *api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n))));
-                    f | k as u32
-                });
-            }
-            _ => {}
+        match kind.named_column() {
+            NamedColumn::Aux => ev.map_aux(|a| u64::from(self.intern_ref(a as u32, local, false))),
+            NamedColumn::Flags => ev.map_flags(|f| if f == 0 { 0 } else { self.intern_ref(f, local, false) }),
+            NamedColumn::None => {}
+        }
+        if is_api {
+            // Kinds by name id, looked up once per name: a table, not a hash per call.
+            let (strings, api_kind) = (&self.strings, &mut self.api_kind);
+            let mut kinds: Vec<Option<ApiKind>> = Vec::new();
+            ev.map_flags_named(|n, f| {
+                let i = n as usize;
+                if i >= kinds.len() {
+                    kinds.resize(i + 1, None);
+                }
+                let k = *kinds[i]
+                    .get_or_insert_with(|| *api_kind.entry(n).or_insert_with(|| ApiKind::classify(strings.get(n))));
+                f | k as u32
+            });
         }
     }
 
@@ -246,6 +242,7 @@ pub fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
 }
 
 // A `StringIds` id: an integer below the loader-made names' range.
+#[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
 fn string_id(v: ValueRef<'_>) -> Option<u32> {
     match v {
         ValueRef::Integer(i) => u32::try_from(i).ok().filter(|&i| i & LOCAL == 0),
@@ -254,6 +251,7 @@ fn string_id(v: ValueRef<'_>) -> Option<u32> {
 }
 
 /// Text of a column value, if it is text.
+#[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
 pub fn text(v: ValueRef<'_>) -> Option<&str> {
     match v {
         ValueRef::Text(t) => std::str::from_utf8(t).ok(),
@@ -262,6 +260,7 @@ pub fn text(v: ValueRef<'_>) -> Option<&str> {
 }
 
 /// Integer of a column value, if it is numeric.
+#[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
 pub fn int(v: ValueRef<'_>) -> Option<i64> {
     match v {
         ValueRef::Integer(i) => Some(i),
@@ -374,7 +373,8 @@ pub fn scan(
 }
 
 /// The `SELECT` the reader runs on event table `table` of this export (columns it
-/// lacks read as NULL), or None when the table is absent. `bench` times the same text.
+/// lacks read as NULL), or None when the table is absent or not one of this file's
+/// (`host::select` has the scheduling tables).
 pub fn select(schema: &Schema, table: &str) -> Option<String> {
     const GPU: [&str; 4] = ["deviceId", "streamId", "correlationId", "globalPid"];
     let extra: &[&str] = match table {
@@ -386,7 +386,6 @@ pub fn select(schema: &Schema, table: &str) -> Option<String> {
         "CUPTI_ACTIVITY_KIND_RUNTIME" => &["eventClass", "globalTid", "correlationId", "nameId"],
         "NVTX_EVENTS" => &["eventType", "globalTid", "text", "textId", "domainId"],
         "OSRT_API" | "PROFILER_OVERHEAD" => &["globalTid", "nameId"],
-        "SCHED_EVENTS" | "COMPOSITE_EVENTS" => return super::host::select(schema, table),
         _ => return None,
     };
     let gpu: &[&str] =
@@ -721,7 +720,7 @@ pub fn read_who(
 
 fn read_gpus(conn: &Connection, schema: &Schema, lanes: &[Lane]) -> Result<Vec<Gpu>> {
     const T: &str = "TARGET_INFO_GPU";
-    let mut used: Vec<u32> = lanes.iter().filter_map(|l| l.kind.device()).collect();
+    let mut used: Vec<u32> = lanes.iter().filter_map(|l| l.kind.shown_with_gpu()).collect();
     used.sort_unstable();
     used.dedup();
     let mut gpus: Vec<Gpu> = Vec::new();

@@ -163,7 +163,7 @@ impl App {
 
     // Open the panel `action` names, or close it when it is the one open.
     fn toggle_panel(&mut self, action: Action) {
-        let Some(new) = Panel::for_action(action, self) else { return };
+        let Some(new) = Panel::for_action(action, &self.panel_context()) else { return };
         let same = self.panel.as_ref().is_some_and(|p| p.same_kind(&new));
         self.panel = if same { None } else { Some(new) };
     }
@@ -187,12 +187,12 @@ impl App {
     // List keys go to the help when it is open, else to the open panel.
     fn list_action(&mut self, action: Action) {
         if let Some(mut h) = self.help.take() {
-            h.on_action(action, self);
+            h.on_action(action, &self.panel_context());
             self.help = Some(h);
             return;
         }
         if let Some(mut p) = self.panel.take() {
-            let effect = p.on_action(action, self);
+            let effect = p.on_action(action, &self.panel_context());
             self.panel = Some(p);
             self.run_effect(effect);
         }
@@ -288,7 +288,7 @@ impl App {
         };
         let lane = &self.trace.lanes[r.lane as usize];
         let corr = lane.ev.corr(r.idx as usize);
-        let target = if lane.kind.is_gpu() {
+        let target = if lane.kind.is_gpu_work() {
             self.analysis.lookups.api_call_at(&self.trace, lane.pid, corr)
         } else if matches!(lane.kind, LaneKind::CudaApi { .. }) {
             self.analysis.lookups.gpu_op_at(&self.trace, lane.pid, corr)
@@ -298,7 +298,9 @@ impl App {
         };
         match target {
             Some(t) => self.show_event(t, true),
-            None if lane.kind.is_gpu() => self.message = Some("no API call recorded for this operation".to_string()),
+            None if lane.kind.is_gpu_work() => {
+                self.message = Some("no API call recorded for this operation".to_string());
+            }
             None => self.message = Some("this call launched no GPU operation".to_string()),
         }
     }

@@ -16,7 +16,7 @@ use crate::model::{EventRef, Ns, Trace};
 use super::index::{CellInfo, Index, UnionDir};
 use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
-use super::panels::{Details, Help, Panel, Search, details};
+use super::panels::{Context, Details, Help, Panel, Search, details};
 use super::rows::{self, GroupKind, LaneList};
 use super::theme::Theme;
 use super::viewport::{View, Viewport};
@@ -346,6 +346,20 @@ impl App {
         self.panel.as_ref().map_or(PanelShape::None, Panel::shape)
     }
 
+    /// The app as panels see it.
+    pub(crate) fn panel_context(&self) -> Context<'_> {
+        Context {
+            analysis: &self.analysis,
+            gaps: &self.gaps,
+            threshold: self.threshold(),
+            selected_gap: if let Some(Selection::Gap(i)) = self.selection { Some(i) } else { None },
+            details: self.details.as_ref(),
+            time_base: self.time_base,
+            theme: self.theme,
+            help_inner: self.areas().help_inner(),
+        }
+    }
+
     /// Time `t` as every screen shows it: since the first event of the trace, like
     /// `lanescope report`, or in the two-run view since the aligned step's start.
     pub(crate) fn rel(&self, t: Ns) -> Ns {
@@ -535,7 +549,7 @@ impl App {
             self.select(keep.map(Selection::Gap));
         }
         if let Some(mut p) = self.panel.take() {
-            p.gaps_changed(self);
+            p.gaps_changed(&self.panel_context());
             self.panel = Some(p);
         }
     }

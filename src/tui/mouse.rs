@@ -52,8 +52,8 @@ impl App {
     fn mouse_help(&mut self, ev: MouseEvent, r: Rect) -> bool {
         let Some(mut h) = self.help else { return false };
         match ev.kind {
-            MouseEventKind::ScrollDown => h.scroll_by(WHEEL_LINES as isize, self),
-            MouseEventKind::ScrollUp => h.scroll_by(-(WHEEL_LINES as isize), self),
+            MouseEventKind::ScrollDown => h.scroll_by(WHEEL_LINES as isize, &self.panel_context()),
+            MouseEventKind::ScrollUp => h.scroll_by(-(WHEEL_LINES as isize), &self.panel_context()),
             MouseEventKind::Down(MouseButton::Left) if !inside(r, ev.column, ev.row) => {
                 self.help = None;
                 return true;
@@ -69,7 +69,7 @@ impl App {
         match ev.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 let Some(mut p) = self.panel.take() else { return false };
-                let effect = p.on_click(r, ev.row, self);
+                let effect = p.on_click(r, ev.row, &self.panel_context());
                 self.panel = Some(p);
                 self.run_effect(effect);
             }

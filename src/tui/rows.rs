@@ -1,6 +1,8 @@
 //! Lane groups (one per GPU, one per CPU thread), the rows they show, and the
 //! [`LaneList`]: order, focus, collapse, pins and scroll of the lane area.
 
+use itertools::Itertools;
+
 use crate::model::{LaneKind, Trace};
 
 use super::text;
@@ -53,19 +55,34 @@ pub enum Row {
 /// one group, collapsed; so do threads with only scheduling data (on-CPU intervals,
 /// CPU samples).
 pub fn groups(trace: &Trace) -> Vec<Group> {
-    let mut out: Vec<Group> = trace
+    let mut out = gpu_groups(trace);
+    out.extend(thread_groups(trace, ranked_threads(trace)));
+    out
+}
+
+// One group per GPU, by device, holding every lane shown with it.
+fn gpu_groups(trace: &Trace) -> Vec<Group> {
+    trace
         .devices()
         .into_iter()
         .map(|d| Group {
             kind: GroupKind::Gpu(d),
             title: text::clean(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
             lanes: (0..trace.lanes.len() as u32)
-                .filter(|&i| trace.lanes[i as usize].kind.device() == Some(d))
+                .filter(|&i| trace.lanes[i as usize].kind.shown_with_gpu() == Some(d))
                 .collect(),
             collapsed: false,
         })
-        .collect();
-    let mut threads: Vec<((u32, u8, u32), Vec<u32>)> = Vec::new();
+        .collect()
+}
+
+/// A thread's lanes, keyed by (pid, rank, tid): rank 0 for a main thread, 1 for a thread
+/// with CUDA or NVTX activity, 2 for the rest (folded into one group).
+type RankedThread = ((u32, u8, u32), Vec<u32>);
+
+// Every thread with lanes, in display order.
+fn ranked_threads(trace: &Trace) -> Vec<RankedThread> {
+    let mut threads: Vec<RankedThread> = Vec::new();
     for (i, lane) in trace.lanes.iter().enumerate() {
         let Some(tid) = lane.kind.tid() else { continue };
         let pid = lane.pid;
@@ -89,11 +106,13 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
         };
     }
     threads.sort_by_key(|(k, _)| *k);
-    let processes = {
-        let mut p: Vec<u32> = threads.iter().map(|((pid, _, _), _)| *pid).collect();
-        p.dedup();
-        p.len()
-    };
+    threads
+}
+
+// The thread groups, each process's CPU row before its first thread, and the folded rest.
+fn thread_groups(trace: &Trace, threads: Vec<RankedThread>) -> Vec<Group> {
+    let processes = threads.iter().map(|((pid, _, _), _)| *pid).dedup().count();
+    let mut out = Vec::new();
     let mut others = Vec::new();
     let mut last_pid = None;
     for ((pid, rank, tid), lanes) in threads {
@@ -101,16 +120,9 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
             others.extend(lanes);
             continue;
         }
-        // Before a process's first thread: its CPU row, when the trace has its switches.
         if last_pid != Some(pid) && trace.lanes.iter().any(|l| l.pid == pid && matches!(l.kind, LaneKind::OnCpu { .. }))
         {
-            let name = text::clean(trace.process_name(pid)).into_owned();
-            out.push(Group {
-                kind: GroupKind::Cpus { pid },
-                title: format!("CPUs {name} {pid}"),
-                lanes: Vec::new(),
-                collapsed: false,
-            });
+            out.push(cpu_group(trace, pid));
         }
         last_pid = Some(pid);
         // Several ranks: each rank's threads start folded, its GPUs open.
@@ -130,6 +142,12 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
         });
     }
     out
+}
+
+// The CPU row of process `pid` (the trace has its switches).
+fn cpu_group(trace: &Trace, pid: u32) -> Group {
+    let name = text::clean(trace.process_name(pid)).into_owned();
+    Group { kind: GroupKind::Cpus { pid }, title: format!("CPUs {name} {pid}"), lanes: Vec::new(), collapsed: false }
 }
 
 fn thread_title(trace: &Trace, pid: u32, tid: u32, many_processes: bool) -> String {

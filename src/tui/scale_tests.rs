@@ -88,7 +88,7 @@ fn correlation_index_equals_the_linear_scans() {
         let t = load(name);
         let ix = Lookups::build(&t);
         let mut checked = 0;
-        for lane in t.lanes.iter().filter(|l| l.kind.is_gpu() || matches!(l.kind, LaneKind::CudaApi { .. })) {
+        for lane in t.lanes.iter().filter(|l| l.kind.is_gpu_work() || matches!(l.kind, LaneKind::CudaApi { .. })) {
             for i in 0..lane.ev.len() {
                 let c = lane.ev.corr(i);
                 for pid in [lane.pid, lane.pid + 1] {
@@ -120,7 +120,7 @@ fn correlation_index_follows_sql_correlation_joins() {
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
         assert!(!rows.is_empty(), "{name}: kernels with launches");
         let pids: Vec<u32> = {
-            let mut v: Vec<u32> = t.lanes.iter().filter(|l| l.kind.is_gpu()).map(|l| l.pid).collect();
+            let mut v: Vec<u32> = t.lanes.iter().filter(|l| l.kind.is_gpu_work()).map(|l| l.pid).collect();
             v.sort_unstable();
             v.dedup();
             v

@@ -23,7 +23,7 @@ fn mutate(p: &Path, sql: &str) {
 }
 
 fn events(t: &lanescope::Trace, gpu: bool) -> usize {
-    t.lanes.iter().filter(|l| l.kind.device().is_some() == gpu).map(|l| l.ev.len()).sum()
+    t.lanes.iter().filter(|l| l.kind.shown_with_gpu().is_some() == gpu).map(|l| l.ev.len()).sum()
 }
 
 #[test]

@@ -261,7 +261,7 @@ fn launches_link_to_gpu_ops_as_the_ac2g_flows_say() {
         for c in gpu {
             let op = t.gpu_op_for(host_pid, c as u32).unwrap_or_else(|| panic!("{f}: no GPU op for {c}"));
             let call = t.api_call_for(host_pid, c as u32).unwrap();
-            assert!(t.lanes[op.lane as usize].kind.is_gpu());
+            assert!(t.lanes[op.lane as usize].kind.is_gpu_work());
             let lane = &t.lanes[call.lane as usize];
             let kind = ApiKind::from_flags(lane.ev.flags(call.idx as usize));
             assert_ne!(kind, ApiKind::Sync, "{f}: {c}");
@@ -409,5 +409,55 @@ fn gpu_annotations_are_drawn_but_never_gpu_work() {
         let a = lanescope::analyze(&t, &lanescope::Options::default());
         let got: i64 = a.devices.iter().map(|d| d.busy.total()).sum();
         assert_eq!(got, busy, "{f}");
+    }
+}
+
+#[test]
+fn merged_ranks_keep_every_gpu_lane_under_its_own_rank() {
+    // Each file's GPU events (kernels, copies, memsets, and the `gpu_user_annotation`
+    // ranges shown with the GPU) come out under a device of that file's rank, with the
+    // device the JSON gives (`args.device`, else the pid of the GPU's pseudo-process) and
+    // their times shifted by the rank's offset.
+    let files = [fixture("rank0.json.gz"), fixture("rank1.json.gz")];
+    let t = lanescope::load(&lanescope::group_inputs(&files)).unwrap();
+    assert_eq!(t.ranks.len(), 2);
+    let gpu = ["kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"];
+    for r in &t.ranks {
+        let name = Path::new(&r.path).file_name().unwrap().to_str().unwrap().trim_end_matches(".json.gz");
+        let top = parse(name);
+        let device = |e: &Ev| e.args.get("device").and_then(Value::as_u64).or(e.pid.as_ref().and_then(Value::as_u64));
+        let mut want: Vec<(&str, u32, i64, i64, String)> = top
+            .events
+            .iter()
+            .filter_map(|e| {
+                let cat = gpu.into_iter().find(|c| e.x(c))?;
+                let (s, end) = e.span();
+                let d = device(e).unwrap() as u32;
+                Some((cat, d, s + r.offset_ns, end + r.offset_ns, e.name.clone().unwrap_or_default()))
+            })
+            .collect();
+        want.sort();
+        let mut got: Vec<(&str, u32, i64, i64, String)> = Vec::new();
+        for l in &t.lanes {
+            let (cat, merged) = match l.kind {
+                LaneKind::Kernels { device, .. } => ("kernel", device),
+                LaneKind::Memory { device, class: MemClass::Memset, .. } => ("gpu_memset", device),
+                LaneKind::Memory { device, .. } => ("gpu_memcpy", device),
+                LaneKind::GpuRanges { device } => ("gpu_user_annotation", device),
+                _ => continue,
+            };
+            let Some(&(_, own)) = r.devices.iter().find(|(m, _)| *m == merged) else { continue };
+            got.extend(
+                (0..l.ev.len())
+                    .map(|i| (cat, own, l.ev.start[i], l.ev.end(i), t.strings.get(l.ev.name[i]).to_string())),
+            );
+        }
+        got.sort();
+        let count = |v: &[(&str, u32, i64, i64, String)], c: &str| v.iter().filter(|x| x.0 == c).count();
+        for c in gpu {
+            assert_eq!(count(&got, c), count(&want, c), "rank {}: {c} events under its GPUs", r.rank);
+        }
+        assert!(count(&want, "gpu_user_annotation") > 0, "{name} has GPU annotations");
+        assert!(got == want, "rank {}: GPU events differ from {name}'s JSON", r.rank);
     }
 }

@@ -14,6 +14,7 @@ mod host_sql;
 mod hostile;
 mod kineto;
 mod labels;
+mod layers;
 mod matrix;
 mod mcp;
 mod pictures;

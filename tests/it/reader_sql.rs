@@ -208,7 +208,7 @@ fn correlation_links_kernels_to_launches() {
         .unwrap();
     let lane = t.lanes.iter().find(|l| matches!(l.kind, LaneKind::Kernels { .. })).unwrap();
     let op = t.gpu_op_for(lane.pid, corr as u32).unwrap();
-    assert!(t.lanes[op.lane as usize].kind.is_gpu());
+    assert!(t.lanes[op.lane as usize].kind.is_gpu_work());
     let call = t.api_call_for(lane.pid, corr as u32).unwrap();
     let l = &t.lanes[call.lane as usize];
     assert_eq!(t.strings.get(l.ev.name[call.idx as usize]), lanescope::strip_api_version(&api));

@@ -650,7 +650,7 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
         .map(|(pid, tid)| Thread { pid, tid, name: b.thread_names.get(&(pid, tid)).cloned().unwrap_or_default() })
         .collect();
     let used: Vec<u32> = {
-        let mut d: Vec<u32> = lanes.iter().filter_map(|l| l.kind.device()).collect();
+        let mut d: Vec<u32> = lanes.iter().filter_map(|l| l.kind.shown_with_gpu()).collect();
         d.sort_unstable();
         d.dedup();
         d

@@ -103,7 +103,7 @@ impl DeltaTable {
     pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(Clear, area);
         let block =
-            crate::tui::render::panel_block(app, "before → after: wall per instance, steady GPU idle (P closes)");
+            crate::tui::panels::panel_block(app.theme, "before → after: wall per instance, steady GPU idle (P closes)");
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let width = usize::from(inner.width);

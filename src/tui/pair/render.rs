@@ -41,14 +41,14 @@ pub fn draw(frame: &mut Frame, pair: &Pair) {
     }
     if let Some(r) = pa.panel {
         match (&focused.panel, &pair.delta) {
-            (Some(p), _) => p.render(frame, focused, r),
+            (Some(p), _) => p.render(frame, &focused.panel_context(), r),
             (None, Some(d)) => d.render(frame, focused, r),
             (None, None) => {}
         }
     }
     status::render(frame, focused, pa.status);
     if let Some(h) = focused.help {
-        help::render(frame, focused, h, pa.help);
+        help::render(frame, &focused.panel_context(), h, pa.help);
     }
 }
 

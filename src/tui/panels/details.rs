@@ -2,7 +2,7 @@
 //! selection (never per frame), and their drawing. No keys of its own.
 
 use crate::analysis::{Analysis, Gap};
-use crate::model::{ApiKind, EventRef, LaneKind, MemClass, MemFlags, Ns, SampleFlags, Trace};
+use crate::model::{ApiKind, EventRef, LaneKind, MemClass, MemFlags, Ns, Place, SampleFlags, Trace};
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -10,9 +10,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::{Context, panel_block};
 use crate::analysis::index::Index;
-use crate::tui::app::App;
-use crate::tui::render::panel_block;
 use crate::tui::text::{self, clean};
 
 /// Title and key/value lines of the details panel.
@@ -32,10 +31,9 @@ impl Details {
 
 fn where_label(trace: &Trace, lane: u32) -> String {
     let l = &trace.lanes[lane as usize];
-    match (l.kind.device(), l.kind.tid()) {
-        (Some(d), _) => format!("{} · {}", l.title(), trace.gpu_label(d)),
-        (_, Some(tid)) => format!("{} · {}", l.title(), trace.thread_label(l.pid, tid)),
-        _ => l.title(),
+    match l.kind.place() {
+        Place::Gpu(d) => format!("{} · {}", l.title(), trace.gpu_label(d)),
+        Place::Thread(tid) => format!("{} · {}", l.title(), trace.thread_label(l.pid, tid)),
     }
 }
 
@@ -122,7 +120,7 @@ pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
 
 fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: u32, start: Ns, d: &mut Details) {
     let mut nvtx_at = None;
-    if kind.is_gpu() {
+    if kind.is_gpu_work() {
         if let Some(api) = links.api_call_at(trace, pid, corr) {
             let al = &trace.lanes[api.lane as usize];
             let j = api.idx as usize;
@@ -186,7 +184,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
             d.add("hot", format!("{} ({} samples)", list.join(", "), h.samples));
         }
     }
-    let ops = || trace.lanes.iter().filter(|l| l.kind.device() == Some(g.device));
+    let ops = || trace.lanes.iter().filter(|l| l.kind.shown_with_gpu() == Some(g.device));
     // The operation that ends the gap, and the call that launched it.
     let after = ops().filter_map(|l| {
         let i = l.ev.start.partition_point(|&s| s < g.end);
@@ -218,12 +216,12 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
     d
 }
 /// Draw the details panel.
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+pub fn render(frame: &mut Frame, app: &Context, area: Rect) {
     frame.render_widget(Clear, area);
-    let block = panel_block(app, "Details (i hides, c jumps call↔op, f fits)");
+    let block = panel_block(app.theme, "Details (i hides, c jumps call↔op, f fits)");
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some(d) = &app.details else {
+    let Some(d) = app.details else {
         let p = Paragraph::new(
             "Nothing selected. Enter selects the event under the cursor, Tab the next one, ] the next gap.",
         )

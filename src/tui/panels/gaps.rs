@@ -6,12 +6,10 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Clear, Paragraph, Row, Table, Wrap};
 
-use crate::tui::app::{App, Selection};
 use crate::tui::input::Action;
-use crate::tui::render::{panel_block, window};
 use crate::tui::text;
 
-use super::Effect;
+use super::{Context, Effect, panel_block, window};
 
 /// Column of the gap list sorted by start (1-based, as the `1`-`9` keys count).
 const START_COLUMN: u8 = 3;
@@ -29,26 +27,23 @@ pub struct GapList {
 
 impl GapList {
     /// Open on the selected gap, if any, sorted by duration.
-    pub fn open(app: &App) -> Self {
-        let sel = match app.selection {
-            Some(Selection::Gap(i)) => app.gaps.length_row(i).unwrap_or(0),
-            _ => 0,
-        };
+    pub fn open(app: &Context) -> Self {
+        let sel = app.selected_gap.and_then(|i| app.gaps.length_row(i)).unwrap_or(0);
         Self { sel, by_start: false }
     }
 
     /// Gap id at row `row` of the list's order.
-    pub fn gap_at_row(&self, app: &App, row: usize) -> Option<usize> {
+    pub fn gap_at_row(&self, app: &Context, row: usize) -> Option<usize> {
         if self.by_start { (row < app.gaps.len()).then_some(row) } else { app.gaps.by_length(row) }
     }
 
     /// Keep the highlight on a row after the gaps changed.
-    pub fn clamp(&mut self, app: &App) {
+    pub fn clamp(&mut self, app: &Context) {
         self.sel = self.sel.min(app.gaps.len().saturating_sub(1));
     }
 
     /// Handle a list action.
-    pub fn on_action(&mut self, action: Action, app: &App) -> Effect {
+    pub fn on_action(&mut self, action: Action, app: &Context) -> Effect {
         if super::list_move(&mut self.sel, app.gaps.len(), action) {
             return Effect::None;
         }
@@ -67,27 +62,27 @@ impl GapList {
     }
 
     /// A click on a row highlights it; on the highlighted row, zooms to the gap.
-    pub fn on_click(&mut self, area: Rect, y: u16, app: &App) -> Effect {
+    pub fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
         let row = super::row_at(area, y, app.gaps.len(), self.sel);
         if super::click(&mut self.sel, row) { self.on_action(Action::ListEnter, app) } else { Effect::None }
     }
 
     /// Draw the gap list.
-    pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
+    pub fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
         let Self { sel, by_start } = *self;
         frame.render_widget(Clear, area);
         let gaps = &app.gaps;
         let title = format!(
             "{} gaps ≥ {} by {} (Enter zooms, o sorts, < > threshold)",
             text::count(gaps.len() as u64),
-            text::dur(app.threshold()),
+            text::dur(app.threshold),
             if by_start { "start" } else { "duration" }
         );
-        let block = panel_block(app, &title);
+        let block = panel_block(app.theme, &title);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if gaps.is_empty() {
-            let msg = format!("No idle gap of at least {}. < halves the threshold.", text::dur(app.threshold()));
+            let msg = format!("No idle gap of at least {}. < halves the threshold.", text::dur(app.threshold));
             frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), inner);
             return;
         }

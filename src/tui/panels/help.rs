@@ -7,12 +7,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use crate::tui::app::App;
 use crate::tui::input::{self, Action, Section};
-use crate::tui::render::panel_block;
 use crate::tui::theme::glyph;
 
-fn section_lines(app: &App, s: &Section, out: &mut Vec<Line<'static>>) {
+use super::{Context, panel_block};
+
+fn section_lines(app: &Context, s: &Section, out: &mut Vec<Line<'static>>) {
     out.push(Line::from(Span::styled(s.title.to_string(), Style::new().add_modifier(Modifier::BOLD))));
     for b in s.bindings.iter().filter(|b| !b.label.is_empty()) {
         out.push(Line::from(vec![
@@ -32,7 +32,7 @@ pub struct Help {
 
 impl Help {
     /// Scroll by a list action (the help keys); true when it was one.
-    pub fn on_action(&mut self, action: Action, app: &App) -> bool {
+    pub fn on_action(&mut self, action: Action, app: &Context) -> bool {
         let delta: isize = match action {
             Action::ListUp => -1,
             Action::ListDown => 1,
@@ -45,15 +45,15 @@ impl Help {
     }
 
     /// Scroll by `delta` lines, within what the help rectangle can show.
-    pub fn scroll_by(&mut self, delta: isize, app: &App) {
-        let inner = app.areas().help_inner();
+    pub fn scroll_by(&mut self, delta: isize, app: &Context) {
+        let inner = app.help_inner;
         let max = height(app, inner.width).saturating_sub(usize::from(inner.height));
         self.scroll = (self.scroll as isize).saturating_add(delta).clamp(0, max as isize) as usize;
     }
 }
 
 /// Every help line, in one column.
-pub fn lines(app: &App) -> Vec<Line<'static>> {
+pub fn lines(app: &Context) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     for s in input::sections() {
         section_lines(app, s, &mut out);
@@ -83,7 +83,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
 }
 
 /// Lines the help shows in one column at `width` (for scrolling limits).
-pub fn height(app: &App, width: u16) -> usize {
+pub fn height(app: &Context, width: u16) -> usize {
     let all = lines(app);
     if width >= 100 { split(&all).0.max(all.len() - split(&all).0) } else { all.len() }
 }
@@ -96,9 +96,9 @@ fn split(all: &[Line]) -> (usize, usize) {
 }
 
 /// Draw the help overlay into `r` (`layout::Areas::help`).
-pub fn render(frame: &mut Frame, app: &App, help: Help, r: Rect) {
+pub fn render(frame: &mut Frame, app: &Context, help: Help, r: Rect) {
     frame.render_widget(Clear, r);
-    let block = panel_block(app, "Help: j/k scroll, ? or Esc close, q quit");
+    let block = panel_block(app.theme, "Help: j/k scroll, ? or Esc close, q quit");
     let inner = block.inner(r);
     frame.render_widget(block, r);
     let mut all = lines(app);

@@ -3,7 +3,9 @@
 //! list); help and search are overlays with their own state in [`App`].
 //!
 //! A panel answers actions with an [`Effect`] that the app carries out (zoom to a
-//! gap, show a message), so panels never hold `&mut App`.
+//! gap, show a message), so panels never hold `&mut App`. They read the app through a
+//! [`Context`] it lends them: panels sit below the app (`app.rs` holds their state) and
+//! never name it.
 //!
 //! Adding a panel: a file here (state, `open`, `on_action`, `on_click`, `render`), a
 //! variant of [`Panel`] with its arms below, and the key that opens it in the key
@@ -17,18 +19,50 @@ pub(crate) mod search;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::widgets::{Block, Borders};
 
+use crate::analysis::Analysis;
+use crate::analysis::regap::Pool;
 use crate::model::Ns;
 
-use super::app::App;
 use super::input::{Action, Mode};
 use super::layout::PanelShape;
+use super::theme::Theme;
 
 pub use details::Details;
 pub use gaps::GapList;
 pub use help::Help;
 pub use phases::PhaseTable;
 pub use search::Search;
+
+/// The app as panels see it (`App::panel_context`): what they read to open, answer keys and draw.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The analysis (phases).
+    pub analysis: &'a Analysis,
+    /// Gaps at the current threshold.
+    pub gaps: &'a Pool,
+    /// The gap threshold.
+    pub threshold: Ns,
+    /// The selected gap, when the selection is a gap.
+    pub selected_gap: Option<usize>,
+    /// Facts about the selection, when something is selected.
+    pub details: Option<&'a Details>,
+    /// Where displayed times count from ([`Context::rel`]).
+    pub time_base: Ns,
+    /// Colours.
+    pub theme: Theme,
+    /// The inside of the help overlay's rectangle.
+    pub help_inner: Rect,
+}
+
+impl Context<'_> {
+    /// Time `t` as every screen shows it (`App::rel`).
+    pub fn rel(&self, t: Ns) -> Ns {
+        t.saturating_sub(self.time_base)
+    }
+}
 
 /// The slide-in panel that is open.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +88,7 @@ pub enum Effect {
 
 impl Panel {
     /// The panel `action` opens, if it opens one.
-    pub fn for_action(action: Action, app: &App) -> Option<Self> {
+    pub fn for_action(action: Action, app: &Context) -> Option<Self> {
         match action {
             Action::Details => Some(Panel::Details),
             Action::Phases => Some(Panel::Phases(PhaseTable::open(app))),
@@ -85,7 +119,7 @@ impl Panel {
     }
 
     /// Handle an action of its mode.
-    pub fn on_action(&mut self, action: Action, app: &App) -> Effect {
+    pub fn on_action(&mut self, action: Action, app: &Context) -> Effect {
         match self {
             Panel::Details => Effect::None,
             Panel::Phases(p) => p.on_action(action, app),
@@ -94,7 +128,7 @@ impl Panel {
     }
 
     /// Handle a click at row `y` of the screen, inside the panel's `area`.
-    pub fn on_click(&mut self, area: Rect, y: u16, app: &App) -> Effect {
+    pub fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
         match self {
             Panel::Details => Effect::None,
             Panel::Phases(p) => p.on_click(area, y, app),
@@ -103,14 +137,14 @@ impl Panel {
     }
 
     /// Keep the state valid after the gaps changed (new threshold).
-    pub fn gaps_changed(&mut self, app: &App) {
+    pub fn gaps_changed(&mut self, app: &Context) {
         if let Panel::Gaps(g) = self {
             g.clamp(app);
         }
     }
 
     /// Draw it into `area`.
-    pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
+    pub fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
         match self {
             Panel::Details => details::render(frame, app, area),
             Panel::Phases(p) => p.render(frame, app, area),
@@ -142,7 +176,7 @@ pub(crate) fn row_at(area: Rect, y: u16, n: usize, sel: usize) -> Option<usize> 
     if y < first || usize::from(y - first) >= h {
         return None;
     }
-    let row = super::render::window(n, h, sel).start + usize::from(y - first);
+    let row = window(n, h, sel).start + usize::from(y - first);
     (row < n).then_some(row)
 }
 
@@ -156,4 +190,22 @@ pub(crate) fn click(sel: &mut usize, row: Option<usize>) -> bool {
         }
         None => false,
     }
+}
+
+/// A bordered panel block with a title.
+pub(crate) fn panel_block(theme: Theme, title: &str) -> Block<'static> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border())
+        .title(format!(" {title} "))
+        .title_style(Style::new().add_modifier(Modifier::BOLD))
+}
+
+/// Window of `n` rows of height `h` that keeps `sel` visible, roughly centred.
+pub(crate) fn window(n: usize, h: usize, sel: usize) -> std::ops::Range<usize> {
+    if n <= h {
+        return 0..n;
+    }
+    let start = sel.saturating_sub(h / 2).min(n - h);
+    start..start + h
 }

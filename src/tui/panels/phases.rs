@@ -9,12 +9,10 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Clear, Paragraph, Row, Table, Wrap};
 
 use crate::analysis::Phase;
-use crate::tui::app::App;
 use crate::tui::input::Action;
-use crate::tui::render::{panel_block, window};
 use crate::tui::text;
 
-use super::Effect;
+use super::{Context, Effect, panel_block, window};
 
 /// A column of the phase table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,13 +147,13 @@ pub struct PhaseTable {
 
 impl PhaseTable {
     /// Open sorted by total wall time, largest first.
-    pub fn open(app: &App) -> Self {
+    pub fn open(app: &Context) -> Self {
         let mut t = Self { sel: 0, sort: PhaseColumn::DEFAULT, desc: true, order: Vec::new() };
         t.sort_by(app, PhaseColumn::DEFAULT, true);
         t
     }
 
-    fn sort_by(&mut self, app: &App, col: PhaseColumn, desc: bool) {
+    fn sort_by(&mut self, app: &Context, col: PhaseColumn, desc: bool) {
         let ph = &app.analysis.phases;
         let mut order: Vec<usize> = (0..ph.len()).collect();
         order.sort_by(|&a, &b| {
@@ -166,7 +164,7 @@ impl PhaseTable {
     }
 
     /// Handle a list action.
-    pub fn on_action(&mut self, action: Action, app: &App) -> Effect {
+    pub fn on_action(&mut self, action: Action, app: &Context) -> Effect {
         if super::list_move(&mut self.sel, self.order.len(), action) {
             return Effect::None;
         }
@@ -187,7 +185,7 @@ impl PhaseTable {
     }
 
     // Zoom to the slowest instance of the highlighted phase.
-    fn enter(&self, app: &App) -> Effect {
+    fn enter(&self, app: &Context) -> Effect {
         let Some(&p) = self.order.get(self.sel) else { return Effect::None };
         let ph = &app.analysis.phases[p];
         let (a, b) = ph.slowest;
@@ -198,15 +196,15 @@ impl PhaseTable {
     }
 
     /// A click on a row highlights it; on the highlighted row, zooms to its slowest instance.
-    pub fn on_click(&mut self, area: Rect, y: u16, app: &App) -> Effect {
+    pub fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
         let row = super::row_at(area, y, self.order.len(), self.sel);
         if super::click(&mut self.sel, row) { self.enter(app) } else { Effect::None }
     }
 
     /// Draw the phase table.
-    pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
+    pub fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
         frame.render_widget(Clear, area);
-        let block = panel_block(app, "Phases (Enter: slowest instance, o/1-9 sort, Esc close)");
+        let block = panel_block(app.theme, "Phases (Enter: slowest instance, o/1-9 sort, Esc close)");
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let phases = &app.analysis.phases;

@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use crate::model::{LaneKind, Trace};
-use crate::tui::app::App;
 use crate::tui::input::{self, Action, Facts, Mode};
 use crate::tui::text;
+use crate::tui::theme::Theme;
 
 /// Longest query the prompt takes, in characters.
 const MAX_QUERY: usize = 200;
@@ -190,8 +190,7 @@ impl Search {
 }
 
 /// Draw the prompt on the last row of `area` (the status lines).
-pub fn render_prompt(frame: &mut Frame, app: &App, area: Rect, q: &str) {
-    let theme = app.theme;
+pub fn render_prompt(frame: &mut Frame, theme: Theme, area: Rect, q: &str) {
     let hints: Vec<String> =
         input::hints(Mode::Search, Facts::default()).iter().map(|(k, what, _)| format!("{k} {what}")).collect();
     let prompt = Line::from(vec![

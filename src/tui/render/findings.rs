@@ -19,7 +19,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     if findings.is_empty() || area.height < MIN_ROWS {
         return;
     }
-    let block = super::panel_block(app, "Why the GPU is idle (lanescope report has the evidence)");
+    let block = crate::tui::panels::panel_block(app.theme, "Why the GPU is idle (lanescope report has the evidence)");
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let mut lines = Vec::new();

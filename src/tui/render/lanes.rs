@@ -12,7 +12,7 @@ use crate::tui::index::{CellInfo, bucket_edge};
 use crate::tui::layout::Areas;
 use crate::tui::rows::{GroupKind, Row};
 use crate::tui::text;
-use crate::tui::theme::{Class, cell_glyph, classify, glyph};
+use crate::tui::theme::{Class, Theme, cell_glyph, classify, glyph};
 
 /// Shortest run of full cells that gets a name written inside.
 const MIN_LABEL_RUN: usize = 4;
@@ -177,52 +177,81 @@ fn draw_lane(buf: &mut Buffer, ctx: &mut Ctx, lane: u32, y: u16) {
     }
 }
 
+// The GPU overview row of device `i` (in `App::devices` order): its cells, then the
+// lengths written on long gaps.
 fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
+    let app = ctx.app;
+    let sel_gap = if let Some(Selection::Gap(g)) = app.selection { Some(g as u32) } else { None };
+    let gap_of = app.gaps.overlapping_cells(app.devices[i].device, &ctx.edges);
+    gpu_cells(buf, ctx, i, y, &gap_of, sel_gap);
+    gap_labels(buf, ctx, y, &gap_of, sel_gap);
+}
+
+/// What one cell of a GPU row holds: busy time, the kernels' part of it, time waiting
+/// in collectives, and the share of the cell that is busy.
+struct GpuCell {
+    busy: Ns,
+    kern: Ns,
+    waiting: Ns,
+    frac: f32,
+}
+
+fn gpu_cells(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16, gap_of: &[Option<u32>], sel_gap: Option<u32>) {
     let app = ctx.app;
     let dev: &DeviceActivity = &app.devices[i];
     let (busy_dir, kern_dir) = &app.gpu_dirs[i];
-    let theme = app.theme;
-    let sel_gap = match app.selection {
-        Some(Selection::Gap(i)) => Some(i as u32),
-        _ => None,
-    };
-    let gap_of = app.gaps.overlapping_cells(dev.device, &ctx.edges);
     // Several ranks: time waiting in collectives for another rank (two binary searches).
     let waits = app.analysis.collectives.waits.iter().find(|(d, _)| *d == dev.device).map(|(_, u)| u);
     let (busy_of, kern_of) =
         (busy_dir.busy_cells(&dev.busy, &ctx.edges), kern_dir.busy_cells(&dev.kernels, &ctx.edges));
     for (k, &gap) in gap_of.iter().enumerate() {
         let (a, b) = (ctx.edges[k], ctx.edges[k + 1]);
-        let (busy, kern) = (busy_of[k], kern_of[k]);
-        let frac = busy as f32 / (b - a).max(1) as f32;
-        let waiting = waits.map_or(0, |u| u.busy_in(a, b));
-        let (ch, style) = if let Some(g) = gap {
-            let style = if sel_gap == Some(g) { theme.gap_selected() } else { theme.gap() };
-            // A mostly busy cell keeps its shade; the gap shows by colour and underline.
-            let ch = if frac < 0.5 {
-                glyph::GAP
-            } else if kern >= busy - kern {
-                glyph::shade(frac)
-            } else {
-                glyph::COPY_ONLY
-            };
-            (ch, if ch == glyph::GAP { style } else { style.add_modifier(Modifier::UNDERLINED) })
-        } else if busy == 0 {
-            continue;
-        } else if 2 * waiting >= busy {
-            (glyph::COLLECTIVE_WAIT, theme.gap())
-        } else if kern >= busy - kern {
-            (glyph::shade(frac), theme.gpu_busy())
-        } else if frac >= 0.5 {
-            (glyph::COPY_ONLY, theme.gpu_copy())
-        } else {
-            (glyph::COPY_ONLY_LOW, theme.gpu_copy())
+        let busy = busy_of[k];
+        let c = GpuCell {
+            busy,
+            kern: kern_of[k],
+            waiting: waits.map_or(0, |u| u.busy_in(a, b)),
+            frac: busy as f32 / (b - a).max(1) as f32,
         };
+        let Some((ch, style)) = gpu_glyph(app.theme, gap.map(|g| sel_gap == Some(g)), &c) else { continue };
         if let Some(cell) = buf.cell_mut((ctx.x0 + k as u16, y)) {
             cell.set_char(ch).set_style(style);
         }
     }
-    // Label long runs of one gap with its length (and cause when selected).
+}
+
+// The glyph of one GPU cell (None: blank). `gap`: whether a gap overlaps the cell, and
+// whether that gap is the selected one.
+fn gpu_glyph(theme: Theme, gap: Option<bool>, c: &GpuCell) -> Option<(char, Style)> {
+    if let Some(selected) = gap {
+        let style = if selected { theme.gap_selected() } else { theme.gap() };
+        // A mostly busy cell keeps its shade; the gap shows by colour and underline.
+        let ch = if c.frac < 0.5 {
+            glyph::GAP
+        } else if c.kern >= c.busy - c.kern {
+            glyph::shade(c.frac)
+        } else {
+            glyph::COPY_ONLY
+        };
+        return Some((ch, if ch == glyph::GAP { style } else { style.add_modifier(Modifier::UNDERLINED) }));
+    }
+    if c.busy == 0 {
+        return None;
+    }
+    Some(if 2 * c.waiting >= c.busy {
+        (glyph::COLLECTIVE_WAIT, theme.gap())
+    } else if c.kern >= c.busy - c.kern {
+        (glyph::shade(c.frac), theme.gpu_busy())
+    } else if c.frac >= 0.5 {
+        (glyph::COPY_ONLY, theme.gpu_copy())
+    } else {
+        (glyph::COPY_ONLY_LOW, theme.gpu_copy())
+    })
+}
+
+// Label long runs of one gap with its length (and cause when selected).
+fn gap_labels(buf: &mut Buffer, ctx: &Ctx, y: u16, gap_of: &[Option<u32>], sel_gap: Option<u32>) {
+    let app = ctx.app;
     let mut k = 0;
     while k < gap_of.len() {
         let Some(g) = gap_of[k] else {
@@ -241,7 +270,7 @@ fn draw_gpu(buf: &mut Buffer, ctx: &Ctx, i: usize, y: u16) {
         let n = label.chars().count();
         if n + 2 <= end - k {
             let x = k + (end - k - n) / 2;
-            let style = if selected { theme.gap_selected() } else { theme.gap() };
+            let style = if selected { app.theme.gap_selected() } else { app.theme.gap() };
             buf.set_stringn(ctx.x0 + x as u16, y, &label, n, style);
         }
         k = end;

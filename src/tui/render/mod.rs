@@ -24,8 +24,6 @@ pub(crate) mod status;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
-use ratatui::widgets::{Block, Borders};
 
 use super::app::App;
 use super::layout::{Areas, MIN_SIZE};
@@ -48,11 +46,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
         findings::render(frame, app, r);
     }
     if let (Some(r), Some(p)) = (areas.panel, &app.panel) {
-        p.render(frame, app, r);
+        p.render(frame, &app.panel_context(), r);
     }
     status::render(frame, app, areas.status);
     if let Some(h) = app.help {
-        help::render(frame, app, h, areas.help);
+        help::render(frame, &app.panel_context(), h, areas.help);
     }
 }
 
@@ -69,22 +67,4 @@ pub(crate) fn too_small(frame: &mut Frame, area: Rect, too_small: bool) {
     let para = ratatui::widgets::Paragraph::new(msg).wrap(ratatui::widgets::Wrap { trim: true });
     let y = area.height / 2;
     frame.render_widget(para, Rect::new(area.x, area.y + y.saturating_sub(1), area.width, area.height - y + 1));
-}
-
-/// A bordered panel block with a title.
-pub(crate) fn panel_block(app: &App, title: &str) -> Block<'static> {
-    Block::default()
-        .borders(Borders::ALL)
-        .border_style(app.theme.border())
-        .title(format!(" {title} "))
-        .title_style(Style::new().add_modifier(ratatui::style::Modifier::BOLD))
-}
-
-/// Window of `n` rows of height `h` that keeps `sel` visible, roughly centred.
-pub(crate) fn window(n: usize, h: usize, sel: usize) -> std::ops::Range<usize> {
-    if n <= h {
-        return 0..n;
-    }
-    let start = sel.saturating_sub(h / 2).min(n - h);
-    start..start + h
 }

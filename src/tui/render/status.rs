@@ -127,7 +127,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     let width = usize::from(area.width);
     let theme = app.theme;
     if let Some(q) = &app.search.input {
-        search::render_prompt(frame, app, area, q);
+        search::render_prompt(frame, app.theme, area, q);
         if area.height > 1 {
             frame.render_widget(info_line(app, width), Rect { height: 1, ..area });
         }
