@@ -11,7 +11,6 @@
 mod analysis;
 mod bench;
 mod cli;
-mod counters;
 mod diff;
 mod info;
 mod mcp;
@@ -27,7 +26,7 @@ mod tui;
 pub use analysis::host::{HostIndex, cpu_load};
 pub use analysis::{Analysis, Cause, Finding, Gap, Hint, Options, Severity, Window, analyze, find_gaps};
 pub use cli::{Cli, Exit, run};
-pub use counters::{Counters, Series as CounterSeries};
+pub use model::counters::{Counters, Series as CounterSeries};
 pub use diff::{Diff, Run as DiffRun, Status as DiffStatus, diff};
 pub use model::{
     ApiKind, EventRef, Events, Lane, LaneKind, MemClass, MemFlags, Ns, SampleFlags, Strings, Trace, decode_global_tid,

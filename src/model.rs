@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+pub mod counters;
+
 /// Nanoseconds on the session timeline (may be negative for pre-capture events).
 pub type Ns = i64;
 /// Index into [`Strings`].
@@ -1100,7 +1102,7 @@ pub struct Trace {
     /// The inputs of a trace merged from several exports, by rank; empty for one export.
     pub ranks: Vec<Rank>,
     /// GPU counters (`GPU_METRICS`); empty when the capture sampled none.
-    pub counters: crate::counters::Counters,
+    pub counters: counters::Counters,
 }
 
 /// Host data of an export: which CPU tables it holds and their sizes. Counts are 0 and

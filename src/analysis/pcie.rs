@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use super::index::{Hints, Index};
 use super::phases::Instance;
 use super::{DeviceActivity, Union};
-use crate::counters::{Counters, Series, names};
+use crate::model::counters::{Counters, Series, names};
 use crate::model::{LaneKind, MemClass, MemFlags, MemKind, Ns, Trace};
 
 /// A copy under 1 MiB is latency-bound: its fixed cost is comparable to its transfer.

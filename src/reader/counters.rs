@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::tables::{Src, scan};
-use crate::counters::{Counters, Series};
+use crate::model::counters::{Counters, Series};
 use crate::model::{Ns, TableStat};
 
 /// The export's counters (empty without `GPU_METRICS`), and the table's read stats.

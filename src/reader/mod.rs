@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 
-use crate::counters::Counters;
+use crate::model::counters::Counters;
 use crate::model::{Lane, LaneKind, Meta, TableStat, Trace};
 pub use schema::EVENT_TABLES;
 use schema::Schema;

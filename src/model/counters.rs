@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::model::Ns;
+use super::Ns;
 
 /// The counter series of a trace, by (device, metric name); empty when not captured.
 #[derive(Debug, Clone, Default, PartialEq)]
