@@ -96,25 +96,20 @@ pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepM
 /// The what-if that belongs to finding `f`, if one was priced.
 pub fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a WhatIf> {
     let cause = f.evidence.iter().find(|(k, _)| k == "cause" || k == "dominant_cause").map(|(_, v)| v.as_str());
+    // The fix the finding proposes: by rule, else by the words of its fix, else its cause.
+    let fx = f.fix.as_str();
     let fix = match f.rule {
         "cuda_memcpy_async" | "pageable_bandwidth" => "pin_memory",
         "link_bound" => "prefetch",
         "launch_bound" => "cuda_graphs",
+        _ if fx.contains("pin_memory") => "pin_memory",
+        _ if fx.contains("num_workers") => "more_workers",
+        _ if fx.contains("CUDA graph") => "cuda_graphs",
         _ => match cause.and_then(Cause::from_label) {
-            Some(Cause::PageableCopy) => "pin_memory",
             Some(Cause::WorkerBusy) => "more_workers",
             Some(Cause::SyncDrain) => "drop_sync",
             Some(Cause::LaunchBound) => "cuda_graphs",
-            _ => {
-                let fx = f.fix.as_str();
-                if fx.contains("num_workers") {
-                    "more_workers"
-                } else if fx.contains("pin_memory") {
-                    "pin_memory"
-                } else {
-                    return None;
-                }
-            }
+            _ => return None,
         },
     };
     whatifs.iter().find(|w| w.fix == fix)

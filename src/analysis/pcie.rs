@@ -3,8 +3,10 @@
 //! A phase's copies are the H2D and D2H copies launched from inside its instances (the
 //! CUDA call starts and ends inside an instance, on the instance's thread: the NVTX GPU
 //! projection). With GPU metrics (`PCIe RX/TX Throughput [Throughput %]`) a sample counts
-//! in a span when its whole sampling interval `(t - period, t]` lies inside the span, so a
-//! mean over copies holds only time the copies ran.
+//! in a span when its whole sampling interval `[t, t + period)` lies inside the span, so a
+//! mean over copies holds only time the copies ran. (A sample's timestamp starts its
+//! interval: over 100 MB copies the first sample after a copy starts reads 92% RX, the
+//! last before it ends 45% and the first after it 1%.)
 //!
 //! The verdict of a phase's H2D copies, first that applies:
 //! 1. `none`: no H2D copies;
@@ -66,9 +68,10 @@ pub struct Pcie {
     pub rx_pct_mean: Option<f64>,
     /// TX (device to host) over the phase's instances.
     pub tx_pct_mean: Option<f64>,
-    /// RX while the phase's H2D copies ran.
+    /// RX while the phase's H2D copies ran (None when its samples cover under half the
+    /// copies' time: copies shorter than the sampling period).
     pub rx_pct_during_h2d: Option<f64>,
-    /// TX while the phase's D2H copies ran.
+    /// TX while the phase's D2H copies ran (same rule).
     pub tx_pct_during_d2h: Option<f64>,
 }
 
@@ -171,11 +174,24 @@ pub fn spans_of(ops: &[CopyOp], device: u32) -> Vec<(Ns, Ns)> {
     Union::from_pairs(ops.iter().filter(|c| c.device == device).map(|c| (c.start, c.end))).iter().collect()
 }
 
-// Mean of `s` over samples whose sampling interval lies inside one of `spans`.
+// Mean of `s` over samples whose sampling interval `[t, t + period)` lies inside one of `spans`.
 fn mean_inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<f64> {
+    inside(s, spans).map(|x| x.0)
+}
+
+// The mean and the time the counted samples cover.
+fn inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<(f64, Ns)> {
     let p = s.period_ns();
-    let inner: Vec<(Ns, Ns)> = spans.iter().filter(|(a, b)| b - a >= p).map(|&(a, b)| (a + p, b)).collect();
-    s.mean_over(&inner)
+    let inner: Vec<(Ns, Ns)> = spans.iter().filter(|(a, b)| b - a >= p).map(|&(a, b)| (a, b - p)).collect();
+    let n: usize = inner.iter().map(|&(a, b)| s.range(a, b).len()).sum();
+    s.mean_over(&inner).map(|m| (m, n as Ns * p))
+}
+
+// The mean over copies, when its samples cover at least half the copy time: copies
+// shorter than the sampling period are not measured by it.
+fn mean_over_copies(s: &Series, spans: &[(Ns, Ns)]) -> Option<f64> {
+    let total: Ns = spans.iter().map(|(a, b)| b - a).sum();
+    inside(s, spans).filter(|&(_, covered)| 2 * covered >= total).map(|x| x.0)
 }
 
 /// PCIe means of a phase on `device`: over `windows` (its instances) and its copies; None
@@ -189,8 +205,8 @@ pub fn pcie(counters: &Counters, device: u32, windows: &[(Ns, Ns)], c: &PhaseCop
     Some(Pcie {
         rx_pct_mean: rx.and_then(|s| mean_inside(s, windows)),
         tx_pct_mean: tx.and_then(|s| mean_inside(s, windows)),
-        rx_pct_during_h2d: rx.and_then(|s| mean_inside(s, &spans_of(&c.h2d, device))),
-        tx_pct_during_d2h: tx.and_then(|s| mean_inside(s, &spans_of(&c.d2h, device))),
+        rx_pct_during_h2d: rx.and_then(|s| mean_over_copies(s, &spans_of(&c.h2d, device))),
+        tx_pct_during_d2h: tx.and_then(|s| mean_over_copies(s, &spans_of(&c.d2h, device))),
     })
 }
 
@@ -280,8 +296,8 @@ mod tests {
         let times: Vec<Ns> = (0..10).map(|i| i * 100).collect();
         let values = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90];
         let s = Series::new(0, names::PCIE_RX.into(), times.into(), &values);
-        // (150, 450]: the samples at 300 and 400 cover (200, 300] and (300, 400].
-        assert_eq!(mean_inside(&s, &[(150, 450)]), Some(35.0));
+        // [150, 450]: the samples at 200 and 300 cover [200, 300) and [300, 400).
+        assert_eq!(mean_inside(&s, &[(150, 450)]), Some(25.0));
         assert_eq!(mean_inside(&s, &[(150, 240)]), None);
     }
 }

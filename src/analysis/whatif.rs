@@ -10,6 +10,8 @@
 //! - `input pipeline`: when the thread's waits for input recur (in two steps or more, and
 //!   5% of the steady time or more), the pipeline delivers a batch every `T` now (a faster
 //!   one would have built a queue of ready batches), and only more producers change that.
+//!   Untraced waits (`host-wait`: a DataLoader queue in a capture without host data)
+//!   count the same way.
 //!   Producers are the processes other than the launching one seen feeding those waits.
 //!
 //! A fix removes time (`raw`) and may lower one limit; the step after is
@@ -80,7 +82,9 @@ pub struct Inputs<'a> {
     pub short_idle_ns: Ns,
 }
 
-const INPUT: [Cause; 3] = [Cause::WorkerBusy, Cause::IoWait, Cause::CpuContention];
+// Waits of the launching thread on something other than the GPU that set a pace: the
+// input pipeline's causes, and untraced waits (a DataLoader queue without host data).
+const INPUT: [Cause; 4] = [Cause::WorkerBusy, Cause::IoWait, Cause::CpuContention, Cause::HostWait];
 
 /// The model of the steady state, if it has at least two steps with GPU work.
 pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
@@ -189,7 +193,15 @@ pub fn pin_memory(m: &StepModel, pinned_rate: Option<f64>) -> Option<WhatIf> {
     if ns <= 0 {
         return None;
     }
-    let rate = pinned_rate?;
+    let Some(rate) = pinned_rate else {
+        // Without a pinned rate the copy cannot be priced, but a paced loop saves nothing.
+        let basis = format!(
+            "{} pageable H2D per step in {} now; no pinned rate in the trace, and the loop waits for its input",
+            crate::text::fmt_bytes(bytes),
+            crate::text::fmt_ns(ns)
+        );
+        return m.input_bound.then(|| price(m, "pin_memory", 0, m.gpu_ns, input_floor(m), basis));
+    };
     let pinned_ns = (bytes as f64 / rate).round() as Ns;
     let raw = (ns - pinned_ns).max(0);
     let basis = format!(
@@ -371,4 +383,24 @@ pub fn all(trace: &Trace, devices: &[DeviceActivity], m: &StepModel) -> Vec<What
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// The fix that turned `before` into `after`, told by what changed between the two
+/// steady states, with the before-run's prediction for it.
+pub fn applied(before: &super::Analysis, after: &super::Analysis) -> Option<WhatIf> {
+    let (b, a) = (before.step_model.as_ref()?, after.step_model.as_ref()?);
+    let fix = if b.pageable_h2d.0 > 0 && a.pageable_h2d.0 * 10 < b.pageable_h2d.0 {
+        "pin_memory"
+    } else if b.producers > 0 && a.producers > b.producers {
+        return more_workers(b, a.producers);
+    } else if b.exposed_h2d_ns > 0 && a.exposed_h2d_ns * 2 < b.exposed_h2d_ns {
+        "prefetch"
+    } else if b.sync_idle_ns > 0 && a.sync_idle_ns * 2 < b.sync_idle_ns {
+        "drop_sync"
+    } else if b.launch_idle_ns > 0 && a.launch_idle_ns * 2 < b.launch_idle_ns {
+        "cuda_graphs"
+    } else {
+        return None;
+    };
+    before.whatif.iter().find(|w| w.fix == fix).cloned()
 }

@@ -9,6 +9,7 @@ mod completions;
 mod diff;
 mod diff_view;
 mod findings_real;
+mod gpu_metrics;
 mod host_causes;
 mod host_sql;
 mod hostile;

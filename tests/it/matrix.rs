@@ -86,9 +86,40 @@ fn check(cell: &str, want: &Value, a: &Analysis) -> Vec<String> {
             bad.push(format!("{head}: severity should be at most {s}"));
         }
     }
+    for r in strs(&want["not_rule_at_least_warning"]) {
+        if a.findings.iter().any(|x| x.rule == r && x.severity >= lanescope::Severity::Warning) {
+            bad.push(format!("{cell}: {r} must be at most info"));
+        }
+    }
+    for words in want["some_fix"].as_array().into_iter().flatten() {
+        let words = strs(words);
+        if !a.findings.iter().any(|x| words.iter().any(|w| x.fix.contains(w))) {
+            bad.push(format!("{cell}: no finding's fix says one of {words:?}"));
+        }
+    }
+    bad.extend(check_copies(cell, want, a));
     for r in strs(&want["not_rule_critical"]) {
         if a.findings.iter().any(|x| x.rule == r && x.severity == lanescope::Severity::Critical) {
             bad.push(format!("{cell}: {r} must not be critical"));
+        }
+    }
+    bad
+}
+
+// The copy verdicts and PCIe RX of the phases the cell names (GPU-metrics cells).
+fn check_copies(cell: &str, want: &Value, a: &Analysis) -> Vec<String> {
+    let mut bad = Vec::new();
+    let phase = |name: &str| a.phases.iter().find(|p| p.name == name);
+    for (name, v) in want["copy_verdict"].as_object().into_iter().flatten() {
+        let got = phase(name).map(|p| p.copy_verdict.label());
+        if got != v.as_str() {
+            bad.push(format!("{cell}: phase {name} copy verdict {got:?}, expected {v}"));
+        }
+    }
+    for (name, v) in want["rx_during_h2d_at_least"].as_object().into_iter().flatten() {
+        let got = phase(name).and_then(|p| p.pcie).and_then(|x| x.rx_pct_during_h2d);
+        if got.is_none_or(|g| g < v.as_f64().unwrap()) {
+            bad.push(format!("{cell}: phase {name} RX during H2D {got:?}, expected at least {v}"));
         }
     }
     bad
@@ -116,6 +147,13 @@ fn every_cell_headline_matches_the_expectation_written_before_the_run() {
 fn every_validation_cell_headline_matches_its_expectation() {
     // Captured after the mechanisms were written, with the expectations committed first.
     check_all("expected_validation.json", 11);
+}
+
+#[test]
+fn every_gpu_metrics_cell_matches_its_expectation() {
+    // Written before the capture; `after_the_run` in the file says where the build of a
+    // cell differed from what was written, and the cell's fields were corrected there.
+    check_all("expected_gpu.json", 10);
 }
 
 #[test]
