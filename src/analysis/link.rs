@@ -115,10 +115,22 @@ pub fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a WhatIf> {
     whatifs.iter().find(|w| w.fix == fix)
 }
 
-/// Add each finding's what-if to its evidence (`whatif_*` keys).
+/// Add each finding's what-if to its evidence (`whatif_*` keys). A finding whose fix would
+/// not shorten the step (another limit binds) drops a severity level and says which limit:
+/// the headline is what a user acts on.
 pub fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
     for f in findings {
         let Some(w) = whatif_of(f, whatifs).cloned() else { continue };
+        if w.saving_per_step_ns == 0 && w.limited_by != "none" {
+            f.severity = match f.severity {
+                Severity::Critical => Severity::Warning,
+                _ => Severity::Info,
+            };
+            f.message.push_str(&format!(
+                "; {} alone would not shorten the step: the {} sets its pace",
+                w.fix, w.limited_by
+            ));
+        }
         f.evidence.extend([
             ev("whatif_fix", w.fix),
             ev("whatif_saving_per_step_ns", w.saving_per_step_ns),

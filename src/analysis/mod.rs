@@ -615,12 +615,10 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
     let link = link::findings(&phases, steps.name.as_deref(), step_model.as_ref());
     let ranked = ranks::finding(&collectives, steady_ns);
-    if !link.is_empty() || ranked.is_some() {
-        let pageable_sync = gaps.iter().any(|g| g.window == Window::Steady && g.hint == Hint::PageableSync);
-        findings.extend(link.into_iter().chain(ranked));
-        findings::order(&mut findings, pageable_sync);
-    }
+    findings.extend(link.into_iter().chain(ranked));
     link::attach(&mut findings, &whatifs);
+    let pageable_sync = gaps.iter().any(|g| g.window == Window::Steady && g.hint == Hint::PageableSync);
+    findings::order(&mut findings, pageable_sync);
     Analysis {
         host: std::sync::Arc::new(host_ix),
         lookups: std::sync::Arc::new(index),
