@@ -7,29 +7,8 @@
 //! that the JSON output, the `--fail-if` paths ([`fail_if`]) and the CSV rows are the
 //! same names by construction.
 //!
-//! Overall metrics (per run):
-//!
-//! | metric | meaning |
-//! |---|---|
-//! | `wall_ns` | length of the steady window (`trace.steady_end_ns - steady_start_ns`) |
-//! | `steps` | instances of the step phase (`phases[].count`), 0 without one |
-//! | `step_wall_mean_ns` | mean wall time of the step phase (all instances) |
-//! | `steady_step_mean_ns` | `wall_ns / (steps - 1)`: mean step in the steady window |
-//! | `gpu_busy_ns`, `kernel_ns` | `devices[].busy_ns`, `kernel_ns`, summed |
-//! | `gpu_busy_pct` | busy over each GPU's first-to-last operation, summed |
-//! | `idle_ns`, `gaps` | `gaps.total_ns`, `gaps.count` (every gap >= `--min-gap`) |
-//! | `steady` | `{count, idle_ns, by_cause}`: `gaps.steady` (gap time clipped to the steady window) |
-//! | `steady_span_ns` | the steady window clipped to each GPU's first..last operation, summed |
-//! | `idle_pct` | `steady.idle_ns / steady_span_ns * 100` |
-//! | `pageable_copies` | `transfers[].count` with memory `pageable`, summed |
-//! | `copy_ns`, `overlapped_ns` | `overlap` |
-//! | `exposed_copy_ns` | `copy_ns - overlapped_ns`: copy time with no kernel |
-//! | `copy_overlap` | `overlapped_ns / copy_ns` |
-//! | `transfers` | `{"H2D/pinned": {count, bytes, busy_ns, gbps, max_gbps}, ...}` |
-//!
-//! Per phase: every field of `report`'s `phases[]`, plus `gpu_busy_pct` (busy over busy
-//! plus idle in the ranges) and `steady` (`{count, idle_ns, by_cause}` of the gaps whose
-//! phase is this one, clipped to the steady window).
+//! The metrics, overall and per phase, are README's tables (`lanescope diff`), checked
+//! against the output by `tests/it/contract.rs`.
 
 pub mod fail_if;
 pub mod html;

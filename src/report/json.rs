@@ -1,50 +1,12 @@
-//! The JSON report: a documented contract (README). All times are integer nanoseconds
-//! on the trace's timeline, bytes are integers, rates are decimal GB/s (bytes/ns).
+//! The JSON report: a documented contract. All times are integer nanoseconds on the
+//! trace's timeline, bytes are integers, rates are decimal GB/s (bytes/ns).
 //!
-//! ```text
-//! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
-//!            step_phase, steady_start_ns, steady_end_ns, outlier_events, unreadable_events}
-//! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
-//! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns, collective_wait_ns}]
-//! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
-//! overlap   {copy_ns, overlapped_ns}
-//! phases    [{name, count, wall_ns, wall_mean_ns, wall_p50_ns, wall_p95_ns, wall_max_ns,
-//!             gpu_busy_ns, kernel_busy_ns, copy_busy_ns, idle_ns, exposed_copy_ns,
-//!             copy_overlap, h2d_bytes, d2h_bytes, h2d_gbps, d2h_gbps, starved_share,
-//!             launched: {count, gpu_ns, span_ns}}]
-//! gaps      {min_gap_ns, count, total_ns,
-//!            by_cause: {"sync-wait" | "sync-drain" | "pageable-copy" | "host-wait" |
-//!                       "host-busy" | "worker-busy" | "launch-bound" | "cpu-contention" |
-//!                       "io-wait" | "queued" | "profiler" | "unknown":
-//!                       {count, total_ns, top?: [{symbol, module, share, samples}]}},
-//!            steady: {count, total_ns, by_cause, short_idle_ns},
-//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase, window, hint,
-//!                   host?: {samples, top: [{symbol, module, samples, share}],
-//!                           on_cpu_share, runnable_share, blocked_share, os_call_share,
-//!                           cpus: {usable, busy_share, threads},
-//!                           producers: [{pid, tid, name, on_cpu_share}]}}],
-//!            all: [...as top, in start order; only with --all-gaps]}
-//! findings  [{rule, severity, message, evidence: {key: value}, fix}]
-//! ```
-//!
-//! Several exports (ranks) add the following, and change no other field's meaning;
-//! `devices[]` gets `rank` and `gpu`, and `trace` then describes the merged trace (paths
-//! and versions joined by `, `, merged device ids). Every report has
-//! `devices[].collective_wait_ns` (0 for one export).
-//!
-//! ```text
-//! traces      [{path, nsys_version, rank, rank_source, host, duration_ns, start_ns,
-//!               offset_ns, aligned_on, session_start_utc_ns, gpus: [{device, gpu}], pids,
-//!               totals, phases}]
-//! collectives {count, wait_ns, steps: [{step, straggler_rank, wait_ns}],
-//!              straggler: {rank, steps, straggler_steps, phase, straggler_phase_ns,
-//!                          others_phase_ns, wait_per_step_ns, lost_ns, collective} | null}
-//! ```
-//!
-//! `copy_overlap`, `h2d_gbps` and `d2h_gbps` are null when there was nothing to divide
-//! by; `phase` is null for a gap outside any NVTX range. `top` holds the 20 longest gaps,
-//! longest first. `severity` is `info`, `warning` or `critical`; findings come most
-//! severe first. Evidence values are strings; keys ending in `_ns` hold nanoseconds.
+//! README's table (`report --format json`) lists every field, and `tests/it/contract.rs`
+//! checks it against the output of the fixtures, whose snapshots pin the values; the
+//! structs below are the serde side of it. Several exports (ranks) add `traces` and
+//! `collectives`, and `devices[]` gets `rank` and `gpu`; no other field changes meaning.
+//! Null stands for nothing to divide by (`copy_overlap`, `h2d_gbps`, `d2h_gbps`) or for
+//! no such thing (a gap's `phase` outside any NVTX range, no straggler).
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
