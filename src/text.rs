@@ -122,6 +122,11 @@ pub fn gbps(bytes: u64, ns: Ns) -> Option<f64> {
     (ns > 0).then(|| bytes as f64 / ns as f64)
 }
 
+/// `part` over `whole` in percent; None for a zero whole.
+pub fn percent(part: Ns, whole: Ns) -> Option<f64> {
+    (whole > 0).then(|| 100.0 * part as f64 / whole as f64)
+}
+
 /// Format a rate of `bytes` over `ns` as `12.34 GB/s`, `-` for no time.
 pub fn fmt_gbps(bytes: u64, ns: Ns) -> String {
     gbps(bytes, ns).map_or_else(|| "-".to_string(), |g| format!("{g:.2} GB/s"))

@@ -13,6 +13,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::fields::PhaseFields;
 use crate::analysis::{Analysis, Cause, Gap};
 use crate::model::{Ns, Trace};
 
@@ -221,6 +222,18 @@ pub struct Transfer {
     pub direction: &'static str,
     /// Host memory kind (`pageable`, `pinned`, `managed`, ...; `device` for D2D).
     pub memory: &'static str,
+    /// Count, bytes, time and rates (also `diff`'s `transfers.DIR/MEMORY`).
+    #[serde(flatten)]
+    pub sums: TransferSums,
+    /// Copies issued by an async API on pageable memory.
+    pub async_pageable: u64,
+    /// Copies issued by a synchronous API.
+    pub sync_api: u64,
+}
+
+/// What a transfer row adds up: `transfers[]` between its direction and its API counts.
+#[derive(Debug, Serialize)]
+pub struct TransferSums {
     /// Number of operations.
     pub count: u64,
     /// Bytes moved.
@@ -231,10 +244,13 @@ pub struct Transfer {
     pub gbps: f64,
     /// Fastest single operation.
     pub max_gbps: f64,
-    /// Copies issued by an async API on pageable memory.
-    pub async_pageable: u64,
-    /// Copies issued by a synchronous API.
-    pub sync_api: u64,
+}
+
+impl TransferSums {
+    /// The sums of one transfer row of the analysis.
+    pub fn of(t: &crate::analysis::Transfer) -> Self {
+        Self { count: t.count, bytes: t.bytes, busy_ns: t.busy_ns, gbps: t.gbps, max_gbps: t.max_gbps }
+    }
 }
 
 /// `overlap`.
@@ -246,58 +262,21 @@ pub struct Overlap {
     pub overlapped_ns: Ns,
 }
 
-/// One entry of `phases`.
+/// One entry of `phases`: its name, then every field of [`super::fields::PHASE`].
 #[derive(Debug, Serialize)]
 pub struct Phase<'a> {
     /// Grouped (or exact) name.
     pub name: &'a str,
-    /// Instances.
-    pub count: u64,
-    /// Total wall time.
-    pub wall_ns: Ns,
-    /// Mean wall time.
-    pub wall_mean_ns: Ns,
-    /// Median wall time.
-    pub wall_p50_ns: Ns,
-    /// 95th percentile wall time.
-    pub wall_p95_ns: Ns,
-    /// Longest instance.
-    pub wall_max_ns: Ns,
-    /// GPU busy over the phase windows.
-    pub gpu_busy_ns: Ns,
-    /// Kernel busy over the windows.
-    pub kernel_busy_ns: Ns,
-    /// Copy busy over the windows.
-    pub copy_busy_ns: Ns,
-    /// GPU idle over the windows.
-    pub idle_ns: Ns,
-    /// Copy time with no kernel over the windows.
-    pub exposed_copy_ns: Ns,
-    /// Share of copy time with a kernel running.
-    pub copy_overlap: Option<f64>,
-    /// H2D bytes (prorated) in the windows.
-    pub h2d_bytes: u64,
-    /// D2H bytes (prorated) in the windows.
-    pub d2h_bytes: u64,
-    /// H2D bandwidth.
-    pub h2d_gbps: Option<f64>,
-    /// D2H bandwidth.
-    pub d2h_gbps: Option<f64>,
-    /// Share of instances with a gap >= min-gap inside.
-    pub starved_share: f64,
-    /// NVTX GPU projection.
-    pub launched: Launched,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub fields: PhaseFields<'a>,
 }
 
-/// `phases[].launched`.
-#[derive(Debug, Serialize)]
-pub struct Launched {
-    /// GPU operations launched from inside the ranges.
-    pub count: u64,
-    /// Their GPU time.
-    pub gpu_ns: Ns,
-    /// Sum over instances of first-op-start to last-op-end.
-    pub span_ns: Ns,
+impl Overlap {
+    /// The copy/compute overlap of the analysis.
+    pub fn of(o: crate::analysis::Overlap) -> Self {
+        Self { copy_ns: o.copy_ns, overlapped_ns: o.overlapped_ns }
+    }
 }
 
 /// `gaps`.
@@ -405,8 +384,8 @@ pub fn by_cause(gaps: &[Gap]) -> BTreeMap<&'static str, CauseSum> {
     by_cause_timed(gaps.iter(), Gap::dur)
 }
 
-// Count and `time` per cause of the gaps with time, every cause present.
-fn by_cause_timed<'g>(
+/// Count and `time` per cause of the gaps with time, every cause present.
+pub fn by_cause_timed<'g>(
     gaps: impl Iterator<Item = &'g Gap>,
     time: impl Fn(&Gap) -> Ns,
 ) -> BTreeMap<&'static str, CauseSum> {
@@ -497,7 +476,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             })
             .collect(),
         transfers: a.transfers.iter().map(transfer).collect(),
-        overlap: Overlap { copy_ns: a.overlap.copy_ns, overlapped_ns: a.overlap.overlapped_ns },
+        overlap: Overlap::of(a.overlap),
         phases: a.phases.iter().map(phase).collect(),
         gaps: Gaps {
             min_gap_ns: a.options.min_gap_ns,
@@ -588,38 +567,14 @@ fn transfer(t: &crate::analysis::Transfer) -> Transfer {
     Transfer {
         direction: t.direction.label(),
         memory: t.memory.label(),
-        count: t.count,
-        bytes: t.bytes,
-        busy_ns: t.busy_ns,
-        gbps: t.gbps,
-        max_gbps: t.max_gbps,
+        sums: TransferSums::of(t),
         async_pageable: t.async_pageable,
         sync_api: t.sync_api,
     }
 }
 
 fn phase(p: &crate::analysis::Phase) -> Phase<'_> {
-    Phase {
-        name: &p.name,
-        count: p.count,
-        wall_ns: p.wall.sum_ns,
-        wall_mean_ns: p.wall.mean_ns,
-        wall_p50_ns: p.wall.p50_ns,
-        wall_p95_ns: p.wall.p95_ns,
-        wall_max_ns: p.wall.max_ns,
-        gpu_busy_ns: p.gpu_busy_ns,
-        kernel_busy_ns: p.kernel_busy_ns,
-        copy_busy_ns: p.copy_busy_ns,
-        idle_ns: p.idle_ns,
-        exposed_copy_ns: p.exposed_copy_ns,
-        copy_overlap: p.copy_overlap,
-        h2d_bytes: p.h2d_bytes,
-        d2h_bytes: p.d2h_bytes,
-        h2d_gbps: p.h2d_gbps,
-        d2h_gbps: p.d2h_gbps,
-        starved_share: p.starved_share,
-        launched: Launched { count: p.launched.count, gpu_ns: p.launched.gpu_ns, span_ns: p.launched.span_ns },
-    }
+    Phase { name: &p.name, fields: PhaseFields(p) }
 }
 
 fn top_gap(g: &Gap) -> TopGap<'_> {

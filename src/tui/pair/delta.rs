@@ -10,6 +10,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph};
 
 use crate::diff::{Compared, Diff, Status, number};
+use crate::report::fields;
 use crate::tui::app::App;
 use crate::tui::text;
 
@@ -67,7 +68,7 @@ impl DeltaTable {
         };
         let phases = d.phases.iter().map(|p| Row {
             name: text::clean(&p.name).into_owned(),
-            cells: cells(&p.values, "wall_mean_ns", "steady.idle_ns", p.status),
+            cells: cells(&p.values, fields::WALL_MEAN.key, "steady.idle_ns", p.status),
         });
         Self {
             verdict: text::clean(&d.verdict).into_owned(),
