@@ -19,7 +19,7 @@ use crate::report::Format;
 use crate::report::csv::field;
 use crate::report::fields::{self, Field, Unit};
 use crate::report::table::{Table, md_escape};
-use crate::text::sanitize;
+use crate::text::{ellipsize, sanitize};
 use crate::text::{fmt_bytes, fmt_ns};
 
 /// Width the text output fits in.
@@ -47,7 +47,7 @@ impl Out<'_> {
         if self.md {
             writeln!(self.w, "\n{} {}\n", "#".repeat(level), md_escape(&sanitize(s)))
         } else {
-            writeln!(self.w, "\n{}", clip(&sanitize(s), WIDTH))
+            writeln!(self.w, "\n{}", ellipsize(&sanitize(s), WIDTH))
         }
     }
 
@@ -67,11 +67,6 @@ impl Out<'_> {
     }
 }
 
-// At most `width` characters, with `…` when cut.
-fn clip(s: &str, width: usize) -> String {
-    if s.chars().count() <= width { s.to_string() } else { s.chars().take(width - 1).chain(['…']).collect() }
-}
-
 /// Word-wrap `s` to `width` columns; lines after the first start with `indent` spaces.
 /// Words longer than a line are cut.
 pub fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
@@ -89,7 +84,7 @@ pub fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
             len += 1;
         }
         let room = width.saturating_sub(len).max(1);
-        line.push_str(&clip(word, room));
+        line.push_str(&ellipsize(word, room));
         len += n.min(room);
     }
     lines.push(line);
@@ -245,7 +240,7 @@ fn text(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
             Status::Removed => " (only in BEFORE)",
             Status::Added => " (only in AFTER)",
         };
-        o.heading(2, &format!("Phase `{}`{side}", clip(&p.name, 60)))?;
+        o.heading(2, &format!("Phase `{}`{side}", ellipsize(&p.name, 60)))?;
         o.table(&rows(&p.values, &table))?;
     }
     findings(o, &d.findings)

@@ -58,7 +58,7 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
         .into_iter()
         .map(|d| Group {
             kind: GroupKind::Gpu(d),
-            title: text::clean(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
+            title: text::sanitize(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
             lanes: (0..trace.lanes.len() as u32)
                 .filter(|&i| trace.lanes[i as usize].kind.device() == Some(d))
                 .collect(),
@@ -104,7 +104,7 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
         // Before a process's first thread: its CPU row, when the trace has its switches.
         if last_pid != Some(pid) && trace.lanes.iter().any(|l| l.pid == pid && matches!(l.kind, LaneKind::OnCpu { .. }))
         {
-            let name = text::clean(trace.process_name(pid)).into_owned();
+            let name = text::sanitize(trace.process_name(pid)).into_owned();
             out.push(Group {
                 kind: GroupKind::Cpus { pid },
                 title: format!("CPUs {name} {pid}"),
@@ -143,7 +143,7 @@ fn thread_title(trace: &Trace, pid: u32, tid: u32, many_processes: bool) -> Stri
         "thread"
     };
     let s = if many_processes && tid != pid { format!("{name} {tid} ({pid})") } else { format!("{name} {tid}") };
-    text::clean(&s).into_owned()
+    text::sanitize(&s).into_owned()
 }
 
 /// Flatten groups into rows, honouring collapsed groups.
@@ -167,7 +167,7 @@ pub fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
         p.dedup();
         p.len() > 1
     };
-    let mut out: Vec<String> = trace.lanes.iter().map(|l| text::clean(&l.title()).into_owned()).collect();
+    let mut out: Vec<String> = trace.lanes.iter().map(|l| text::sanitize(&l.title()).into_owned()).collect();
     for g in groups.iter().filter(|g| g.kind == GroupKind::Others) {
         for &l in &g.lanes {
             let lane = &trace.lanes[l as usize];

@@ -65,11 +65,11 @@ impl PhaseColumn {
 
     /// The cell of phase `p`.
     fn cell(self, p: &Phase) -> String {
-        let Self::Field(f, _) = self else { return text::clean(&p.name).into_owned() };
+        let Self::Field(f, _) = self else { return text::sanitize(&p.name).into_owned() };
         match (f.unit, f.of(p)) {
-            (Unit::Count, Num::Int(n)) => text::count(n.max(0) as u64),
-            (Unit::Ns, Num::Int(n)) => text::dur(n),
-            (Unit::Bytes, Num::Int(n)) => text::bytes(n.max(0) as u64),
+            (Unit::Count, Num::Int(n)) => text::fmt_count(n.max(0) as u64),
+            (Unit::Ns, Num::Int(n)) => text::fmt_ns(n),
+            (Unit::Bytes, Num::Int(n)) => text::fmt_bytes(n.max(0) as u64),
             (Unit::Share, Num::Real(v)) => v.map_or_else(|| "-".to_string(), text::pct),
             (Unit::Pct, Num::Real(v)) => v.map_or_else(|| "-".to_string(), |v| format!("{v:.0}%")),
             (Unit::Gbps, Num::Real(v)) => v.map_or_else(|| "-".to_string(), |g| format!("{g:.2}")),
@@ -147,7 +147,7 @@ impl PhaseTable {
         if b <= a {
             return Effect::None;
         }
-        Effect::ZoomTo(a, b, format!("{}: slowest instance, {}", text::clean(&ph.name), text::dur(b - a)))
+        Effect::ZoomTo(a, b, format!("{}: slowest instance, {}", text::sanitize(&ph.name), text::fmt_ns(b - a)))
     }
 
     /// A click on a row highlights it; on the highlighted row, zooms to its slowest instance.
