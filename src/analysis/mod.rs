@@ -452,8 +452,8 @@ pub struct Finding {
     pub fix: String,
 }
 
-/// Event counts of the trace.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Event counts of the trace; serialized as the report's `totals` (and `traces[].totals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Totals {
     /// Kernels.
     pub kernels: u64,

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::fields::PhaseFields;
-use crate::analysis::{Analysis, Cause, Gap};
+use crate::analysis::{Analysis, Cause, Gap, Totals};
 use crate::model::{Ns, Trace};
 
 /// Number of gaps listed in `gaps.top`.
@@ -170,25 +170,6 @@ pub struct GpuInfo<'a> {
     pub device: u32,
     /// Marketing name.
     pub name: &'a str,
-}
-
-/// `totals`.
-#[derive(Debug, Serialize)]
-pub struct Totals {
-    /// Kernels.
-    pub kernels: u64,
-    /// Whole CUDA-graph executions.
-    pub graphs: u64,
-    /// Memcpy operations.
-    pub memcpy: u64,
-    /// Memset operations.
-    pub memset: u64,
-    /// CUDA runtime and driver calls.
-    pub api_calls: u64,
-    /// NVTX ranges.
-    pub nvtx_ranges: u64,
-    /// OS runtime calls.
-    pub osrt_calls: u64,
 }
 
 /// One entry of `devices`.
@@ -440,7 +421,6 @@ pub fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
 
 /// Build the JSON document; `all_gaps` adds `gaps.all`.
 pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a> {
-    let t = a.totals;
     let several = trace.ranks.len() > 1;
     Report {
         traces: several.then(|| inputs(trace, a)),
@@ -458,7 +438,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             outlier_events: trace.meta.outliers.0,
             unreadable_events: trace.meta.unreadable_events,
         },
-        totals: totals(t),
+        totals: a.totals,
         devices: a
             .devices
             .iter()
@@ -501,18 +481,6 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
     }
 }
 
-fn totals(t: crate::analysis::Totals) -> Totals {
-    Totals {
-        kernels: t.kernels,
-        graphs: t.graphs,
-        memcpy: t.memcpy,
-        memset: t.memset,
-        api_calls: t.api_calls,
-        nvtx_ranges: t.nvtx_ranges,
-        osrt_calls: t.osrt_calls,
-    }
-}
-
 fn inputs<'a>(trace: &'a Trace, a: &'a Analysis) -> Vec<InputInfo<'a>> {
     trace
         .ranks
@@ -532,7 +500,7 @@ fn inputs<'a>(trace: &'a Trace, a: &'a Analysis) -> Vec<InputInfo<'a>> {
                 session_start_utc_ns: r.session_start_utc_ns,
                 gpus: r.devices.iter().map(|&(device, gpu)| RankGpu { device, gpu }).collect(),
                 pids: &r.pids,
-                totals: totals(crate::analysis::transfers::totals_of(trace, |l| r.pids.contains(&l.pid))),
+                totals: crate::analysis::transfers::totals_of(trace, |l| r.pids.contains(&l.pid)),
                 phases: phases.iter().map(phase).collect(),
             }
         })
