@@ -1,6 +1,7 @@
 //! Text shared by every output (report, evidence, diff, info and the viewer): making
-//! trace-derived strings safe for a terminal, and one formatter per unit (durations,
-//! sizes, rates, counts), and the one JSON writer. A leaf module: it imports only `model::Ns`.
+//! trace-derived strings safe for a terminal, cutting them to a width, one formatter per
+//! unit (durations, sizes, rates, counts, percentages), and the one JSON writer. A leaf
+//! module: it imports only `model::Ns`.
 
 use std::borrow::Cow;
 
@@ -55,6 +56,18 @@ pub fn sanitize(s: &str) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(s)
     }
+}
+
+/// Cut `s` to at most `max` characters, ending with `…` when cut.
+pub fn ellipsize(s: &str, max: usize) -> Cow<'_, str> {
+    if max == 0 {
+        return Cow::Borrowed("");
+    }
+    if s.char_indices().nth(max).is_none() {
+        return Cow::Borrowed(s);
+    }
+    let cut = s.char_indices().nth(max - 1).map_or(s.len(), |(i, _)| i);
+    Cow::Owned(format!("{}…", &s[..cut]))
 }
 
 /// Make a trace name safe inside SVG or HTML text and attributes: [`sanitize`] it (no
@@ -122,6 +135,11 @@ pub fn gbps(bytes: u64, ns: Ns) -> Option<f64> {
     (ns > 0).then(|| bytes as f64 / ns as f64)
 }
 
+/// `part` over `whole` in percent; None for a zero whole.
+pub fn percent(part: Ns, whole: Ns) -> Option<f64> {
+    (whole > 0).then(|| 100.0 * part as f64 / whole as f64)
+}
+
 /// Format a rate of `bytes` over `ns` as `12.34 GB/s`, `-` for no time.
 pub fn fmt_gbps(bytes: u64, ns: Ns) -> String {
     gbps(bytes, ns).map_or_else(|| "-".to_string(), |g| format!("{g:.2} GB/s"))
@@ -161,6 +179,34 @@ mod tests {
         assert_eq!(sanitize("a\u{1b}[31mb"), "a\u{fffd}[31mb");
         assert_eq!(sanitize("x\u{7f}\u{9b}y\n\t"), "x\u{fffd}\u{fffd}y\u{fffd}\u{fffd}");
         assert_eq!(sanitize("\u{202e}evil"), "\u{fffd}evil");
+    }
+
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        assert_eq!(sanitize("ok"), "ok");
+        assert!(!sanitize("a\x1b[2Jb\tc\u{9b}").chars().any(char::is_control));
+    }
+
+    #[test]
+    fn durations_are_adaptive() {
+        assert_eq!(fmt_ns(850), "850 ns");
+        assert_eq!(fmt_ns(12_346), "12.3 µs");
+        assert_eq!(fmt_ns(1_250_000), "1.25 ms");
+        assert_eq!(fmt_ns(100_000), "100 µs");
+        assert_eq!(fmt_ns(9_298_483_969), "9.298 s");
+    }
+
+    #[test]
+    fn sizes_counts_and_cuts() {
+        assert_eq!(fmt_bytes(512), "512 B");
+        // Decimal units, as the report and GB/s rates use.
+        assert_eq!(fmt_bytes(64 << 20), "67.1 MB");
+        assert_eq!(fmt_count(27_059), "27,059");
+        assert_eq!(fmt_count(999), "999");
+        assert_eq!(fmt_gbps(1_000_000_000, 1_000_000_000), "1.00 GB/s");
+        assert_eq!(ellipsize("forward", 4), "for…");
+        assert_eq!(ellipsize("fwd", 4), "fwd");
+        assert_eq!(ellipsize("fwd", 0), "");
     }
 
     #[test]

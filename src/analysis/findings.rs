@@ -108,25 +108,8 @@ pub fn order(findings: &mut [Finding], pageable_sync: bool) {
             _ if pageable_sync && f.fix == pinned => 1,
             _ => 0,
         };
-        (std::cmp::Reverse(f.severity), std::cmp::Reverse(first), std::cmp::Reverse(weight(f)))
+        (std::cmp::Reverse(f.severity), std::cmp::Reverse(first), std::cmp::Reverse(f.weight))
     });
-}
-
-// The steady idle (or host time) a finding explains, from its evidence.
-fn weight(f: &Finding) -> Ns {
-    let get = |k: &str| f.evidence.iter().find(|(n, _)| n == k).and_then(|(_, v)| v.parse::<Ns>().ok()).unwrap_or(0);
-    match f.rule {
-        "gpu_records_missing" => Ns::MAX,
-        "gpu_gaps" | "starvation" => get("cause_ns"),
-        "launch_bound" => get("short_idle_ns") + get("launch_bound_idle_ns"),
-        "teardown_loop" => get("teardown_idle_ns"),
-        "cuda_api_sync" => get("sync_idle_ns"),
-        "cuda_memcpy_async" | "cuda_memcpy_sync" => get("api_ns"),
-        "pageable_bandwidth" => get("pageable_ns"),
-        "link_bound" | "small_copies" => get("h2d_exposed_ns"),
-        "straggler" => get("lost_ns"),
-        _ => 0,
-    }
 }
 
 // The steady window's length on each GPU between its first and last operation, summed.
@@ -161,6 +144,7 @@ fn gpu_records_missing(x: &Inputs<'_>) -> Option<Finding> {
     let list = names.iter().take(3).map(|(name, c)| format!("{name} x{c}")).collect::<Vec<_>>().join(", ");
     Some(Finding {
         rule: "gpu_records_missing",
+        weight: Ns::MAX,
         severity: Severity::Warning,
         message: format!(
             "{n} kernel launches were traced ({list}) but the export holds no kernel records: \
@@ -323,6 +307,7 @@ fn memcpy_async(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     let s = &x.copies.async_pageable;
     (s.count > 0).then(|| Finding {
         rule: "cuda_memcpy_async",
+        weight: s.api_ns,
         severity: by_share(run_share(x, s.calls.iter().copied(), span), 0.10, 0.01),
         message: format!(
             "{} async memcpy calls used pageable memory ({}): they ran synchronously, blocking the host for {}",
@@ -353,6 +338,7 @@ fn memcpy_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     let s = from_api.as_ref().unwrap_or(&x.copies.sync);
     (s.count > 0).then(|| Finding {
         rule: "cuda_memcpy_sync",
+        weight: s.api_ns,
         severity: by_share(run_share(x, s.calls.iter().copied(), span), 0.10, 0.01),
         message: format!(
             "{} synchronous memcpy calls ({}) blocked the host for {} (H2D copies <= 64 KB not counted)",
@@ -402,6 +388,7 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
         if gaps <= 1 || steady <= 0 { Severity::Info } else { by_share(idle as f64 / steady as f64, 0.25, 0.05) };
     Some(Finding {
         rule: "cuda_api_sync",
+        weight: idle,
         severity,
         message: format!(
             "{n} cudaDeviceSynchronize/cudaStreamSynchronize calls blocked the host for {}; \
@@ -463,6 +450,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
         let g = counted(x).max_by_key(|g| g.dur())?;
         return Some(Finding {
             rule: "gpu_gaps",
+            weight: 0,
             severity: Severity::Info,
             message: format!(
                 "No steady-state gaps >= {}; {} of idle lies outside the steady state (the longest: {} in {})",
@@ -482,6 +470,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
     let n = steady_gaps.len();
     Some(Finding {
         rule: "gpu_gaps",
+        weight: cause_ns,
         severity: by_share(share, 0.5, 0.2),
         message: format!(
             "{n} gap{} >= {} left the GPU idle for {} in the steady state ({} of it); {} of it is {}{}{startup_note}",
@@ -575,6 +564,7 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
     };
     Some(Finding {
         rule: "gpu_time_util",
+        weight: 0,
         severity: if 2 * low >= chunks { Severity::Warning } else { Severity::Info },
         message: format!(
             "{low} of {chunks} time chunks ran the GPU under {UTIL_LOW_PCT:.0}% busy, in {nregions} region{}; \
@@ -655,6 +645,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
     let idle_share = total as f64 / steady_span(x).max(1) as f64;
     Some(Finding {
         rule: "starvation",
+        weight: idle[cause as usize],
         severity: by_share(share, 0.5, 0.2).min(by_share(idle_share, 0.5, 0.2)),
         message: format!(
             "The GPU starved in {} of the `{name}` ranges ({starved} of {}): {} idle in them, {} of it {}{}{where_}",
@@ -773,6 +764,7 @@ fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
     let steps = x.steps.instances.len().saturating_sub(1).max(1);
     Some(Finding {
         rule: "launch_bound",
+        weight: short + lb,
         severity: by_share(share, 0.5, 0.2),
         message: format!(
             "The GPU idled {} of the steady state ({}) between short kernels: {} in holes under {} and {} in \
@@ -833,6 +825,7 @@ fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
     let cause = dominant_cause(teardown.iter().copied(), Gap::dur).map_or(Cause::Unknown, |c| c.0);
     Some(Finding {
         rule: "teardown_loop",
+        weight: idle,
         severity: Severity::Warning,
         message: format!(
             "After the last `{name}` the GPU ran on for {} ({} busy) and idled {}, more than the {} idle of the \
@@ -924,7 +917,7 @@ fn pageable_bandwidth(x: &Inputs<'_>, dir: MemClass, span: Ns) -> Option<Finding
     } else {
         cause_fix(Cause::PageableCopy).to_string()
     };
-    Some(Finding { rule: "pageable_bandwidth", severity, message, evidence, fix })
+    Some(Finding { rule: "pageable_bandwidth", severity, message, evidence, fix, weight: pns })
 }
 
 #[cfg(test)]
@@ -939,6 +932,7 @@ mod tests {
             message: String::new(),
             evidence: vec![(weight.0.to_string(), weight.1.to_string())],
             fix: fix.to_string(),
+            weight: weight.1,
         }
     }
 

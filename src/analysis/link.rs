@@ -72,6 +72,7 @@ pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepM
                     ),
                     evidence,
                     fix: LINK_FIX.to_string(),
+                    weight: p.h2d_exposed_ns,
                 });
             }
             CopyVerdict::SmallCopies => out.push(Finding {
@@ -86,6 +87,7 @@ pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepM
                 ),
                 evidence,
                 fix: SMALL_FIX.to_string(),
+                weight: p.h2d_exposed_ns,
             }),
             _ => {}
         }

@@ -463,10 +463,13 @@ pub struct Finding {
     pub evidence: Vec<(String, String)>,
     /// Concrete fix.
     pub fix: String,
+    /// What it explains, in ns, to rank findings of one severity: the steady idle (or host
+    /// time) it accounts for, `Ns::MAX` for missing GPU records, 0 for none. Not reported.
+    pub weight: Ns,
 }
 
-/// Event counts of the trace.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Event counts of the trace; serialized as the report's `totals` (and `traces[].totals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Totals {
     /// Kernels.
     pub kernels: u64,

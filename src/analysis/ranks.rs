@@ -375,6 +375,7 @@ pub fn finding(c: &Collectives, steady_ns: Ns) -> Option<Finding> {
     let what = s.phase.as_ref().map_or_else(|| "its steps".to_string(), |(p, _, _)| format!("its `{p}`"));
     Some(Finding {
         rule: "straggler",
+        weight: s.lost_ns,
         severity,
         message: format!(
             "straggler: rank {} in {} of {} steps{phase}; they wait {} per step in {} ({} lost in all)",

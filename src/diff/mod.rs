@@ -7,29 +7,8 @@
 //! that the JSON output, the `--fail-if` paths ([`fail_if`]) and the CSV rows are the
 //! same names by construction.
 //!
-//! Overall metrics (per run):
-//!
-//! | metric | meaning |
-//! |---|---|
-//! | `wall_ns` | length of the steady window (`trace.steady_end_ns - steady_start_ns`) |
-//! | `steps` | instances of the step phase (`phases[].count`), 0 without one |
-//! | `step_wall_mean_ns` | mean wall time of the step phase (all instances) |
-//! | `steady_step_mean_ns` | `wall_ns / (steps - 1)`: mean step in the steady window |
-//! | `gpu_busy_ns`, `kernel_ns` | `devices[].busy_ns`, `kernel_ns`, summed |
-//! | `gpu_busy_pct` | busy over each GPU's first-to-last operation, summed |
-//! | `idle_ns`, `gaps` | `gaps.total_ns`, `gaps.count` (every gap >= `--min-gap`) |
-//! | `steady` | `{count, idle_ns, by_cause}`: `gaps.steady` (gap time clipped to the steady window) |
-//! | `steady_span_ns` | the steady window clipped to each GPU's first..last operation, summed |
-//! | `idle_pct` | `steady.idle_ns / steady_span_ns * 100` |
-//! | `pageable_copies` | `transfers[].count` with memory `pageable`, summed |
-//! | `copy_ns`, `overlapped_ns` | `overlap` |
-//! | `exposed_copy_ns` | `copy_ns - overlapped_ns`: copy time with no kernel |
-//! | `copy_overlap` | `overlapped_ns / copy_ns` |
-//! | `transfers` | `{"H2D/pinned": {count, bytes, busy_ns, gbps, max_gbps}, ...}` |
-//!
-//! Per phase: every field of `report`'s `phases[]`, plus `gpu_busy_pct` (busy over busy
-//! plus idle in the ranges) and `steady` (`{count, idle_ns, by_cause}` of the gaps whose
-//! phase is this one, clipped to the steady window).
+//! The metrics, overall and per phase, are README's tables (`lanescope diff`), checked
+//! against the output by `tests/it/contract.rs`.
 
 pub mod fail_if;
 pub mod html;
@@ -43,7 +22,9 @@ use serde_json::{Map, Value};
 
 use crate::analysis::{Analysis, Finding, Gap, Phase};
 use crate::model::{MemKind, Ns};
-use crate::report::json::{CauseSum, Launched};
+use crate::report::fields::{self, Num, PhaseFields};
+use crate::report::json::{self, CauseSum, Overlap, TransferSums};
+use crate::text::percent;
 
 /// One side of a diff: the export's path and its analysis.
 #[derive(Debug, Clone, Copy)]
@@ -201,7 +182,8 @@ fn to_value(v: &impl Serialize) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// Overall metrics of one run (see the module docs).
+/// Overall metrics of one run (README): the report's overlap and transfer sums, and the
+/// diff's own over the steady window, the GPUs and the gaps.
 #[derive(Debug, Serialize)]
 struct Overall {
     wall_ns: Ns,
@@ -217,14 +199,15 @@ struct Overall {
     steady_span_ns: Ns,
     idle_pct: Option<f64>,
     pageable_copies: u64,
-    copy_ns: Ns,
-    overlapped_ns: Ns,
+    #[serde(flatten)]
+    overlap: Overlap,
     exposed_copy_ns: Ns,
     copy_overlap: Option<f64>,
-    transfers: BTreeMap<String, TransferMetrics>,
+    transfers: BTreeMap<String, TransferSums>,
 }
 
-/// Gap time clipped to the steady window.
+/// Gap time clipped to the steady window (named `idle_ns` here, `total_ns` in the report's
+/// `gaps.steady`).
 #[derive(Debug, Serialize)]
 struct Steady {
     count: usize,
@@ -232,42 +215,13 @@ struct Steady {
     by_cause: BTreeMap<&'static str, CauseSum>,
 }
 
+/// Per-phase metrics: the report's `phases[]` fields, plus `gpu_busy_pct` and `steady`.
 #[derive(Debug, Serialize)]
-struct TransferMetrics {
-    count: u64,
-    bytes: u64,
-    busy_ns: Ns,
-    gbps: f64,
-    max_gbps: f64,
-}
-
-/// Per-phase metrics: `report`'s `phases[]` fields plus `gpu_busy_pct` and `steady`.
-#[derive(Debug, Serialize)]
-struct PhaseMetrics {
-    count: u64,
-    wall_ns: Ns,
-    wall_mean_ns: Ns,
-    wall_p50_ns: Ns,
-    wall_p95_ns: Ns,
-    wall_max_ns: Ns,
-    gpu_busy_ns: Ns,
-    gpu_busy_pct: Option<f64>,
-    kernel_busy_ns: Ns,
-    copy_busy_ns: Ns,
-    idle_ns: Ns,
-    exposed_copy_ns: Ns,
-    copy_overlap: Option<f64>,
-    h2d_bytes: u64,
-    d2h_bytes: u64,
-    h2d_gbps: Option<f64>,
-    d2h_gbps: Option<f64>,
-    starved_share: f64,
-    launched: Launched,
+struct PhaseMetrics<'a> {
+    #[serde(flatten)]
+    fields: PhaseFields<'a>,
+    gpu_busy_pct: Num,
     steady: Steady,
-}
-
-fn pct(part: Ns, whole: Ns) -> Option<f64> {
-    (whole > 0).then(|| 100.0 * part as f64 / whole as f64)
 }
 
 fn overall(a: &Analysis) -> Overall {
@@ -291,32 +245,18 @@ fn overall(a: &Analysis) -> Overall {
         step_wall_mean_ns: step.map(|p| p.wall.mean_ns),
         steady_step_mean_ns: (steps > 1).then(|| wall_ns / (steps as Ns - 1)),
         gpu_busy_ns: busy,
-        gpu_busy_pct: pct(busy, span),
+        gpu_busy_pct: percent(busy, span),
         kernel_ns: a.devices.iter().map(|d| d.kernels.total()).sum(),
         idle_ns: a.gaps.iter().map(Gap::dur).sum(),
         gaps: a.gaps.len(),
-        idle_pct: pct(steady.idle_ns, steady_span_ns),
+        idle_pct: percent(steady.idle_ns, steady_span_ns),
         steady,
         steady_span_ns,
         pageable_copies: a.transfers.iter().filter(|t| t.memory == MemKind::Pageable).map(|t| t.count).sum(),
-        copy_ns: ov.copy_ns,
-        overlapped_ns: ov.overlapped_ns,
+        overlap: Overlap::of(ov),
         exposed_copy_ns: ov.copy_ns - ov.overlapped_ns,
         copy_overlap: (ov.copy_ns > 0).then(|| ov.overlapped_ns as f64 / ov.copy_ns as f64),
-        transfers: a
-            .transfers
-            .iter()
-            .map(|t| {
-                let m = TransferMetrics {
-                    count: t.count,
-                    bytes: t.bytes,
-                    busy_ns: t.busy_ns,
-                    gbps: t.gbps,
-                    max_gbps: t.max_gbps,
-                };
-                (transfer_key(t), m)
-            })
-            .collect(),
+        transfers: a.transfers.iter().map(|t| (transfer_key(t), TransferSums::of(t))).collect(),
     }
 }
 
@@ -328,51 +268,29 @@ pub fn transfer_key(t: &crate::analysis::Transfer) -> String {
 // Gaps passing `keep`, clipped to the steady window, by cause (every cause present).
 fn steady(a: &Analysis, keep: impl Fn(&Gap) -> bool) -> Steady {
     let part = |g: &Gap| a.windows.steady_part(g.start, g.end);
-    let mut by_cause: BTreeMap<&'static str, CauseSum> =
-        crate::analysis::Cause::ALL.iter().map(|c| (c.label(), CauseSum::default())).collect();
-    let (mut count, mut idle_ns) = (0, 0);
-    for g in a.gaps.iter().filter(|g| keep(g) && part(g) > 0) {
-        let e = by_cause.entry(g.cause.label()).or_default();
-        e.count += 1;
-        e.total_ns += part(g);
-        count += 1;
-        idle_ns += part(g);
+    let by_cause = json::by_cause_timed(a.gaps.iter().filter(|g| keep(g)), part);
+    Steady {
+        count: by_cause.values().map(|c| c.count).sum(),
+        idle_ns: by_cause.values().map(|c| c.total_ns).sum(),
+        by_cause,
     }
-    Steady { count, idle_ns, by_cause }
 }
 
-fn phase_metrics(a: &Analysis, p: &Phase) -> PhaseMetrics {
-    let l = p.launched;
+fn phase_metrics<'a>(a: &Analysis, p: &'a Phase) -> PhaseMetrics<'a> {
     PhaseMetrics {
-        count: p.count,
-        wall_ns: p.wall.sum_ns,
-        wall_mean_ns: p.wall.mean_ns,
-        wall_p50_ns: p.wall.p50_ns,
-        wall_p95_ns: p.wall.p95_ns,
-        wall_max_ns: p.wall.max_ns,
-        gpu_busy_ns: p.gpu_busy_ns,
-        gpu_busy_pct: pct(p.gpu_busy_ns, p.gpu_busy_ns + p.idle_ns),
-        kernel_busy_ns: p.kernel_busy_ns,
-        copy_busy_ns: p.copy_busy_ns,
-        idle_ns: p.idle_ns,
-        exposed_copy_ns: p.exposed_copy_ns,
-        copy_overlap: p.copy_overlap,
-        h2d_bytes: p.h2d_bytes,
-        d2h_bytes: p.d2h_bytes,
-        h2d_gbps: p.h2d_gbps,
-        d2h_gbps: p.d2h_gbps,
-        starved_share: p.starved_share,
-        launched: Launched { count: l.count, gpu_ns: l.gpu_ns, span_ns: l.span_ns },
+        fields: PhaseFields(p),
+        gpu_busy_pct: fields::BUSY_PCT.of(p),
         steady: steady(a, |g| g.phase.as_deref() == Some(p.name.as_str())),
     }
 }
 
 // Phases in both runs (AFTER's order: largest wall time first), then removed, then added.
 fn phases(b: &Analysis, a: &Analysis) -> Vec<PhaseDiff> {
-    let find = |x: &'_ Analysis, name: &str| x.phases.iter().find(|p| p.name == name).map(|p| phase_metrics(x, p));
+    let metrics = |x: &Analysis, name: &str| {
+        x.phases.iter().find(|p| p.name == name).map_or(Value::Null, |p| to_value(&phase_metrics(x, p)))
+    };
     let entry = |name: &str, status| {
-        let before = find(b, name).map_or(Value::Null, |m| to_value(&m));
-        let after = find(a, name).map_or(Value::Null, |m| to_value(&m));
+        let (before, after) = (metrics(b, name), metrics(a, name));
         PhaseDiff { name: name.to_string(), status, values: Compared::new(before, after) }
     };
     let in_b = |n: &str| b.phases.iter().any(|p| p.name == n);

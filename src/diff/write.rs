@@ -17,9 +17,10 @@ use crate::analysis::Cause;
 use crate::model::Ns;
 use crate::report::Format;
 use crate::report::csv::field;
+use crate::report::fields::{self, Field, Unit};
 use crate::report::table::{Table, md_escape};
-use crate::text::fmt_ns;
-use crate::text::sanitize;
+use crate::text::{ellipsize, sanitize};
+use crate::text::{fmt_bytes, fmt_ns};
 
 /// Width the text output fits in.
 pub const WIDTH: usize = 100;
@@ -46,7 +47,7 @@ impl Out<'_> {
         if self.md {
             writeln!(self.w, "\n{} {}\n", "#".repeat(level), md_escape(&sanitize(s)))
         } else {
-            writeln!(self.w, "\n{}", clip(&sanitize(s), WIDTH))
+            writeln!(self.w, "\n{}", ellipsize(&sanitize(s), WIDTH))
         }
     }
 
@@ -66,11 +67,6 @@ impl Out<'_> {
     }
 }
 
-// At most `width` characters, with `…` when cut.
-fn clip(s: &str, width: usize) -> String {
-    if s.chars().count() <= width { s.to_string() } else { s.chars().take(width - 1).chain(['…']).collect() }
-}
-
 /// Word-wrap `s` to `width` columns; lines after the first start with `indent` spaces.
 /// Words longer than a line are cut.
 pub fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
@@ -88,42 +84,35 @@ pub fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
             len += 1;
         }
         let room = width.saturating_sub(len).max(1);
-        line.push_str(&clip(word, room));
+        line.push_str(&ellipsize(word, room));
         len += n.min(room);
     }
     lines.push(line);
     lines
 }
 
-/// How a metric's values read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Ns,
-    Count,
-    Pct,
-    Share,
-    Gbps,
-}
-
-fn value(v: f64, k: Kind) -> String {
-    match k {
-        Kind::Ns => fmt_ns(v.round() as Ns),
-        Kind::Count => format!("{v:.0}"),
-        Kind::Pct => format!("{v:.1}%"),
-        Kind::Share => format!("{:.0}%", 100.0 * v),
-        Kind::Gbps => format!("{v:.2}"),
+fn value(v: f64, u: Unit) -> String {
+    match u {
+        Unit::Ns => fmt_ns(v.round() as Ns),
+        Unit::Count => format!("{v:.0}"),
+        Unit::Bytes => fmt_bytes(v.max(0.0) as u64),
+        Unit::Pct => format!("{v:.1}%"),
+        Unit::Share => format!("{:.0}%", 100.0 * v),
+        Unit::Gbps => format!("{v:.2}"),
     }
 }
 
-fn change(b: f64, a: f64, k: Kind) -> String {
+fn change(b: f64, a: f64, u: Unit) -> String {
     let d = a - b;
     let sign = if d > 0.0 { "+" } else { "" };
-    match k {
-        Kind::Ns => format!("{sign}{}", fmt_ns(d.round() as Ns)),
-        Kind::Count => format!("{sign}{d:.0}"),
-        Kind::Pct => format!("{sign}{d:.1} pt"),
-        Kind::Share => format!("{sign}{:.0} pt", 100.0 * d),
-        Kind::Gbps => format!("{sign}{d:.2}"),
+    match u {
+        Unit::Ns => format!("{sign}{}", fmt_ns(d.round() as Ns)),
+        Unit::Count => format!("{sign}{d:.0}"),
+        Unit::Bytes if d < 0.0 => format!("-{}", fmt_bytes(-d as u64)),
+        Unit::Bytes => format!("{sign}{}", fmt_bytes(d as u64)),
+        Unit::Pct => format!("{sign}{d:.1} pt"),
+        Unit::Share => format!("{sign}{:.0} pt", 100.0 * d),
+        Unit::Gbps => format!("{sign}{d:.2}"),
     }
 }
 
@@ -137,17 +126,17 @@ fn change_pct(p: Option<f64>) -> String {
     }
 }
 
-// One table of `rows` (label, path, kind) over `c`; rows zero or absent in both runs are left out.
-fn rows(c: &Compared, rows: &[(String, String, Kind)]) -> Table {
+// One table of `rows` (label, path, unit) over `c`; rows zero or absent in both runs are left out.
+fn rows(c: &Compared, rows: &[(String, String, Unit)]) -> Table {
     let mut t = Table::new(&["metric", "before", "after", "change", "change%"]);
-    for (label, path, kind) in rows {
+    for (label, path, unit) in rows {
         let (b, a) = c.pair(path);
         if b.unwrap_or(0.0) == 0.0 && a.unwrap_or(0.0) == 0.0 {
             continue;
         }
-        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| value(v, *kind));
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| value(v, *unit));
         let (delta, pct) = match (b, a) {
-            (Some(b), Some(a)) => (change(b, a, *kind), change_pct(super::number(&c.delta, &format!("{path}.pct")))),
+            (Some(b), Some(a)) => (change(b, a, *unit), change_pct(super::number(&c.delta, &format!("{path}.pct")))),
             _ => ("-".to_string(), "-".to_string()),
         };
         t.row(vec![label.clone(), show(b), show(a), delta, pct]);
@@ -155,36 +144,41 @@ fn rows(c: &Compared, rows: &[(String, String, Kind)]) -> Table {
     t
 }
 
-fn row(label: &str, path: &str, kind: Kind) -> (String, String, Kind) {
-    (label.to_string(), path.to_string(), kind)
+fn row(label: &str, path: &str, unit: Unit) -> (String, String, Unit) {
+    (label.to_string(), path.to_string(), unit)
 }
 
-fn cause_rows(prefix: &str) -> Vec<(String, String, Kind)> {
+// A row of a phase field, under `label`.
+fn field_row(f: Field) -> (String, String, Unit) {
+    row(f.label, f.key, f.unit)
+}
+
+fn cause_rows(prefix: &str) -> Vec<(String, String, Unit)> {
     Cause::ALL
         .iter()
-        .map(|c| row(&format!("  {}", c.label()), &format!("{prefix}.by_cause.{}.total_ns", c.label()), Kind::Ns))
+        .map(|c| row(&format!("  {}", c.label()), &format!("{prefix}.by_cause.{}.total_ns", c.label()), Unit::Ns))
         .collect()
 }
 
-fn overall_rows(c: &Compared) -> Vec<(String, String, Kind)> {
+fn overall_rows(c: &Compared) -> Vec<(String, String, Unit)> {
     let mut v = vec![
-        row("steps", "steps", Kind::Count),
-        row("step, steady mean", "steady_step_mean_ns", Kind::Ns),
-        row("step, mean of all", "step_wall_mean_ns", Kind::Ns),
-        row("steady wall time", "wall_ns", Kind::Ns),
-        row("GPU busy", "gpu_busy_ns", Kind::Ns),
-        row("GPU busy % of GPU span", "gpu_busy_pct", Kind::Pct),
-        row("idle, all gaps", "idle_ns", Kind::Ns),
-        row("gaps", "gaps", Kind::Count),
-        row("steady idle", "steady.idle_ns", Kind::Ns),
+        row("steps", "steps", Unit::Count),
+        row("step, steady mean", "steady_step_mean_ns", Unit::Ns),
+        row("step, mean of all", "step_wall_mean_ns", Unit::Ns),
+        row("steady wall time", "wall_ns", Unit::Ns),
+        row("GPU busy", "gpu_busy_ns", Unit::Ns),
+        row("GPU busy % of GPU span", "gpu_busy_pct", Unit::Pct),
+        row("idle, all gaps", "idle_ns", Unit::Ns),
+        row("gaps", "gaps", Unit::Count),
+        row("steady idle", "steady.idle_ns", Unit::Ns),
     ];
     v.extend(cause_rows("steady"));
     v.extend([
-        row("steady idle % (idle_pct)", "idle_pct", Kind::Pct),
-        row("pageable copies", "pageable_copies", Kind::Count),
-        row("copy time", "copy_ns", Kind::Ns),
-        row("exposed copy", "exposed_copy_ns", Kind::Ns),
-        row("copy/compute overlap", "copy_overlap", Kind::Share),
+        row("steady idle % (idle_pct)", "idle_pct", Unit::Pct),
+        row("pageable copies", "pageable_copies", Unit::Count),
+        row("copy time", "copy_ns", Unit::Ns),
+        row("exposed copy", "exposed_copy_ns", Unit::Ns),
+        row("copy/compute overlap", "copy_overlap", Unit::Share),
     ]);
     let mut keys: Vec<&String> = [&c.before, &c.after]
         .into_iter()
@@ -194,28 +188,28 @@ fn overall_rows(c: &Compared) -> Vec<(String, String, Kind)> {
     keys.sort();
     keys.dedup();
     for k in keys {
-        v.push(row(&format!("{k} count"), &format!("transfers.{k}.count"), Kind::Count));
-        v.push(row(&format!("{k} GB/s"), &format!("transfers.{k}.gbps"), Kind::Gbps));
+        v.push(row(&format!("{k} count"), &format!("transfers.{k}.count"), Unit::Count));
+        v.push(row(&format!("{k} GB/s"), &format!("transfers.{k}.gbps"), Unit::Gbps));
     }
     v
 }
 
-fn phase_rows() -> Vec<(String, String, Kind)> {
+fn phase_rows() -> Vec<(String, String, Unit)> {
     let mut v = vec![
-        row("count", "count", Kind::Count),
-        row("wall", "wall_ns", Kind::Ns),
-        row("wall, mean", "wall_mean_ns", Kind::Ns),
-        row("GPU busy %", "gpu_busy_pct", Kind::Pct),
-        row("GPU idle in the ranges", "idle_ns", Kind::Ns),
-        row("steady gap idle", "steady.idle_ns", Kind::Ns),
+        field_row(fields::COUNT),
+        field_row(fields::WALL),
+        field_row(fields::WALL_MEAN.headed("wall, mean")),
+        field_row(fields::BUSY_PCT.headed("GPU busy %")),
+        field_row(fields::IDLE.headed("GPU idle in the ranges")),
+        row("steady gap idle", "steady.idle_ns", Unit::Ns),
     ];
     v.extend(cause_rows("steady"));
     v.extend([
-        row("exposed copy", "exposed_copy_ns", Kind::Ns),
-        row("copy/compute overlap", "copy_overlap", Kind::Share),
-        row("H2D GB/s", "h2d_gbps", Kind::Gbps),
-        row("D2H GB/s", "d2h_gbps", Kind::Gbps),
-        row("launched GPU time", "launched.gpu_ns", Kind::Ns),
+        field_row(fields::EXPOSED_COPY),
+        field_row(fields::COPY_OVERLAP.headed("copy/compute overlap")),
+        field_row(fields::H2D_GBPS),
+        field_row(fields::D2H_GBPS),
+        field_row(fields::LAUNCHED_GPU.headed("launched GPU time")),
     ]);
     v
 }
@@ -246,7 +240,7 @@ fn text(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
             Status::Removed => " (only in BEFORE)",
             Status::Added => " (only in AFTER)",
         };
-        o.heading(2, &format!("Phase `{}`{side}", clip(&p.name, 60)))?;
+        o.heading(2, &format!("Phase `{}`{side}", ellipsize(&p.name, 60)))?;
         o.table(&rows(&p.values, &table))?;
     }
     findings(o, &d.findings)
@@ -336,10 +330,10 @@ mod tests {
 
     #[test]
     fn values_and_changes_read_well() {
-        assert_eq!(value(1_500_000.0, Kind::Ns), "1.50 ms");
-        assert_eq!(change(2e6, 1e6, Kind::Ns), "-1.00 ms");
-        assert_eq!(change(1.0, 3.0, Kind::Count), "+2");
-        assert_eq!(change(0.5, 0.75, Kind::Share), "+25 pt");
+        assert_eq!(value(1_500_000.0, Unit::Ns), "1.50 ms");
+        assert_eq!(change(2e6, 1e6, Unit::Ns), "-1.00 ms");
+        assert_eq!(change(1.0, 3.0, Unit::Count), "+2");
+        assert_eq!(change(0.5, 0.75, Unit::Share), "+25 pt");
         assert_eq!(change_pct(Some(-61.2)), "-61%");
         assert_eq!(change_pct(Some(2.34)), "+2.3%");
         assert_eq!(change_pct(None), "-");

@@ -125,7 +125,7 @@ fn draw_row(out: &mut String, scene: &Scene, s: Span, g: &Geometry, edges: &[Ns]
         out,
         r#"<text x="6" y="{}"{bold}>{}</text>"#,
         y + g.row_h * 0.5 + 4.0,
-        escape(&crate::tui::text::ellipsize(&row.label, max))
+        escape(&crate::text::ellipsize(&row.label, max))
     );
     match row.kind {
         RowKind::Gpu(i) => gpu_row(out, scene, s, g, edges, i, y),
@@ -187,7 +187,7 @@ fn runs<'n>(
         }
         let chars = ((w - 6.0) / CHAR_W).floor();
         if chars >= 4.0 && g.row_h >= 12.0 && !matches!(class, Class::Mark | Class::Sample) {
-            let text = crate::tui::text::ellipsize(name(dom), chars as usize).into_owned();
+            let text = crate::text::ellipsize(name(dom), chars as usize).into_owned();
             let _ = write!(
                 out,
                 r##"<text x="{}" y="{}" fill="#ffffff">{}</text>"##,

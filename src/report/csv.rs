@@ -9,7 +9,7 @@
 //! | `device` | device id | `busy_ns`, `kernel_ns`, `copy_only_ns`, `idle_ns` |
 //! | `transfer` | `H2D/pageable`, ... | `count`, `bytes`, `busy_ns`, `gbps`, `max_gbps`, `async_pageable`, `sync_api` |
 //! | `overlap` | (empty) | `copy_ns`, `overlapped_ns` |
-//! | `phase` | phase name | the JSON phase fields; `launched_count`, `launched_gpu_ns`, `launched_span_ns` |
+//! | `phase` | phase name | the JSON phase fields (`fields::PHASE`); `launched_count`, `launched_gpu_ns`, `launched_span_ns` |
 //! | `gaps` | (empty) | `min_gap_ns`, `count`, `total_ns` |
 //! | `gap_cause` | cause label | `count`, `total_ns` |
 //! | `gap` | rank 1..20 | `device`, `start_ns`, `end_ns`, `dur_ns`, `cause`, `evidence`, `phase` |
@@ -21,6 +21,7 @@
 
 use std::io::{self, Write};
 
+use super::fields::{Field, PHASE};
 use super::json::{self, Report};
 use super::sanitize;
 use crate::analysis::Analysis;
@@ -105,11 +106,12 @@ fn head(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
     }
     for t in &r.transfers {
         let id = format!("{}/{}", t.direction, t.memory);
-        c.row("transfer", &id, "count", &t.count)?;
-        c.row("transfer", &id, "bytes", &t.bytes)?;
-        c.row("transfer", &id, "busy_ns", &t.busy_ns)?;
-        c.row("transfer", &id, "gbps", &t.gbps)?;
-        c.row("transfer", &id, "max_gbps", &t.max_gbps)?;
+        let x = &t.sums;
+        c.row("transfer", &id, "count", &x.count)?;
+        c.row("transfer", &id, "bytes", &x.bytes)?;
+        c.row("transfer", &id, "busy_ns", &x.busy_ns)?;
+        c.row("transfer", &id, "gbps", &x.gbps)?;
+        c.row("transfer", &id, "max_gbps", &x.max_gbps)?;
         c.row("transfer", &id, "async_pageable", &t.async_pageable)?;
         c.row("transfer", &id, "sync_api", &t.sync_api)?;
     }
@@ -117,32 +119,14 @@ fn head(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {
     c.row("overlap", "", "overlapped_ns", &r.overlap.overlapped_ns)
 }
 
+// Every phase field, `launched.count` as `launched_count`: the integers first, then the
+// shares and rates (the order the CSV has always had).
 fn phase(c: &mut Csv<'_>, p: &json::Phase<'_>) -> io::Result<()> {
-    let ints = [
-        ("count", p.count as i64),
-        ("wall_ns", p.wall_ns),
-        ("wall_mean_ns", p.wall_mean_ns),
-        ("wall_p50_ns", p.wall_p50_ns),
-        ("wall_p95_ns", p.wall_p95_ns),
-        ("wall_max_ns", p.wall_max_ns),
-        ("gpu_busy_ns", p.gpu_busy_ns),
-        ("kernel_busy_ns", p.kernel_busy_ns),
-        ("copy_busy_ns", p.copy_busy_ns),
-        ("idle_ns", p.idle_ns),
-        ("exposed_copy_ns", p.exposed_copy_ns),
-        ("h2d_bytes", p.h2d_bytes as i64),
-        ("d2h_bytes", p.d2h_bytes as i64),
-        ("launched_count", p.launched.count as i64),
-        ("launched_gpu_ns", p.launched.gpu_ns),
-        ("launched_span_ns", p.launched.span_ns),
-    ];
-    for (k, v) in ints {
-        c.row("phase", p.name, k, &v)?;
+    let (ints, reals): (Vec<&Field>, Vec<&Field>) = PHASE.iter().partition(|f| f.unit.is_integer());
+    for f in ints.into_iter().chain(reals) {
+        c.row("phase", p.name, &f.key.replace('.', "_"), &f.of(p.fields.0))?;
     }
-    c.row("phase", p.name, "copy_overlap", &opt(p.copy_overlap))?;
-    c.row("phase", p.name, "h2d_gbps", &opt(p.h2d_gbps))?;
-    c.row("phase", p.name, "d2h_gbps", &opt(p.d2h_gbps))?;
-    c.row("phase", p.name, "starved_share", &p.starved_share)
+    Ok(())
 }
 
 fn gaps(c: &mut Csv<'_>, r: &Report<'_>) -> io::Result<()> {

@@ -1,57 +1,20 @@
-//! The JSON report: a documented contract (README). All times are integer nanoseconds
-//! on the trace's timeline, bytes are integers, rates are decimal GB/s (bytes/ns).
+//! The JSON report: a documented contract. All times are integer nanoseconds on the
+//! trace's timeline, bytes are integers, rates are decimal GB/s (bytes/ns).
 //!
-//! ```text
-//! trace     {path, nsys_version, schema_version, duration_ns, start_ns, gpus: [{device, name}],
-//!            step_phase, steady_start_ns, steady_end_ns, outlier_events, unreadable_events}
-//! totals    {kernels, graphs, memcpy, memset, api_calls, nvtx_ranges, osrt_calls}
-//! devices   [{device, busy_ns, kernel_ns, copy_only_ns, idle_ns, collective_wait_ns}]
-//! transfers [{direction, memory, count, bytes, busy_ns, gbps, max_gbps, async_pageable, sync_api}]
-//! overlap   {copy_ns, overlapped_ns}
-//! phases    [{name, count, wall_ns, wall_mean_ns, wall_p50_ns, wall_p95_ns, wall_max_ns,
-//!             gpu_busy_ns, kernel_busy_ns, copy_busy_ns, idle_ns, exposed_copy_ns,
-//!             copy_overlap, h2d_bytes, d2h_bytes, h2d_gbps, d2h_gbps, starved_share,
-//!             launched: {count, gpu_ns, span_ns}}]
-//! gaps      {min_gap_ns, count, total_ns,
-//!            by_cause: {"sync-wait" | "sync-drain" | "pageable-copy" | "host-wait" |
-//!                       "host-busy" | "worker-busy" | "launch-bound" | "cpu-contention" |
-//!                       "io-wait" | "queued" | "profiler" | "unknown":
-//!                       {count, total_ns, top?: [{symbol, module, share, samples}]}},
-//!            steady: {count, total_ns, by_cause, short_idle_ns},
-//!            top: [{device, start_ns, end_ns, dur_ns, cause, evidence, phase, window, hint,
-//!                   host?: {samples, top: [{symbol, module, samples, share}],
-//!                           on_cpu_share, runnable_share, blocked_share, os_call_share,
-//!                           cpus: {usable, busy_share, threads},
-//!                           producers: [{pid, tid, name, on_cpu_share}]}}],
-//!            all: [...as top, in start order; only with --all-gaps]}
-//! findings  [{rule, severity, message, evidence: {key: value}, fix}]
-//! ```
-//!
-//! Several exports (ranks) add the following, and change no other field's meaning;
-//! `devices[]` gets `rank` and `gpu`, and `trace` then describes the merged trace (paths
-//! and versions joined by `, `, merged device ids). Every report has
-//! `devices[].collective_wait_ns` (0 for one export).
-//!
-//! ```text
-//! traces      [{path, nsys_version, rank, rank_source, host, duration_ns, start_ns,
-//!               offset_ns, aligned_on, session_start_utc_ns, gpus: [{device, gpu}], pids,
-//!               totals, phases}]
-//! collectives {count, wait_ns, steps: [{step, straggler_rank, wait_ns}],
-//!              straggler: {rank, steps, straggler_steps, phase, straggler_phase_ns,
-//!                          others_phase_ns, wait_per_step_ns, lost_ns, collective} | null}
-//! ```
-//!
-//! `copy_overlap`, `h2d_gbps` and `d2h_gbps` are null when there was nothing to divide
-//! by; `phase` is null for a gap outside any NVTX range. `top` holds the 20 longest gaps,
-//! longest first. `severity` is `info`, `warning` or `critical`; findings come most
-//! severe first. Evidence values are strings; keys ending in `_ns` hold nanoseconds.
+//! README's table (`report --format json`) lists every field, and `tests/it/contract.rs`
+//! checks it against the output of the fixtures, whose snapshots pin the values; the
+//! structs below are the serde side of it. Several exports (ranks) add `traces` and
+//! `collectives`, and `devices[]` gets `rank` and `gpu`; no other field changes meaning.
+//! Null stands for nothing to divide by (`copy_overlap`, `h2d_gbps`, `d2h_gbps`) or for
+//! no such thing (a gap's `phase` outside any NVTX range, no straggler).
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::analysis::{Analysis, Cause, Gap};
+use super::fields::PhaseFields;
+use crate::analysis::{Analysis, Cause, Gap, Totals};
 use crate::model::{Ns, Trace};
 
 /// Number of gaps listed in `gaps.top`.
@@ -209,25 +172,6 @@ pub struct GpuInfo<'a> {
     pub name: &'a str,
 }
 
-/// `totals`.
-#[derive(Debug, Serialize)]
-pub struct Totals {
-    /// Kernels.
-    pub kernels: u64,
-    /// Whole CUDA-graph executions.
-    pub graphs: u64,
-    /// Memcpy operations.
-    pub memcpy: u64,
-    /// Memset operations.
-    pub memset: u64,
-    /// CUDA runtime and driver calls.
-    pub api_calls: u64,
-    /// NVTX ranges.
-    pub nvtx_ranges: u64,
-    /// OS runtime calls.
-    pub osrt_calls: u64,
-}
-
 /// One entry of `devices`.
 #[derive(Debug, Serialize)]
 pub struct Device {
@@ -259,6 +203,18 @@ pub struct Transfer {
     pub direction: &'static str,
     /// Host memory kind (`pageable`, `pinned`, `managed`, ...; `device` for D2D).
     pub memory: &'static str,
+    /// Count, bytes, time and rates (also `diff`'s `transfers.DIR/MEMORY`).
+    #[serde(flatten)]
+    pub sums: TransferSums,
+    /// Copies issued by an async API on pageable memory.
+    pub async_pageable: u64,
+    /// Copies issued by a synchronous API.
+    pub sync_api: u64,
+}
+
+/// What a transfer row adds up: `transfers[]` between its direction and its API counts.
+#[derive(Debug, Serialize)]
+pub struct TransferSums {
     /// Number of operations.
     pub count: u64,
     /// Bytes moved.
@@ -269,10 +225,13 @@ pub struct Transfer {
     pub gbps: f64,
     /// Fastest single operation.
     pub max_gbps: f64,
-    /// Copies issued by an async API on pageable memory.
-    pub async_pageable: u64,
-    /// Copies issued by a synchronous API.
-    pub sync_api: u64,
+}
+
+impl TransferSums {
+    /// The sums of one transfer row of the analysis.
+    pub fn of(t: &crate::analysis::Transfer) -> Self {
+        Self { count: t.count, bytes: t.bytes, busy_ns: t.busy_ns, gbps: t.gbps, max_gbps: t.max_gbps }
+    }
 }
 
 /// `overlap`.
@@ -284,58 +243,21 @@ pub struct Overlap {
     pub overlapped_ns: Ns,
 }
 
-/// One entry of `phases`.
+/// One entry of `phases`: its name, then every field of [`super::fields::PHASE`].
 #[derive(Debug, Serialize)]
 pub struct Phase<'a> {
     /// Grouped (or exact) name.
     pub name: &'a str,
-    /// Instances.
-    pub count: u64,
-    /// Total wall time.
-    pub wall_ns: Ns,
-    /// Mean wall time.
-    pub wall_mean_ns: Ns,
-    /// Median wall time.
-    pub wall_p50_ns: Ns,
-    /// 95th percentile wall time.
-    pub wall_p95_ns: Ns,
-    /// Longest instance.
-    pub wall_max_ns: Ns,
-    /// GPU busy over the phase windows.
-    pub gpu_busy_ns: Ns,
-    /// Kernel busy over the windows.
-    pub kernel_busy_ns: Ns,
-    /// Copy busy over the windows.
-    pub copy_busy_ns: Ns,
-    /// GPU idle over the windows.
-    pub idle_ns: Ns,
-    /// Copy time with no kernel over the windows.
-    pub exposed_copy_ns: Ns,
-    /// Share of copy time with a kernel running.
-    pub copy_overlap: Option<f64>,
-    /// H2D bytes (prorated) in the windows.
-    pub h2d_bytes: u64,
-    /// D2H bytes (prorated) in the windows.
-    pub d2h_bytes: u64,
-    /// H2D bandwidth.
-    pub h2d_gbps: Option<f64>,
-    /// D2H bandwidth.
-    pub d2h_gbps: Option<f64>,
-    /// Share of instances with a gap >= min-gap inside.
-    pub starved_share: f64,
-    /// NVTX GPU projection.
-    pub launched: Launched,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub fields: PhaseFields<'a>,
 }
 
-/// `phases[].launched`.
-#[derive(Debug, Serialize)]
-pub struct Launched {
-    /// GPU operations launched from inside the ranges.
-    pub count: u64,
-    /// Their GPU time.
-    pub gpu_ns: Ns,
-    /// Sum over instances of first-op-start to last-op-end.
-    pub span_ns: Ns,
+impl Overlap {
+    /// The copy/compute overlap of the analysis.
+    pub fn of(o: crate::analysis::Overlap) -> Self {
+        Self { copy_ns: o.copy_ns, overlapped_ns: o.overlapped_ns }
+    }
 }
 
 /// `gaps`.
@@ -443,8 +365,8 @@ pub fn by_cause(gaps: &[Gap]) -> BTreeMap<&'static str, CauseSum> {
     by_cause_timed(gaps.iter(), Gap::dur)
 }
 
-// Count and `time` per cause of the gaps with time, every cause present.
-fn by_cause_timed<'g>(
+/// Count and `time` per cause of the gaps with time, every cause present.
+pub fn by_cause_timed<'g>(
     gaps: impl Iterator<Item = &'g Gap>,
     time: impl Fn(&Gap) -> Ns,
 ) -> BTreeMap<&'static str, CauseSum> {
@@ -499,7 +421,6 @@ pub fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
 
 /// Build the JSON document; `all_gaps` adds `gaps.all`.
 pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a> {
-    let t = a.totals;
     let several = trace.ranks.len() > 1;
     Report {
         traces: several.then(|| inputs(trace, a)),
@@ -517,7 +438,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             outlier_events: trace.meta.outliers.0,
             unreadable_events: trace.meta.unreadable_events,
         },
-        totals: totals(t),
+        totals: a.totals,
         devices: a
             .devices
             .iter()
@@ -535,7 +456,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             })
             .collect(),
         transfers: a.transfers.iter().map(transfer).collect(),
-        overlap: Overlap { copy_ns: a.overlap.copy_ns, overlapped_ns: a.overlap.overlapped_ns },
+        overlap: Overlap::of(a.overlap),
         phases: a.phases.iter().map(phase).collect(),
         gaps: Gaps {
             min_gap_ns: a.options.min_gap_ns,
@@ -560,18 +481,6 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
     }
 }
 
-fn totals(t: crate::analysis::Totals) -> Totals {
-    Totals {
-        kernels: t.kernels,
-        graphs: t.graphs,
-        memcpy: t.memcpy,
-        memset: t.memset,
-        api_calls: t.api_calls,
-        nvtx_ranges: t.nvtx_ranges,
-        osrt_calls: t.osrt_calls,
-    }
-}
-
 fn inputs<'a>(trace: &'a Trace, a: &'a Analysis) -> Vec<InputInfo<'a>> {
     trace
         .ranks
@@ -591,7 +500,7 @@ fn inputs<'a>(trace: &'a Trace, a: &'a Analysis) -> Vec<InputInfo<'a>> {
                 session_start_utc_ns: r.session_start_utc_ns,
                 gpus: r.devices.iter().map(|&(device, gpu)| RankGpu { device, gpu }).collect(),
                 pids: &r.pids,
-                totals: totals(crate::analysis::transfers::totals_of(trace, |l| r.pids.contains(&l.pid))),
+                totals: crate::analysis::transfers::totals_of(trace, |l| r.pids.contains(&l.pid)),
                 phases: phases.iter().map(phase).collect(),
             }
         })
@@ -626,38 +535,14 @@ fn transfer(t: &crate::analysis::Transfer) -> Transfer {
     Transfer {
         direction: t.direction.label(),
         memory: t.memory.label(),
-        count: t.count,
-        bytes: t.bytes,
-        busy_ns: t.busy_ns,
-        gbps: t.gbps,
-        max_gbps: t.max_gbps,
+        sums: TransferSums::of(t),
         async_pageable: t.async_pageable,
         sync_api: t.sync_api,
     }
 }
 
 fn phase(p: &crate::analysis::Phase) -> Phase<'_> {
-    Phase {
-        name: &p.name,
-        count: p.count,
-        wall_ns: p.wall.sum_ns,
-        wall_mean_ns: p.wall.mean_ns,
-        wall_p50_ns: p.wall.p50_ns,
-        wall_p95_ns: p.wall.p95_ns,
-        wall_max_ns: p.wall.max_ns,
-        gpu_busy_ns: p.gpu_busy_ns,
-        kernel_busy_ns: p.kernel_busy_ns,
-        copy_busy_ns: p.copy_busy_ns,
-        idle_ns: p.idle_ns,
-        exposed_copy_ns: p.exposed_copy_ns,
-        copy_overlap: p.copy_overlap,
-        h2d_bytes: p.h2d_bytes,
-        d2h_bytes: p.d2h_bytes,
-        h2d_gbps: p.h2d_gbps,
-        d2h_gbps: p.d2h_gbps,
-        starved_share: p.starved_share,
-        launched: Launched { count: p.launched.count, gpu_ns: p.launched.gpu_ns, span_ns: p.launched.span_ns },
-    }
+    Phase { name: &p.name, fields: PhaseFields(p) }
 }
 
 fn top_gap(g: &Gap) -> TopGap<'_> {

@@ -7,6 +7,7 @@
 //! (`text::write_json`, shared with `diff`, `info` and `bench`).
 
 pub mod csv;
+pub mod fields;
 pub mod html;
 pub mod json;
 pub mod table;

@@ -4,10 +4,11 @@
 
 use std::io::{self, Write};
 
+use super::fields::{self, Field, Num, Unit};
 use super::json::{by_cause, top_gaps};
 use super::sanitize;
 use super::table::{Align, Table, md_escape};
-use crate::analysis::{Analysis, Cause, Finding, Gap};
+use crate::analysis::{Analysis, Cause, Finding, Gap, Phase};
 use crate::model::{Ns, Trace};
 use crate::text::{escape_xml, fmt_bytes, fmt_ns};
 
@@ -67,15 +68,7 @@ impl Out<'_> {
 }
 
 fn pct(part: Ns, whole: Ns) -> String {
-    if whole > 0 { format!("{:.1}%", 100.0 * part as f64 / whole as f64) } else { "-".to_string() }
-}
-
-fn share(s: Option<f64>) -> String {
-    s.map_or("-".to_string(), |v| format!("{:.0}%", 100.0 * v))
-}
-
-fn rate(g: Option<f64>) -> String {
-    g.map_or("-".to_string(), |v| format!("{v:.2}"))
+    crate::text::percent(part, whole).map_or("-".to_string(), |v| format!("{v:.1}%"))
 }
 
 /// Write the report in `style`.
@@ -171,26 +164,70 @@ fn or_dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
+/// The phase tables' columns after the name: the CPU side, then the GPU during the ranges.
+const WALL_COLUMNS: [Field; 10] = [
+    fields::COUNT,
+    fields::WALL,
+    fields::WALL_MEAN,
+    fields::WALL_P50,
+    fields::WALL_P95,
+    fields::WALL_MAX,
+    fields::STARVED,
+    fields::LAUNCHED,
+    fields::LAUNCHED_GPU,
+    fields::LAUNCHED_SPAN,
+];
+const GPU_COLUMNS: [Field; 11] = [
+    fields::GPU_BUSY,
+    fields::BUSY_PCT,
+    fields::KERNEL_BUSY,
+    fields::COPY_BUSY,
+    fields::IDLE,
+    fields::EXPOSED_COPY,
+    fields::COPY_OVERLAP,
+    fields::H2D_BYTES,
+    fields::H2D_GBPS,
+    fields::D2H_BYTES,
+    fields::D2H_GBPS,
+];
+/// Each rank's phases, in short.
+const RANK_COLUMNS: [Field; 6] = [
+    fields::COUNT,
+    fields::WALL,
+    fields::WALL_MEAN,
+    fields::WALL_P95,
+    fields::GPU_BUSY.headed("GPU busy"),
+    fields::IDLE.headed("GPU idle"),
+];
+
+// A field's value as the report prints it.
+fn cell(f: &Field, p: &Phase) -> String {
+    match (f.unit, f.of(p)) {
+        (Unit::Ns, Num::Int(n)) => fmt_ns(n),
+        (Unit::Bytes, Num::Int(n)) => fmt_bytes(n.max(0) as u64),
+        (Unit::Share, Num::Real(v)) => v.map_or("-".to_string(), |v| format!("{:.0}%", 100.0 * v)),
+        (Unit::Pct, Num::Real(v)) => v.map_or("-".to_string(), |v| format!("{v:.1}%")),
+        (Unit::Gbps, Num::Real(v)) => v.map_or("-".to_string(), |v| format!("{v:.2}")),
+        // Counts (and nothing else: a unit test holds every field to its unit's kind).
+        (_, n) => n.to_string(),
+    }
+}
+
+// One table of `phases` under `heading`: the name, then `columns`.
+fn phase_table(o: &mut Out<'_>, heading: &str, phases: &[Phase], columns: &[Field]) -> io::Result<()> {
+    o.heading(heading)?;
+    let header: Vec<&'static str> = std::iter::once("phase").chain(columns.iter().map(|f| f.label)).collect();
+    let mut t = Table::new(&header);
+    for p in phases {
+        t.row(std::iter::once(p.name.clone()).chain(columns.iter().map(|f| cell(f, p))).collect());
+    }
+    o.table(&t)
+}
+
 // Per rank of a trace of several: its phases, in short.
 fn rank_phases(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
-    for (rank, phases) in &a.rank_phases {
-        if phases.is_empty() {
-            continue;
-        }
-        o.heading(&format!("Phases of rank {rank}"))?;
-        let mut t = Table::new(&["phase", "count", "wall", "mean", "p95", "GPU busy", "GPU idle"]);
-        for p in phases {
-            t.row(vec![
-                p.name.clone(),
-                p.count.to_string(),
-                fmt_ns(p.wall.sum_ns),
-                fmt_ns(p.wall.mean_ns),
-                fmt_ns(p.wall.p95_ns),
-                fmt_ns(p.gpu_busy_ns),
-                fmt_ns(p.idle_ns),
-            ]);
-        }
-        o.table(&t)?;
+    for (rank, phases) in a.rank_phases.iter().filter(|(_, p)| !p.is_empty()) {
+        phase_table(o, &format!("Phases of rank {rank}"), phases, &RANK_COLUMNS)?;
     }
     Ok(())
 }
@@ -199,69 +236,9 @@ fn phases(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
     if a.phases.is_empty() {
         return Ok(());
     }
-    o.heading("Phases: CPU wall time of the NVTX ranges, and the GPU work launched from them")?;
-    let mut t = Table::new(&[
-        "phase",
-        "count",
-        "wall",
-        "mean",
-        "p50",
-        "p95",
-        "max",
-        "starved",
-        "launched",
-        "launched GPU",
-        "span",
-    ]);
-    for p in &a.phases {
-        t.row(vec![
-            p.name.clone(),
-            p.count.to_string(),
-            fmt_ns(p.wall.sum_ns),
-            fmt_ns(p.wall.mean_ns),
-            fmt_ns(p.wall.p50_ns),
-            fmt_ns(p.wall.p95_ns),
-            fmt_ns(p.wall.max_ns),
-            share(Some(p.starved_share)),
-            p.launched.count.to_string(),
-            fmt_ns(p.launched.gpu_ns),
-            fmt_ns(p.launched.span_ns),
-        ]);
-    }
-    o.table(&t)?;
-    o.heading("Phases: the GPU during the ranges")?;
-    let mut t = Table::new(&[
-        "phase",
-        "busy",
-        "busy%",
-        "kernels",
-        "copies",
-        "idle",
-        "exposed copy",
-        "overlap",
-        "H2D",
-        "H2D GB/s",
-        "D2H",
-        "D2H GB/s",
-    ]);
-    for p in &a.phases {
-        let window = p.gpu_busy_ns + p.idle_ns;
-        t.row(vec![
-            p.name.clone(),
-            fmt_ns(p.gpu_busy_ns),
-            pct(p.gpu_busy_ns, window),
-            fmt_ns(p.kernel_busy_ns),
-            fmt_ns(p.copy_busy_ns),
-            fmt_ns(p.idle_ns),
-            fmt_ns(p.exposed_copy_ns),
-            share(p.copy_overlap),
-            fmt_bytes(p.h2d_bytes),
-            rate(p.h2d_gbps),
-            fmt_bytes(p.d2h_bytes),
-            rate(p.d2h_gbps),
-        ]);
-    }
-    o.table(&t)
+    let cpu = "Phases: CPU wall time of the NVTX ranges, and the GPU work launched from them";
+    phase_table(o, cpu, &a.phases, &WALL_COLUMNS)?;
+    phase_table(o, "Phases: the GPU during the ranges", &a.phases, &GPU_COLUMNS)
 }
 
 fn transfers(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {

@@ -77,9 +77,9 @@ impl App {
         }
         self.search = Search::start(&self.trace, q);
         if self.search.running() {
-            self.message = Some(format!("searching \"{}\"…", text::clean(q)));
+            self.message = Some(format!("searching \"{}\"…", text::sanitize(q)));
         } else if self.search.total == 0 {
-            self.message = Some(format!("no event name contains \"{}\"", text::clean(q)));
+            self.message = Some(format!("no event name contains \"{}\"", text::sanitize(q)));
         } else {
             self.next_match(false);
         }
@@ -223,8 +223,8 @@ impl App {
         match self.steady() {
             Some((a, b)) => {
                 self.viewport.fit_range(a, b);
-                let name = text::clean(self.analysis.step_phase.as_deref().unwrap_or("steps")).into_owned();
-                self.message = Some(format!("steady state: `{name}` after the first, {}", text::dur(b - a)));
+                let name = text::sanitize(self.analysis.step_phase.as_deref().unwrap_or("steps")).into_owned();
+                self.message = Some(format!("steady state: `{name}` after the first, {}", text::fmt_ns(b - a)));
             }
             None => self.message = Some("no step phase in this trace: F needs repeated NVTX ranges".to_string()),
         }
@@ -338,7 +338,7 @@ impl App {
                 self.message = Some(format!(
                     "no {} idle gap ≥ {} (< > change the threshold)",
                     if back { "earlier" } else { "later" },
-                    text::dur(self.threshold())
+                    text::fmt_ns(self.threshold())
                 ));
             }
         }
@@ -347,7 +347,7 @@ impl App {
     fn change_threshold(&mut self, num: Ns, den: Ns) {
         let t = (self.threshold().saturating_mul(num) / den).clamp(MIN_THRESHOLD, MAX_THRESHOLD);
         self.set_threshold(t);
-        self.message = Some(format!("finding gaps ≥ {}…", text::dur(t)));
+        self.message = Some(format!("finding gaps ≥ {}…", text::fmt_ns(t)));
     }
 
     pub(crate) fn next_match(&mut self, back: bool) {

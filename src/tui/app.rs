@@ -146,7 +146,7 @@ impl App {
         let mut app = Self {
             host,
             cpu_rows,
-            title: super::text::clean(&title).into_owned(),
+            title: super::text::sanitize(&title).into_owned(),
             demo: false,
             theme: Theme::from_env(),
             size,
@@ -464,11 +464,11 @@ impl App {
             self.next_match(false);
         }
         if before && !self.search.running() {
-            let q = super::text::clean(&self.search.query).into_owned();
+            let q = super::text::sanitize(&self.search.query).into_owned();
             self.message = Some(if self.search.total == 0 {
                 format!("no event name contains \"{q}\"")
             } else {
-                format!("\"{q}\": {} matches", super::text::count(self.search.total as u64))
+                format!("\"{q}\": {} matches", super::text::fmt_count(self.search.total as u64))
             });
         }
         true
@@ -500,9 +500,9 @@ impl App {
                 self.analysis.options.min_gap_ns = kept;
                 self.message = Some(format!(
                     "gaps ≥ {} are over {}, more than the viewer explains: the threshold stays {}",
-                    super::text::dur(too_many.min),
-                    super::text::count(too_many.limit as u64),
-                    super::text::dur(kept)
+                    super::text::fmt_ns(too_many.min),
+                    super::text::fmt_count(too_many.limit as u64),
+                    super::text::fmt_ns(kept)
                 ));
             }
         }
@@ -521,8 +521,8 @@ impl App {
         self.regap_stats = (explained, worker_ms, t.elapsed().as_secs_f64() * 1e3);
         self.message = Some(format!(
             "gap threshold {}: {} gaps",
-            super::text::dur(self.threshold()),
-            super::text::count(self.gaps.len() as u64)
+            super::text::fmt_ns(self.threshold()),
+            super::text::fmt_count(self.gaps.len() as u64)
         ));
     }
 

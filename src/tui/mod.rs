@@ -125,7 +125,7 @@ fn show<S: Screen + Send + 'static>(
     let mut term = terminal::init(settings.mouse).context("setting up the terminal")?;
     let signals = terminal::watch_signals().context("watching signals");
     let result =
-        signals.and_then(|_guard| match wait_for_load(&mut term, &rx, &progress, &stage, &text::clean(label))? {
+        signals.and_then(|_guard| match wait_for_load(&mut term, &rx, &progress, &stage, &text::sanitize(label))? {
             Some(mut screen) => event_loop(&mut term, &mut screen),
             None => Ok(()),
         });
@@ -292,7 +292,7 @@ fn draw_loading(frame: &mut ratatui::Frame, label: &str, progress: &Progress, st
     let total = progress.rows_total.load(Ordering::Relaxed);
     let stage_name = STAGES.get(usize::from(stage)).copied().unwrap_or("");
     let text_line = if stage == 0 && total > 0 {
-        format!("{stage_name} {} / {} rows · q quits", text::count(done), text::count(total))
+        format!("{stage_name} {} / {} rows · q quits", text::fmt_count(done), text::fmt_count(total))
     } else {
         format!("{stage_name}… · q quits")
     };

@@ -67,7 +67,7 @@ fn gpu_groups(trace: &Trace) -> Vec<Group> {
         .into_iter()
         .map(|d| Group {
             kind: GroupKind::Gpu(d),
-            title: text::clean(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
+            title: text::sanitize(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
             lanes: (0..trace.lanes.len() as u32)
                 .filter(|&i| trace.lanes[i as usize].kind.shown_with_gpu() == Some(d))
                 .collect(),
@@ -146,7 +146,7 @@ fn thread_groups(trace: &Trace, threads: Vec<RankedThread>) -> Vec<Group> {
 
 // The CPU row of process `pid` (the trace has its switches).
 fn cpu_group(trace: &Trace, pid: u32) -> Group {
-    let name = text::clean(trace.process_name(pid)).into_owned();
+    let name = text::sanitize(trace.process_name(pid)).into_owned();
     Group { kind: GroupKind::Cpus { pid }, title: format!("CPUs {name} {pid}"), lanes: Vec::new(), collapsed: false }
 }
 
@@ -161,7 +161,7 @@ fn thread_title(trace: &Trace, pid: u32, tid: u32, many_processes: bool) -> Stri
         "thread"
     };
     let s = if many_processes && tid != pid { format!("{name} {tid} ({pid})") } else { format!("{name} {tid}") };
-    text::clean(&s).into_owned()
+    text::sanitize(&s).into_owned()
 }
 
 /// Flatten groups into rows, honouring collapsed groups.
@@ -185,7 +185,7 @@ pub fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
         p.dedup();
         p.len() > 1
     };
-    let mut out: Vec<String> = trace.lanes.iter().map(|l| text::clean(&l.title()).into_owned()).collect();
+    let mut out: Vec<String> = trace.lanes.iter().map(|l| text::sanitize(&l.title()).into_owned()).collect();
     for g in groups.iter().filter(|g| g.kind == GroupKind::Others) {
         for &l in &g.lanes {
             let lane = &trace.lanes[l as usize];

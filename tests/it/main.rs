@@ -6,6 +6,7 @@ mod causes_export;
 mod cli;
 mod compact_writer;
 mod completions;
+mod contract;
 mod diff;
 mod diff_view;
 mod findings_real;

@@ -87,7 +87,7 @@ fn rank_export(dir: &Path, name: &str, rank: u32, utc: Option<i64>, fwd_ms: i64,
 }
 
 /// Rank 1 (named second, given first) is slow in `forward`: 28 ms against 10 ms.
-fn two_ranks(dir: &Path, clocks: bool) -> [PathBuf; 2] {
+pub(crate) fn two_ranks(dir: &Path, clocks: bool) -> [PathBuf; 2] {
     let r1 = rank_export(dir, "b_rank1.sqlite", 1, clocks.then_some(UTC0 + 5 * MS), 28, 28);
     let r0 = rank_export(dir, "a_rank0.sqlite", 0, clocks.then_some(UTC0), 10, 28);
     [r1, r0]

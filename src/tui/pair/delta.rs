@@ -10,6 +10,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph};
 
 use crate::diff::{Compared, Diff, Status, number};
+use crate::report::fields;
 use crate::tui::app::App;
 use crate::tui::text;
 
@@ -36,8 +37,8 @@ pub struct DeltaTable {
 }
 
 // A duration in ns, or a dash.
-fn dur(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_string(), |ns| text::dur(ns.round() as crate::model::Ns))
+fn ns_or_dash(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_string(), |ns| text::fmt_ns(ns.round() as crate::model::Ns))
 }
 
 // A change in percent (`+12%`), or what replaces it for a phase in one run only.
@@ -55,7 +56,14 @@ fn cells(values: &Compared, wall: &str, idle: &str, status: Status) -> [String; 
     let (wb, wa) = values.pair(wall);
     let (ib, ia) = values.pair(idle);
     let pct = |path: &str| number(&values.delta, &format!("{path}.pct"));
-    [dur(wb), dur(wa), change(pct(wall), status), dur(ib), dur(ia), change(pct(idle), status)]
+    [
+        ns_or_dash(wb),
+        ns_or_dash(wa),
+        change(pct(wall), status),
+        ns_or_dash(ib),
+        ns_or_dash(ia),
+        change(pct(idle), status),
+    ]
 }
 
 impl DeltaTable {
@@ -66,11 +74,11 @@ impl DeltaTable {
             cells: cells(&d.overall, "steady_step_mean_ns", "steady.idle_ns", Status::Both),
         };
         let phases = d.phases.iter().map(|p| Row {
-            name: text::clean(&p.name).into_owned(),
-            cells: cells(&p.values, "wall_mean_ns", "steady.idle_ns", p.status),
+            name: text::sanitize(&p.name).into_owned(),
+            cells: cells(&p.values, fields::WALL_MEAN.key, "steady.idle_ns", p.status),
         });
         Self {
-            verdict: text::clean(&d.verdict).into_owned(),
+            verdict: text::sanitize(&d.verdict).into_owned(),
             rows: std::iter::once(run).chain(phases).collect(),
             scroll: 0,
         }
@@ -133,7 +141,7 @@ mod tests {
         assert_eq!(change(Some(12.0), Status::Both), "+12%");
         assert_eq!(change(None, Status::Added), "new");
         assert_eq!(change(None, Status::Removed), "gone");
-        assert_eq!(dur(None), "–");
+        assert_eq!(ns_or_dash(None), "–");
         let row = DeltaTable::line("a name longer than ten", &[String::from("1 ms")], 10);
         assert!(row.starts_with("a name lo…") && row.ends_with("     1 ms"), "{row}");
     }

@@ -429,7 +429,7 @@ fn range_name(trace: &Trace, (start, end): (Ns, Ns)) -> Option<String> {
             let ev = &l.ev;
             let i = ev.start.partition_point(|&t| t < start);
             (i < ev.len() && ev.start[i] == start && ev.end(i) == end)
-                .then(|| crate::tui::text::clean(trace.strings.get(ev.name[i])).into_owned())
+                .then(|| crate::text::sanitize(trace.strings.get(ev.name[i])).into_owned())
         },
     )
 }

@@ -56,12 +56,12 @@ fn header(frame: &mut Frame, pair: &Pair, area: Rect) {
     let [b, a] = [&pair.runs[0].title, &pair.runs[1].title];
     let at = match pair.align {
         Align::Step(k) => {
-            let name = text::clean(pair.runs[0].analysis.step_phase.as_deref().unwrap_or("step"));
+            let name = text::sanitize(pair.runs[0].analysis.step_phase.as_deref().unwrap_or("step"));
             format!("aligned at `{name}` {}/{}", k + 1, super::align::common_steps(pair.spans()))
         }
         Align::Start => "each from its own start".to_string(),
     };
-    let span = text::dur(pair.runs[pair.focus].viewport.view().span);
+    let span = text::fmt_ns(pair.runs[pair.focus].viewport.view().span);
     let s = format!(" lanescope diff · {b} → {a} · {at} · view {span}");
     let style = pair.runs[pair.focus].theme.bar().add_modifier(Modifier::BOLD);
     let w = usize::from(area.width);
@@ -84,10 +84,10 @@ fn title(frame: &mut Frame, pair: &Pair, i: usize, area: Rect) {
                 "{} at {}, {} long",
                 pair.step_names[i],
                 text::time(s - run.trace.meta.start_ns, 1_000_000),
-                text::dur(e - s)
+                text::fmt_ns(e - s)
             )
         }
-        None => format!("from its start · trace {}", text::dur(run.trace.meta.end_ns - origin)),
+        None => format!("from its start · trace {}", text::fmt_ns(run.trace.meta.end_ns - origin)),
     };
     let mark = if focused { "▶" } else { " " };
     let style = if focused { theme.focus().add_modifier(Modifier::BOLD) } else { theme.group() };

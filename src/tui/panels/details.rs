@@ -12,7 +12,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::{Context, panel_block};
 use crate::analysis::index::Index;
-use crate::tui::text::{self, clean};
+use crate::tui::text::{self, sanitize};
 
 /// Title and key/value lines of the details panel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
     if found.is_empty() {
         return None;
     }
-    Some(found.iter().map(|(_, n)| clean(n).into_owned()).collect::<Vec<_>>().join(" › "))
+    Some(found.iter().map(|(_, n)| sanitize(n).into_owned()).collect::<Vec<_>>().join(" › "))
 }
 
 /// Details of one event.
@@ -65,27 +65,27 @@ pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
     let ev = &lane.ev;
     let i = r.idx as usize;
     let name = trace.strings.get(ev.name[i]);
-    let mut d = Details { title: clean(name).into_owned(), lines: Vec::new() };
-    d.add("lane", clean(&where_label(trace, r.lane)));
+    let mut d = Details { title: sanitize(name).into_owned(), lines: Vec::new() };
+    d.add("lane", sanitize(&where_label(trace, r.lane)));
     d.add("start", text::time(ev.start[i].saturating_sub(trace.meta.start_ns), 1));
-    d.add("duration", text::dur(ev.dur(i)));
+    d.add("duration", text::fmt_ns(ev.dur(i)));
     match lane.kind {
         LaneKind::Kernels { stream, .. } | LaneKind::Graphs { stream, .. } => {
             d.add("stream", stream.to_string());
             let full = trace.strings.get(ev.aux(i) as u32);
             if ev.aux(i) != 0 && full != name {
-                d.add("demangled", clean(full));
+                d.add("demangled", sanitize(full));
             }
         }
         LaneKind::Memory { stream, class, .. } => {
             d.add("stream", stream.to_string());
             let f = MemFlags::unpack(ev.flags(i));
             let bytes = ev.aux(i);
-            d.add("bytes", format!("{} ({})", text::bytes(bytes), text::count(bytes)));
+            d.add("bytes", format!("{} ({})", text::fmt_bytes(bytes), text::fmt_count(bytes)));
             if class == MemClass::Memset {
                 d.add("memory", f.src.label());
             } else {
-                d.add("rate", text::gbps(bytes, ev.dur(i)));
+                d.add("rate", text::fmt_gbps(bytes, ev.dur(i)));
                 d.add("memory", format!("{} {} → {}", class.label(), f.src.label(), f.dst.label()));
             }
             if f.is_pageable() {
@@ -104,7 +104,7 @@ pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
             d.add("kind", kind);
         }
         LaneKind::Samples { .. } => {
-            d.add("module", clean(trace.strings.get(ev.aux(i) as u32)));
+            d.add("module", sanitize(trace.strings.get(ev.aux(i) as u32)));
             d.add("cpu", SampleFlags::unpack(ev.flags(i)).cpu.to_string());
         }
         LaneKind::OnCpu { .. } => d.add("cpu", ev.aux(i).to_string()),
@@ -125,9 +125,12 @@ fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: 
             let al = &trace.lanes[api.lane as usize];
             let j = api.idx as usize;
             let tid = al.kind.tid().unwrap_or(0);
-            d.add("launched by", format!("{} ({})", clean(trace.strings.get(al.ev.name[j])), text::dur(al.ev.dur(j))));
-            d.add("thread", clean(&trace.thread_label(al.pid, tid)));
-            d.add("queued", format!("{} from call to start", text::dur(start.saturating_sub(al.ev.start[j]))));
+            d.add(
+                "launched by",
+                format!("{} ({})", sanitize(trace.strings.get(al.ev.name[j])), text::fmt_ns(al.ev.dur(j))),
+            );
+            d.add("thread", sanitize(&trace.thread_label(al.pid, tid)));
+            d.add("queued", format!("{} from call to start", text::fmt_ns(start.saturating_sub(al.ev.start[j]))));
             nvtx_at = Some((al.pid, tid, al.ev.start[j]));
         } else {
             d.add("launched by", "-");
@@ -140,9 +143,14 @@ fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: 
             let j = op.idx as usize;
             d.add(
                 "GPU op",
-                format!("{} on {} ({})", clean(trace.strings.get(ol.ev.name[j])), ol.title(), text::dur(ol.ev.dur(j))),
+                format!(
+                    "{} on {} ({})",
+                    sanitize(trace.strings.get(ol.ev.name[j])),
+                    ol.title(),
+                    text::fmt_ns(ol.ev.dur(j))
+                ),
             );
-            d.add("starts", format!("{} after the call", text::dur(ol.ev.start[j].saturating_sub(start))));
+            d.add("starts", format!("{} after the call", text::fmt_ns(ol.ev.start[j].saturating_sub(start))));
         }
         nvtx_at = Some((pid, tid, start));
     }
@@ -154,17 +162,17 @@ fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: 
 /// Details of gap `g`, number `gi` of `count`.
 pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usize)) -> Details {
     let mut d = Details {
-        title: format!("idle gap {}/{count} on {}", gi + 1, clean(&trace.gpu_label(g.device))),
+        title: format!("idle gap {}/{count} on {}", gi + 1, sanitize(&trace.gpu_label(g.device))),
         lines: Vec::new(),
     };
     d.add("start", text::time(g.start.saturating_sub(trace.meta.start_ns), 1));
-    d.add("duration", text::dur(g.dur()));
+    d.add("duration", text::fmt_ns(g.dur()));
     d.add("cause", g.cause.label());
     if !g.evidence.is_empty() {
-        d.add("evidence", clean(&g.evidence));
+        d.add("evidence", sanitize(&g.evidence));
     }
     if let Some(p) = &g.phase {
-        d.add("phase", clean(p));
+        d.add("phase", sanitize(p));
     }
     d.add("window", g.window.label());
     if let Some(h) = &g.host {
@@ -174,13 +182,13 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
                 .producers
                 .iter()
                 .take(3)
-                .map(|p| format!("{} {:.0}%", clean(&p.name), p.on_cpu_share * 100.0))
+                .map(|p| format!("{} {:.0}%", sanitize(&p.name), p.on_cpu_share * 100.0))
                 .collect();
             d.add("producers", format!("on CPU: {}", list.join(", ")));
         }
         if !h.top.is_empty() {
             let list: Vec<String> =
-                h.top.iter().map(|t| format!("{:.0}% {}", t.share * 100.0, clean(&t.label()))).collect();
+                h.top.iter().map(|t| format!("{:.0}% {}", t.share * 100.0, sanitize(&t.label()))).collect();
             d.add("hot", format!("{} ({} samples)", list.join(", "), h.samples));
         }
     }
@@ -191,7 +199,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
         (i < l.ev.len() && l.ev.start[i] == g.end).then_some((l, i))
     });
     if let Some((l, i)) = after.into_iter().next() {
-        d.add("next op", format!("{} ({})", clean(trace.strings.get(l.ev.name[i])), l.title()));
+        d.add("next op", format!("{} ({})", sanitize(trace.strings.get(l.ev.name[i])), l.title()));
         if let Some(api) = analysis.lookups.api_call_at(trace, l.pid, l.ev.corr(i)) {
             let al = &trace.lanes[api.lane as usize];
             let j = api.idx as usize;
@@ -199,9 +207,9 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
                 "launched by",
                 format!(
                     "{} at {} ({} before the op)",
-                    clean(trace.strings.get(al.ev.name[j])),
+                    sanitize(trace.strings.get(al.ev.name[j])),
                     text::time(al.ev.start[j].saturating_sub(trace.meta.start_ns), 1000),
-                    text::dur(g.end.saturating_sub(al.ev.start[j]))
+                    text::fmt_ns(g.end.saturating_sub(al.ev.start[j]))
                 ),
             );
         }
@@ -211,7 +219,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
         (l.disjoint && i > 0 && l.ev.end(i - 1) == g.start).then(|| (l, i - 1))
     });
     if let Some((l, i)) = before.into_iter().next() {
-        d.add("prev op", format!("{} ({})", clean(trace.strings.get(l.ev.name[i])), l.title()));
+        d.add("prev op", format!("{} ({})", sanitize(trace.strings.get(l.ev.name[i])), l.title()));
     }
     d
 }

@@ -74,15 +74,15 @@ impl GapList {
         let gaps = &app.gaps;
         let title = format!(
             "{} gaps ≥ {} by {} (Enter zooms, o sorts, < > threshold)",
-            text::count(gaps.len() as u64),
-            text::dur(app.threshold),
+            text::fmt_count(gaps.len() as u64),
+            text::fmt_ns(app.threshold),
             if by_start { "start" } else { "duration" }
         );
         let block = panel_block(app.theme, &title);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if gaps.is_empty() {
-            let msg = format!("No idle gap of at least {}. < halves the threshold.", text::dur(app.threshold));
+            let msg = format!("No idle gap of at least {}. < halves the threshold.", text::fmt_ns(app.threshold));
             frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), inner);
             return;
         }
@@ -105,10 +105,10 @@ impl GapList {
                 (gi + 1).to_string(),
                 g.device.to_string(),
                 text::time(app.rel(g.start), 1_000),
-                text::dur(g.dur()),
+                text::fmt_ns(g.dur()),
                 g.cause.label().to_string(),
-                g.phase.as_deref().map_or_else(|| "-".to_string(), |p| text::clean(p).into_owned()),
-                text::clean(&g.evidence).into_owned(),
+                g.phase.as_deref().map_or_else(|| "-".to_string(), |p| text::sanitize(p).into_owned()),
+                text::sanitize(&g.evidence).into_owned(),
             ]);
             Some(if row == sel { r.style(app.theme.row_selected()) } else { r })
         });

@@ -1,5 +1,6 @@
-//! Per-phase table: NVTX ranges grouped by name, sortable by column. Each column is
-//! one [`PhaseColumn`]: its header, width, cell and order live together.
+//! Per-phase table: NVTX ranges grouped by name, sortable by column. Each column is a
+//! phase field of `report::fields` (header, unit, value) in a width; the viewer's own
+//! formatters print it.
 
 use std::cmp::Ordering;
 
@@ -9,71 +10,46 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Clear, Paragraph, Row, Table, Wrap};
 
 use crate::analysis::Phase;
+use crate::report::fields::{self, Field, Num, Unit};
 use crate::tui::input::Action;
 use crate::tui::text;
 
 use super::{Context, Effect, panel_block, window};
 
-/// A column of the phase table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PhaseColumn {
-    /// Phase name.
+/// A column of the phase table: the name, or a phase field (its header is the field's
+/// label) in a width.
+#[derive(Debug, Clone, Copy)]
+enum PhaseColumn {
+    /// Phase name, as wide as the longest name (within bounds).
     Name,
-    /// Instances.
-    Count,
-    /// Total wall time.
-    Wall,
-    /// Mean wall time.
-    Mean,
-    /// 95th percentile wall time.
-    P95,
-    /// Longest instance.
-    Max,
-    /// GPU busy share of the wall time.
-    GpuBusy,
-    /// GPU idle time inside the phase.
-    Idle,
-    /// Copy time not hidden under kernels.
-    ExposedCopy,
-    /// Share of instances where the GPU starved.
-    Starved,
-    /// Host-to-device bandwidth.
-    H2d,
+    /// A field of [`fields`], in this many cells.
+    Field(Field, u16),
 }
 
+/// Every column, left to right.
+const COLUMNS: [PhaseColumn; 11] = [
+    PhaseColumn::Name,
+    PhaseColumn::Field(fields::COUNT.headed("n"), 4),
+    PhaseColumn::Field(fields::WALL, 9),
+    PhaseColumn::Field(fields::WALL_MEAN, 9),
+    PhaseColumn::Field(fields::WALL_P95, 9),
+    PhaseColumn::Field(fields::WALL_MAX, 9),
+    PhaseColumn::Field(fields::BUSY_OF_WALL, 8),
+    PhaseColumn::Field(fields::IDLE, 9),
+    PhaseColumn::Field(fields::EXPOSED_COPY, 12),
+    PhaseColumn::Field(fields::STARVED, 7),
+    PhaseColumn::Field(fields::H2D_GBPS, 8),
+];
+
+/// The column the table opens sorted by (descending): total wall time.
+const DEFAULT_SORT: usize = 2;
+
 impl PhaseColumn {
-    /// Every column, left to right.
-    pub const ALL: [Self; 11] = [
-        Self::Name,
-        Self::Count,
-        Self::Wall,
-        Self::Mean,
-        Self::P95,
-        Self::Max,
-        Self::GpuBusy,
-        Self::Idle,
-        Self::ExposedCopy,
-        Self::Starved,
-        Self::H2d,
-    ];
-
-    /// The column the table opens sorted by (descending).
-    pub const DEFAULT: Self = Self::Wall;
-
     /// Header text.
-    pub fn label(self) -> &'static str {
+    fn label(self) -> &'static str {
         match self {
             Self::Name => "phase",
-            Self::Count => "n",
-            Self::Wall => "wall",
-            Self::Mean => "mean",
-            Self::P95 => "p95",
-            Self::Max => "max",
-            Self::GpuBusy => "GPU busy",
-            Self::Idle => "idle",
-            Self::ExposedCopy => "exposed copy",
-            Self::Starved => "starved",
-            Self::H2d => "H2D GB/s",
+            Self::Field(f, _) => f.label,
         }
     }
 
@@ -81,53 +57,30 @@ impl PhaseColumn {
     fn width(self, name_w: u16) -> u16 {
         match self {
             Self::Name => name_w,
-            Self::Count => 4,
-            Self::Wall | Self::Mean | Self::P95 | Self::Max | Self::Idle => 9,
-            Self::GpuBusy | Self::H2d => 8,
-            Self::ExposedCopy => 12,
-            Self::Starved => 7,
+            Self::Field(_, w) => w,
         }
     }
 
-    fn index(self) -> usize {
-        Self::ALL.iter().position(|&c| c == self).unwrap_or(0)
-    }
-
-    fn busy(p: &Phase) -> f64 {
-        p.gpu_busy_ns as f64 / p.wall.sum_ns.max(1) as f64
-    }
-
     /// The cell of phase `p`.
-    pub fn cell(self, p: &Phase) -> String {
-        match self {
-            Self::Name => text::clean(&p.name).into_owned(),
-            Self::Count => text::count(p.count),
-            Self::Wall => text::dur(p.wall.sum_ns),
-            Self::Mean => text::dur(p.wall.mean_ns),
-            Self::P95 => text::dur(p.wall.p95_ns),
-            Self::Max => text::dur(p.wall.max_ns),
-            Self::GpuBusy => text::pct(Self::busy(p)),
-            Self::Idle => text::dur(p.idle_ns),
-            Self::ExposedCopy => text::dur(p.exposed_copy_ns),
-            Self::Starved => text::pct(p.starved_share),
-            Self::H2d => p.h2d_gbps.map_or_else(|| "-".to_string(), |g| format!("{g:.2}")),
+    fn cell(self, p: &Phase) -> String {
+        let Self::Field(f, _) = self else { return text::sanitize(&p.name).into_owned() };
+        match (f.unit, f.of(p)) {
+            (Unit::Count, Num::Int(n)) => text::fmt_count(n.max(0) as u64),
+            (Unit::Ns, Num::Int(n)) => text::fmt_ns(n),
+            (Unit::Bytes, Num::Int(n)) => text::fmt_bytes(n.max(0) as u64),
+            (Unit::Share, Num::Real(v)) => v.map_or_else(|| "-".to_string(), text::pct),
+            (Unit::Pct, Num::Real(v)) => v.map_or_else(|| "-".to_string(), |v| format!("{v:.0}%")),
+            (Unit::Gbps, Num::Real(v)) => v.map_or_else(|| "-".to_string(), |g| format!("{g:.2}")),
+            // Never: a unit test holds every field to its unit's kind.
+            (_, n) => n.to_string(),
         }
     }
 
     /// Ascending order of two phases by this column.
-    pub fn cmp(self, x: &Phase, y: &Phase) -> Ordering {
+    fn cmp(self, x: &Phase, y: &Phase) -> Ordering {
         match self {
             Self::Name => x.name.cmp(&y.name),
-            Self::Count => x.count.cmp(&y.count),
-            Self::Wall => x.wall.sum_ns.cmp(&y.wall.sum_ns),
-            Self::Mean => x.wall.mean_ns.cmp(&y.wall.mean_ns),
-            Self::P95 => x.wall.p95_ns.cmp(&y.wall.p95_ns),
-            Self::Max => x.wall.max_ns.cmp(&y.wall.max_ns),
-            Self::GpuBusy => Self::busy(x).total_cmp(&Self::busy(y)),
-            Self::Idle => x.idle_ns.cmp(&y.idle_ns),
-            Self::ExposedCopy => x.exposed_copy_ns.cmp(&y.exposed_copy_ns),
-            Self::Starved => x.starved_share.total_cmp(&y.starved_share),
-            Self::H2d => x.h2d_gbps.unwrap_or(0.0).total_cmp(&y.h2d_gbps.unwrap_or(0.0)),
+            Self::Field(f, _) => f.of(x).sort_cmp(f.of(y)),
         }
     }
 }
@@ -137,8 +90,8 @@ impl PhaseColumn {
 pub struct PhaseTable {
     /// Highlighted row (in sorted order).
     pub sel: usize,
-    /// Sort column.
-    pub sort: PhaseColumn,
+    /// Sort column (an index into the columns, left to right).
+    pub sort: usize,
     /// Descending order.
     pub desc: bool,
     /// Phase indices in display order.
@@ -148,16 +101,16 @@ pub struct PhaseTable {
 impl PhaseTable {
     /// Open sorted by total wall time, largest first.
     pub fn open(app: &Context) -> Self {
-        let mut t = Self { sel: 0, sort: PhaseColumn::DEFAULT, desc: true, order: Vec::new() };
-        t.sort_by(app, PhaseColumn::DEFAULT, true);
+        let mut t = Self { sel: 0, sort: DEFAULT_SORT, desc: true, order: Vec::new() };
+        t.sort_by(app, DEFAULT_SORT, true);
         t
     }
 
-    fn sort_by(&mut self, app: &Context, col: PhaseColumn, desc: bool) {
+    fn sort_by(&mut self, app: &Context, col: usize, desc: bool) {
         let ph = &app.analysis.phases;
         let mut order: Vec<usize> = (0..ph.len()).collect();
         order.sort_by(|&a, &b| {
-            let o = col.cmp(&ph[a], &ph[b]);
+            let o = COLUMNS[col].cmp(&ph[a], &ph[b]);
             if desc { o.reverse() } else { o }
         });
         *self = Self { sel: 0, sort: col, desc, order };
@@ -168,8 +121,8 @@ impl PhaseTable {
         if super::list_move(&mut self.sel, self.order.len(), action) {
             return Effect::None;
         }
-        let n = PhaseColumn::ALL.len();
-        let sort = self.sort.index();
+        let n = COLUMNS.len();
+        let sort = self.sort;
         let (col, desc) = match action {
             Action::ListEnter => return self.enter(app),
             Action::SortNext => ((sort + 1) % n, sort + 1 != n),
@@ -180,7 +133,7 @@ impl PhaseTable {
             }
             _ => return Effect::None,
         };
-        self.sort_by(app, PhaseColumn::ALL[col], desc);
+        self.sort_by(app, col, desc);
         Effect::None
     }
 
@@ -192,7 +145,7 @@ impl PhaseTable {
         if b <= a {
             return Effect::None;
         }
-        Effect::ZoomTo(a, b, format!("{}: slowest instance, {}", text::clean(&ph.name), text::dur(b - a)))
+        Effect::ZoomTo(a, b, format!("{}: slowest instance, {}", text::sanitize(&ph.name), text::fmt_ns(b - a)))
     }
 
     /// A click on a row highlights it; on the highlighted row, zooms to its slowest instance.
@@ -216,27 +169,26 @@ impl PhaseTable {
         let name_w = phases.iter().map(|p| p.name.chars().count()).max().unwrap_or(5).clamp(5, 24) as u16;
         // Show the columns that fit, left to right (the name and count always).
         let mut used = 0;
-        let shown: Vec<PhaseColumn> = PhaseColumn::ALL
+        let shown: Vec<(usize, PhaseColumn)> = COLUMNS
             .into_iter()
             .enumerate()
             .take_while(|&(i, c)| {
                 used += c.width(name_w) + 1;
                 i < 2 || used <= inner.width + 1
             })
-            .map(|(_, c)| c)
             .collect();
-        let header = Row::new(shown.iter().map(|&c| {
-            let arrow = if c == self.sort { if self.desc { "▼" } else { "▲" } } else { "" };
+        let header = Row::new(shown.iter().map(|&(i, c)| {
+            let arrow = if i == self.sort { if self.desc { "▼" } else { "▲" } } else { "" };
             format!("{}{arrow}", c.label())
         }))
         .style(Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
         let h = usize::from(inner.height.saturating_sub(1));
         let rows = window(self.order.len(), h, self.sel).map(|i| {
             let p = &phases[self.order[i]];
-            let row = Row::new(shown.iter().map(|&c| c.cell(p)).collect::<Vec<_>>());
+            let row = Row::new(shown.iter().map(|&(_, c)| c.cell(p)).collect::<Vec<_>>());
             if i == self.sel { row.style(app.theme.row_selected()) } else { row }
         });
-        let constraints: Vec<Constraint> = shown.iter().map(|&c| Constraint::Length(c.width(name_w))).collect();
+        let constraints: Vec<Constraint> = shown.iter().map(|&(_, c)| Constraint::Length(c.width(name_w))).collect();
         frame.render_widget(Table::new(rows, constraints).header(header).column_spacing(1), inner);
     }
 }

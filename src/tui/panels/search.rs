@@ -195,7 +195,7 @@ pub fn render_prompt(frame: &mut Frame, theme: Theme, area: Rect, q: &str) {
         input::hints(Mode::Search, Facts::default()).iter().map(|(k, what, _)| format!("{k} {what}")).collect();
     let prompt = Line::from(vec![
         Span::styled("/", theme.key()),
-        Span::raw(text::clean(q).into_owned()),
+        Span::raw(text::sanitize(q).into_owned()),
         Span::styled("█", theme.key()),
         Span::styled(format!("   {} · names contain the text, any case", hints.join(" · ")), theme.dim()),
     ]);

@@ -37,12 +37,12 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
         lines.push(Line::from(vec![
             Span::styled(format!("{tag} "), style.add_modifier(Modifier::BOLD)),
             Span::styled(format!("{} ", f.rule), Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(text::clean(&f.message).into_owned()),
+            Span::raw(text::sanitize(&f.message).into_owned()),
         ]));
         if !f.fix.is_empty() {
             lines.push(Line::from(vec![
                 Span::styled("  fix ", app.theme.dim()),
-                Span::raw(text::clean(&f.fix).into_owned()),
+                Span::raw(text::sanitize(&f.fix).into_owned()),
             ]));
         }
     }

@@ -15,11 +15,11 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     let name = if app.demo && !app.title.contains("demo") { format!("demo: {}", app.title) } else { app.title.clone() };
     let mut parts: Vec<String> = vec![format!(" lanescope · {name}")];
     if !t.meta.nsys_version.is_empty() {
-        parts.push(text::clean(&t.meta.producer()).into_owned());
+        parts.push(text::sanitize(&t.meta.producer()).into_owned());
     }
-    parts.push(format!("view {} + {}", text::time(app.rel(v.t0), res), text::dur(v.span)));
-    parts.push(format!("trace {}", text::dur(app.viewport.duration())));
-    parts.push(format!("{} events", text::count(t.event_count() as u64)));
+    parts.push(format!("view {} + {}", text::time(app.rel(v.t0), res), text::fmt_ns(v.span)));
+    parts.push(format!("trace {}", text::fmt_ns(app.viewport.duration())));
+    parts.push(format!("{} events", text::fmt_count(t.event_count() as u64)));
     let mut s = String::new();
     for p in parts {
         let add = if s.is_empty() { p } else { format!(" · {p}") };

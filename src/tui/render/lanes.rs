@@ -150,7 +150,7 @@ fn draw_lane(buf: &mut Buffer, ctx: &mut Ctx, lane: u32, y: u16) {
             end += 1;
         }
         let name = if end - k >= MIN_LABEL_RUN && !matches!(class, Class::Mark | Class::Sample) {
-            let name = text::clean(app.trace.strings.get(l.ev.name[c.dom as usize]));
+            let name = text::sanitize(app.trace.strings.get(l.ev.name[c.dom as usize]));
             // Write a cut name only when enough of it shows to be read.
             (name.chars().count() <= end - k || end - k >= 2 * MIN_LABEL_RUN)
                 .then(|| text::ellipsize(&name, end - k).into_owned())
@@ -264,8 +264,8 @@ fn gap_labels(buf: &mut Buffer, ctx: &Ctx, y: u16, gap_of: &[Option<u32>], sel_g
         }
         let Some(gap) = app.gaps.get(g as usize) else { break };
         let selected = sel_gap == Some(g);
-        let long = format!(" idle {} {} ", text::dur(gap.dur()), gap.cause.label());
-        let short = format!(" idle {} ", text::dur(gap.dur()));
+        let long = format!(" idle {} {} ", text::fmt_ns(gap.dur()), gap.cause.label());
+        let short = format!(" idle {} ", text::fmt_ns(gap.dur()));
         let label = if selected && long.chars().count() + 2 <= end - k { long } else { short };
         let n = label.chars().count();
         if n + 2 <= end - k {

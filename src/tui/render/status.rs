@@ -17,7 +17,7 @@ fn info(app: &App) -> Vec<(String, Style)> {
         out.push((m.clone(), theme.warn()));
     }
     if let Some(d) = app.viewport.measured() {
-        out.push((format!("mark→cursor {}", text::dur(d)), theme.key()));
+        out.push((format!("mark→cursor {}", text::fmt_ns(d)), theme.key()));
     }
     match app.selection {
         Some(Selection::Gap(i)) => {
@@ -27,12 +27,12 @@ fn info(app: &App) -> Vec<(String, Style)> {
                     i + 1,
                     app.gaps.len(),
                     g.device,
-                    text::dur(g.dur()),
+                    text::fmt_ns(g.dur()),
                     g.cause.label()
                 );
                 if !g.evidence.is_empty() {
                     s.push_str(" · ");
-                    s.push_str(&text::clean(&g.evidence));
+                    s.push_str(&text::sanitize(&g.evidence));
                 }
                 out.push((s, theme.warn().remove_modifier(ratatui::style::Modifier::BOLD)));
             }
@@ -41,7 +41,7 @@ fn info(app: &App) -> Vec<(String, Style)> {
             let l = &app.trace.lanes[r.lane as usize];
             let i = r.idx as usize;
             out.push((
-                format!("{} · {}", text::clean(app.trace.strings.get(l.ev.name[i])), text::dur(l.ev.dur(i))),
+                format!("{} · {}", text::sanitize(app.trace.strings.get(l.ev.name[i])), text::fmt_ns(l.ev.dur(i))),
                 Style::new(),
             ));
         }
@@ -51,16 +51,16 @@ fn info(app: &App) -> Vec<(String, Style)> {
         out.push((
             format!(
                 "/{}: {} matches",
-                text::ellipsize(&text::clean(&app.search.query), 24),
-                text::count(app.search.total as u64)
+                text::ellipsize(&text::sanitize(&app.search.query), 24),
+                text::fmt_count(app.search.total as u64)
             ),
             theme.key(),
         ));
     }
     let res = app.viewport.ns_per_cell();
     out.push((format!("cursor {}", text::time(app.rel(app.viewport.cursor), res)), Style::new()));
-    let count = if app.busy() { "…".to_string() } else { text::count(app.gaps.len() as u64) };
-    out.push((format!("gaps ≥ {}: {count}", text::dur(app.threshold())), Style::new()));
+    let count = if app.busy() { "…".to_string() } else { text::fmt_count(app.gaps.len() as u64) };
+    out.push((format!("gaps ≥ {}: {count}", text::fmt_ns(app.threshold())), Style::new()));
     out
 }
 
