@@ -50,6 +50,33 @@ pub struct Diff {
     pub findings: FindingDiffs,
     /// One line: the biggest changes.
     pub verdict: String,
+    /// The fix that made AFTER from BEFORE (told by what changed), BEFORE's prediction for
+    /// it and the measured change; null when no priced fix was told.
+    pub whatif: Option<WhatIfCheck>,
+}
+
+/// BEFORE's what-if for the fix applied, against the change measured in AFTER.
+#[derive(Debug, Clone, Serialize)]
+pub struct WhatIfCheck {
+    /// `pin_memory`, `prefetch`, `more_workers`, `drop_sync`, `cuda_graphs`.
+    pub fix: &'static str,
+    /// BEFORE's predicted saving per steady step.
+    pub predicted_saving_per_step_ns: Ns,
+    /// The steady step of BEFORE minus that of AFTER.
+    pub measured_saving_per_step_ns: Ns,
+    /// The limit BEFORE expected the step to meet.
+    pub limited_by: &'static str,
+}
+
+fn whatif_check(b: &Analysis, a: &Analysis) -> Option<WhatIfCheck> {
+    let w = crate::analysis::whatif::applied(b, a)?;
+    let step = |x: &Analysis| x.step_model.as_ref().map(|m| m.step_ns);
+    Some(WhatIfCheck {
+        fix: w.fix,
+        predicted_saving_per_step_ns: w.saving_per_step_ns,
+        measured_saving_per_step_ns: step(b)? - step(a)?,
+        limited_by: w.limited_by,
+    })
 }
 
 /// What identifies a run.
@@ -161,6 +188,7 @@ pub fn diff(before: Run<'_>, after: Run<'_>) -> Diff {
         phases: phases(b, a),
         findings: findings(&b.findings, &a.findings),
         verdict: String::new(),
+        whatif: whatif_check(b, a),
     };
     d.verdict = verdict::verdict(&d);
     d
@@ -220,6 +248,7 @@ struct Steady {
 struct PhaseMetrics<'a> {
     #[serde(flatten)]
     fields: PhaseFields<'a>,
+    copy_verdict: &'static str,
     gpu_busy_pct: Num,
     steady: Steady,
 }
@@ -279,6 +308,7 @@ fn steady(a: &Analysis, keep: impl Fn(&Gap) -> bool) -> Steady {
 fn phase_metrics<'a>(a: &Analysis, p: &'a Phase) -> PhaseMetrics<'a> {
     PhaseMetrics {
         fields: PhaseFields(p),
+        copy_verdict: p.copy_verdict.label(),
         gpu_busy_pct: fields::BUSY_PCT.of(p),
         steady: steady(a, |g| g.phase.as_deref() == Some(p.name.as_str())),
     }

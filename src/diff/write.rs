@@ -231,6 +231,18 @@ fn text(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
         ),
         4,
     )?;
+    if let Some(w) = &d.whatif {
+        o.para(
+            &format!(
+                "What-if: BEFORE predicted {} would save {} per step (limited by {}); measured: {}.",
+                w.fix,
+                crate::text::fmt_ns(w.predicted_saving_per_step_ns),
+                w.limited_by,
+                crate::text::fmt_ns(w.measured_saving_per_step_ns)
+            ),
+            9,
+        )?;
+    }
     o.heading(2, "Overall")?;
     o.table(&rows(&d.overall, &overall_rows(&d.overall)))?;
     let table = phase_rows();

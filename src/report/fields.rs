@@ -176,8 +176,32 @@ pub const LAUNCHED_GPU: Field =
 pub const LAUNCHED_SPAN: Field =
     Field { key: "launched.span_ns", label: "span", unit: Unit::Ns, get: |p| Num::Int(p.launched.span_ns) };
 
+/// H2D copy time the phase launched with no kernel running on their GPU.
+pub const H2D_EXPOSED: Field =
+    Field { key: "h2d_exposed_ns", label: "H2D exposed", unit: Unit::Ns, get: |p| Num::Int(p.h2d_exposed_ns) };
+/// PCIe RX (host to device) over the phase's instances.
+pub const PCIE_RX: Field =
+    Field { key: "pcie.rx_pct_mean", label: "RX%", unit: Unit::Pct, get: |p| Num::Real(p.pcie.and_then(|x| x.rx_pct_mean)) };
+/// PCIe TX (device to host) over the phase's instances.
+pub const PCIE_TX: Field =
+    Field { key: "pcie.tx_pct_mean", label: "TX%", unit: Unit::Pct, get: |p| Num::Real(p.pcie.and_then(|x| x.tx_pct_mean)) };
+/// PCIe RX while the phase's H2D copies ran.
+pub const PCIE_RX_H2D: Field = Field {
+    key: "pcie.rx_pct_during_h2d",
+    label: "RX% in H2D",
+    unit: Unit::Pct,
+    get: |p| Num::Real(p.pcie.and_then(|x| x.rx_pct_during_h2d)),
+};
+/// PCIe TX while the phase's D2H copies ran.
+pub const PCIE_TX_D2H: Field = Field {
+    key: "pcie.tx_pct_during_d2h",
+    label: "TX% in D2H",
+    unit: Unit::Pct,
+    get: |p| Num::Real(p.pcie.and_then(|x| x.tx_pct_during_d2h)),
+};
+
 /// Every field of the report's `phases[]` (after `name`), in JSON order.
-pub const PHASE: [Field; 20] = [
+pub const PHASE: [Field; 25] = [
     COUNT,
     WALL,
     WALL_MEAN,
@@ -198,6 +222,11 @@ pub const PHASE: [Field; 20] = [
     LAUNCHED,
     LAUNCHED_GPU,
     LAUNCHED_SPAN,
+    H2D_EXPOSED,
+    PCIE_RX,
+    PCIE_TX,
+    PCIE_RX_H2D,
+    PCIE_TX_D2H,
 ];
 
 /// GPU busy over busy plus idle in the windows, in percent (`diff`'s `gpu_busy_pct`).
@@ -233,7 +262,12 @@ impl Serialize for PhaseFields<'_> {
                 continue;
             };
             let n = rest.iter().take_while(|g| g.key.split_once('.').is_some_and(|(x, _)| x == group)).count();
-            m.serialize_entry(group, &Group(&rest[..n], self.0))?;
+            // A group without a single number (`pcie` of a trace without GPU metrics) is null.
+            if rest[..n].iter().all(|f| f.of(self.0) == Num::Real(None)) {
+                m.serialize_entry(group, &None::<()>)?;
+            } else {
+                m.serialize_entry(group, &Group(&rest[..n], self.0))?;
+            }
             rest = &rest[n..];
         }
         m.end()

@@ -45,6 +45,51 @@ pub struct Report<'a> {
     pub gaps: Gaps<'a>,
     /// Findings, most severe first.
     pub findings: Vec<Finding<'a>>,
+    /// GPU counters per GPU; empty when the capture sampled none.
+    pub gpu_metrics: Vec<GpuMetrics<'a>>,
+    /// What each fix the trace holds the numbers for would save per steady step.
+    pub whatif: &'a [crate::analysis::whatif::WhatIf],
+}
+
+/// One GPU's counters in `gpu_metrics`.
+#[derive(Debug, Serialize)]
+pub struct GpuMetrics<'a> {
+    /// GPU id.
+    pub device: u32,
+    /// Sampling instants (per metric).
+    pub samples: usize,
+    /// Median time between samples.
+    pub period_ns: Ns,
+    /// Each metric's summary.
+    pub series: Vec<SeriesSummary<'a>>,
+}
+
+/// One metric's mean, p95 and max over the whole capture.
+#[derive(Debug, Serialize)]
+pub struct SeriesSummary<'a> {
+    /// As `TARGET_INFO_GPU_METRICS.metricName` spells it.
+    pub name: &'a str,
+    /// Mean of the samples.
+    pub mean: f64,
+    /// 95th percentile (nearest rank).
+    pub p95: i64,
+    /// Largest sample.
+    pub max: i64,
+}
+
+fn gpu_metrics(trace: &Trace) -> Vec<GpuMetrics<'_>> {
+    let c = &trace.counters;
+    c.devices()
+        .into_iter()
+        .filter_map(|d| {
+            let first = c.of(d).next()?;
+            let series = c
+                .of(d)
+                .filter_map(|s| s.summary().map(|x| SeriesSummary { name: &s.name, mean: x.mean, p95: x.p95, max: x.max }))
+                .collect();
+            Some(GpuMetrics { device: d, samples: first.len(), period_ns: first.period_ns(), series })
+        })
+        .collect()
 }
 
 /// `trace`.
@@ -251,6 +296,9 @@ pub struct Phase<'a> {
     /// Its metrics.
     #[serde(flatten)]
     pub fields: PhaseFields<'a>,
+    /// How the H2D copies it launched ran (`none`, `small-copies`, `pageable-staged`,
+    /// `link-bound`, `below-link`).
+    pub copy_verdict: &'static str,
 }
 
 impl Overlap {
@@ -478,6 +526,8 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
                 fix: &f.fix,
             })
             .collect(),
+        gpu_metrics: gpu_metrics(trace),
+        whatif: &a.whatif,
     }
 }
 
@@ -542,7 +592,7 @@ fn transfer(t: &crate::analysis::Transfer) -> Transfer {
 }
 
 fn phase(p: &crate::analysis::Phase) -> Phase<'_> {
-    Phase { name: &p.name, fields: PhaseFields(p) }
+    Phase { name: &p.name, fields: PhaseFields(p), copy_verdict: p.copy_verdict.label() }
 }
 
 fn top_gap(g: &Gap) -> TopGap<'_> {

@@ -238,7 +238,34 @@ fn phases(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
     }
     let cpu = "Phases: CPU wall time of the NVTX ranges, and the GPU work launched from them";
     phase_table(o, cpu, &a.phases, &WALL_COLUMNS)?;
-    phase_table(o, "Phases: the GPU during the ranges", &a.phases, &GPU_COLUMNS)
+    phase_table(o, "Phases: the GPU during the ranges", &a.phases, &GPU_COLUMNS)?;
+    copies_table(o, a)
+}
+
+/// The copy columns: the H2D copies each phase launched, and the link under them.
+const COPY_COLUMNS: [Field; 5] =
+    [fields::H2D_EXPOSED, fields::PCIE_RX, fields::PCIE_TX, fields::PCIE_RX_H2D, fields::PCIE_TX_D2H];
+
+// How each phase's launched copies ran (phases that launched H2D copies only).
+fn copies_table(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
+    let with: Vec<&Phase> =
+        a.phases.iter().filter(|p| p.copy_verdict != crate::analysis::pcie::CopyVerdict::None).collect();
+    if with.is_empty() {
+        return Ok(());
+    }
+    o.heading("Phases: the host-device copies they launched (PCIe % of the link, GPU metrics)")?;
+    let header: Vec<&'static str> =
+        std::iter::once("phase").chain(COPY_COLUMNS.iter().map(|f| f.label)).chain(["copies"]).collect();
+    let mut t = Table::new(&header);
+    for p in with {
+        t.row(
+            std::iter::once(p.name.clone())
+                .chain(COPY_COLUMNS.iter().map(|f| cell(f, p)))
+                .chain([p.copy_verdict.label().to_string()])
+                .collect(),
+        );
+    }
+    o.table(&t)
 }
 
 fn transfers(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
@@ -372,11 +399,17 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
                 o.line(&head)?;
                 o.line(&format!("   evidence: {}", ev.join(", ")))?;
                 o.line(&format!("   fix: {}", f.fix))?;
+                if let Some(w) = crate::analysis::link::whatif_line(f) {
+                    o.line(&format!("   {w}"))?;
+                }
             }
             Style::Md => {
                 o.line(&head)?;
                 o.line(&format!("evidence: {}", ev.join(", ")))?;
                 o.line(&format!("fix: {}", f.fix))?;
+                if let Some(w) = crate::analysis::link::whatif_line(f) {
+                    o.line(&w)?;
+                }
                 o.line("")?;
             }
             Style::Html => super::html::finding(o.w, i + 1, f, &ev.join(", "))?,

@@ -141,6 +141,21 @@ fn report_matrix_sleep() {
 }
 
 #[test]
+fn report_gpu_metrics() {
+    // PCIe means, copy verdicts, `gpu_metrics` and the what-ifs.
+    matrix_report("g_pinned");
+}
+
+#[test]
+fn diff_gpu_metrics_pin_memory() {
+    // The two are unpacked into one folder, so they are named as siblings.
+    let (b, a) = (matrix_trace("g_pageable"), matrix_trace("g_pinned"));
+    let (dir, before) = split(&b);
+    assert_eq!(a.parent(), Some(dir));
+    pin("diff", "gpu_metrics_pin", dir, &[before, split(&a).1], &[], &["json", "text"]);
+}
+
+#[test]
 fn diff_pageable_pinned() {
     pin("diff", "pageable_pinned", &fixtures(), &["pageable.sqlite", "pinned.sqlite"], &[], &ALL);
 }
@@ -339,7 +354,8 @@ fn leaves(v: &serde_json::Value, at: &str, out: &mut std::collections::BTreeMap<
                 leaves(x, &if at.is_empty() { k.clone() } else { format!("{at}.{k}") }, out);
             }
         }
-        serde_json::Value::Number(_) | serde_json::Value::Null if !at.is_empty() => {
+        // Text leaves (`copy_verdict`) have no number in either run: their delta is null.
+        serde_json::Value::Number(_) | serde_json::Value::Null | serde_json::Value::String(_) if !at.is_empty() => {
             *out.entry(at.to_string()).or_default() |= v.is_number();
         }
         _ => {}
