@@ -24,12 +24,12 @@ mod text;
 mod tui;
 
 pub use analysis::host::{HostIndex, cpu_load};
-pub use analysis::{Analysis, Cause, Finding, Gap, Hint, Options, Severity, Window, analyze, find_gaps};
 pub use analysis::pcie::{CopyVerdict, Pcie};
 pub use analysis::whatif::{StepModel, WhatIf, applied as applied_fix};
+pub use analysis::{Analysis, Cause, Finding, Gap, Hint, Options, Severity, Window, analyze, find_gaps};
 pub use cli::{Cli, Exit, run};
-pub use model::counters::{Counters, Series as CounterSeries};
 pub use diff::{Diff, Run as DiffRun, Status as DiffStatus, diff};
+pub use model::counters::{Counters, Series as CounterSeries};
 pub use model::{
     ApiKind, EventRef, Events, Lane, LaneKind, MemClass, MemFlags, Ns, SampleFlags, Strings, Trace, decode_global_tid,
     strip_api_version,

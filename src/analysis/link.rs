@@ -128,10 +128,8 @@ pub fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
                 Severity::Critical => Severity::Warning,
                 _ => Severity::Info,
             };
-            f.message.push_str(&format!(
-                "; {} alone would not shorten the step: the {} sets its pace",
-                w.fix, w.limited_by
-            ));
+            f.message
+                .push_str(&format!("; {} alone would not shorten the step: the {} sets its pace", w.fix, w.limited_by));
         }
         f.evidence.extend([
             ev("whatif_fix", w.fix),
@@ -147,8 +145,12 @@ pub fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
 pub fn whatif_line(f: &Finding) -> Option<String> {
     let get = |k: &str| f.evidence.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let num = |k: &str| get(k).and_then(|v| v.parse::<Ns>().ok());
-    let (fix, save, after, by) =
-        (get("whatif_fix")?, num("whatif_saving_per_step_ns")?, num("whatif_step_after_ns")?, get("whatif_limited_by")?);
+    let (fix, save, after, by) = (
+        get("whatif_fix")?,
+        num("whatif_saving_per_step_ns")?,
+        num("whatif_step_after_ns")?,
+        get("whatif_limited_by")?,
+    );
     Some(format!(
         "what-if: {fix} saves {} per step ({} -> {}), limited by {by}",
         fmt_ns(save),

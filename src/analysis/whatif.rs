@@ -98,20 +98,16 @@ pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
     m.kernel_ns = per(x.device.kernels.busy_in(a, b));
     let copies: Vec<&CopyOp> = x.h2d.iter().filter(|c| c.end > a && c.start < b).collect();
     let page = copies.iter().filter(|c| c.pageable);
-    m.pageable_h2d = (
-        page.clone().map(|c| c.bytes).sum::<u64>() / periods as u64,
-        per(page.map(|c| c.end - c.start).sum()),
-    );
+    m.pageable_h2d =
+        (page.clone().map(|c| c.bytes).sum::<u64>() / periods as u64, per(page.map(|c| c.end - c.start).sum()));
     let h2d = Union::from_pairs(copies.iter().map(|c| (c.start.max(a), c.end.min(b))));
     m.exposed_h2d_ns = per(h2d.total() - h2d.overlap_with(&x.device.kernels));
     let steady = || x.gaps.iter().filter(|g| g.window == Window::Steady && g.device == x.device.device);
     let input_gaps: Vec<&Gap> = steady().filter(|g| INPUT.contains(&g.cause)).collect();
     // A pipeline faster than the loop builds a queue of ready batches, and the loop stops
     // waiting after warm-up: waits that recur mean the pipeline sets the pace.
-    let waited = x.steps[first + 1..=last]
-        .iter()
-        .filter(|s| input_gaps.iter().any(|g| g.start < s.3 && g.end > s.2))
-        .count();
+    let waited =
+        x.steps[first + 1..=last].iter().filter(|s| input_gaps.iter().any(|g| g.start < s.3 && g.end > s.2)).count();
     let input_wait: Ns = input_gaps.iter().map(|g| overlap(g.start, g.end, host_span)).sum();
     m.input_bound = waited >= 2 && input_wait * 20 >= host_span.1 - host_span.0;
     let launcher = x.steps[last].0;
@@ -127,10 +123,9 @@ pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
     let (pid, tid) = (x.steps[last].0, x.steps[last].1);
     let blocked = blocked_ns(x.trace, pid, tid, host_span, x.h2d);
     m.host_ns = per((host_span.1 - host_span.0 - blocked - input_wait).max(0));
-    m.sync_idle_ns = per(
-        steady().filter(|g| g.cause == Cause::SyncDrain && g.hint == Hint::None).map(Gap::dur).sum(),
-    );
-    m.launch_idle_ns = per(steady().filter(|g| g.cause == Cause::LaunchBound).map(Gap::dur).sum::<Ns>() + x.short_idle_ns);
+    m.sync_idle_ns = per(steady().filter(|g| g.cause == Cause::SyncDrain && g.hint == Hint::None).map(Gap::dur).sum());
+    m.launch_idle_ns =
+        per(steady().filter(|g| g.cause == Cause::LaunchBound).map(Gap::dur).sum::<Ns>() + x.short_idle_ns);
     Some(m)
 }
 
@@ -360,9 +355,9 @@ pub fn steady_model(
     let last = all.len() - 1;
     ends[last] = end_of(&all[last]);
     ends[0]?;
-    let device = index.devices_of(all[last].0).max_by_key(|&d| {
-        devices.iter().find(|x| x.device == d).map_or(0, |x| x.busy.busy_in(all[1].2, all[last].3))
-    })?;
+    let device = index
+        .devices_of(all[last].0)
+        .max_by_key(|&d| devices.iter().find(|x| x.device == d).map_or(0, |x| x.busy.busy_in(all[1].2, all[last].3)))?;
     let device = devices.iter().find(|d| d.device == device)?;
     let h2d: Vec<CopyOp> = super::pcie::all_h2d(trace).into_iter().filter(|c| c.device == device.device).collect();
     model(&Inputs { trace, steps: &all, gpu_ends: &ends, device, h2d: &h2d, gaps, short_idle_ns })

@@ -180,6 +180,7 @@ mod tests {
             phases,
             findings,
             verdict: String::new(),
+            whatif: None,
         }
     }
 

@@ -180,11 +180,19 @@ pub const LAUNCHED_SPAN: Field =
 pub const H2D_EXPOSED: Field =
     Field { key: "h2d_exposed_ns", label: "H2D exposed", unit: Unit::Ns, get: |p| Num::Int(p.h2d_exposed_ns) };
 /// PCIe RX (host to device) over the phase's instances.
-pub const PCIE_RX: Field =
-    Field { key: "pcie.rx_pct_mean", label: "RX%", unit: Unit::Pct, get: |p| Num::Real(p.pcie.and_then(|x| x.rx_pct_mean)) };
+pub const PCIE_RX: Field = Field {
+    key: "pcie.rx_pct_mean",
+    label: "RX%",
+    unit: Unit::Pct,
+    get: |p| Num::Real(p.pcie.and_then(|x| x.rx_pct_mean)),
+};
 /// PCIe TX (device to host) over the phase's instances.
-pub const PCIE_TX: Field =
-    Field { key: "pcie.tx_pct_mean", label: "TX%", unit: Unit::Pct, get: |p| Num::Real(p.pcie.and_then(|x| x.tx_pct_mean)) };
+pub const PCIE_TX: Field = Field {
+    key: "pcie.tx_pct_mean",
+    label: "TX%",
+    unit: Unit::Pct,
+    get: |p| Num::Real(p.pcie.and_then(|x| x.tx_pct_mean)),
+};
 /// PCIe RX while the phase's H2D copies ran.
 pub const PCIE_RX_H2D: Field = Field {
     key: "pcie.rx_pct_during_h2d",
@@ -310,6 +318,9 @@ mod tests {
             launched: Launched { count: 7, gpu_ns: 110, span_ns: 140 },
             slowest: (0, 160),
             starved_share: 1.0 / 3.0,
+            pcie: Some(crate::analysis::pcie::Pcie { rx_pct_mean: Some(40.0), ..Default::default() }),
+            copy_verdict: crate::analysis::pcie::CopyVerdict::LinkBound,
+            h2d_exposed_ns: 25,
         }
     }
 
@@ -318,11 +329,24 @@ mod tests {
         let v = serde_json::to_value(PhaseFields(&phase())).unwrap();
         let text = serde_json::to_string(&PhaseFields(&phase())).unwrap();
         assert!(text.starts_with(r#"{"count":3,"wall_ns":300,"wall_mean_ns":100,"#), "{text}");
-        assert!(text.ends_with(r#""launched":{"count":7,"gpu_ns":110,"span_ns":140}}"#), "{text}");
+        assert!(text.contains(r#""launched":{"count":7,"gpu_ns":110,"span_ns":140},"#), "{text}");
+        assert!(
+            text.ends_with(
+                r#""pcie":{"rx_pct_mean":40.0,"tx_pct_mean":null,"rx_pct_during_h2d":null,"tx_pct_during_d2h":null}}"#
+            ),
+            "{text}"
+        );
+        // Without GPU metrics the whole group is null.
+        let bare = Phase { pcie: None, ..phase() };
+        assert_eq!(serde_json::to_value(PhaseFields(&bare)).unwrap()["pcie"], serde_json::Value::Null);
         assert_eq!(v["d2h_gbps"], serde_json::Value::Null);
         assert_eq!(v["starved_share"], 1.0 / 3.0);
         let keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), PHASE.len() - 2, "three `launched.` rows make one object: {keys:?}");
+        assert_eq!(
+            keys.len(),
+            PHASE.len() - 5,
+            "three `launched.` rows and four `pcie.` rows make two objects: {keys:?}"
+        );
     }
 
     #[test]

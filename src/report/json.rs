@@ -85,7 +85,9 @@ fn gpu_metrics(trace: &Trace) -> Vec<GpuMetrics<'_>> {
             let first = c.of(d).next()?;
             let series = c
                 .of(d)
-                .filter_map(|s| s.summary().map(|x| SeriesSummary { name: &s.name, mean: x.mean, p95: x.p95, max: x.max }))
+                .filter_map(|s| {
+                    s.summary().map(|x| SeriesSummary { name: &s.name, mean: x.mean, p95: x.p95, max: x.max })
+                })
                 .collect();
             Some(GpuMetrics { device: d, samples: first.len(), period_ns: first.period_ns(), series })
         })

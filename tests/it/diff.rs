@@ -255,7 +255,7 @@ fn json_has_the_documented_shape() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<BTreeSet<_>>();
     let set = |k: &[&str]| k.iter().map(|s| (*s).to_string()).collect::<BTreeSet<_>>();
-    assert_eq!(keys(&v), set(&["before", "after", "overall", "phases", "findings", "verdict"]));
+    assert_eq!(keys(&v), set(&["before", "after", "overall", "phases", "findings", "verdict", "whatif"]));
     let run = set(&["path", "step_phase", "steady_start_ns", "steady_end_ns", "min_gap_ns"]);
     assert_eq!(keys(&v["before"]), run);
     assert_eq!(keys(&v["overall"]), set(&["before", "after", "delta"]));

@@ -86,7 +86,8 @@ fn phase_h2d(path: &Path, phase: &str) -> Vec<(i64, i64)> {
              WHERE c.copyKind = 1 AND n.text = ?1 ORDER BY c.start",
         )
         .unwrap();
-    let rows: Vec<(i64, i64)> = st.query_map([phase], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    let rows: Vec<(i64, i64)> =
+        st.query_map([phase], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
     let mut out: Vec<(i64, i64)> = Vec::new();
     for (s, e) in rows {
         match out.last_mut() {
@@ -155,8 +156,15 @@ fn each_fix_s_prediction_matches_the_measured_change_of_its_pair() {
         let (before, after) = (analysis(&pb), analysis(&pa));
         let w = lanescope::applied_fix(&before, &after).unwrap_or_else(|| panic!("{b} -> {a}: no fix told"));
         let predicted = w.saving_per_step_ns as f64;
-        let ok = w.fix == fix && ((predicted - measured).abs() <= 0.3 * measured.abs() || (predicted - measured).abs() <= 3e6);
-        let line = format!("{b} -> {a}: {} predicted {:.2} ms, measured {:.2} ms ({})", w.fix, predicted / 1e6, measured / 1e6, w.limited_by);
+        let ok = w.fix == fix
+            && ((predicted - measured).abs() <= 0.3 * measured.abs() || (predicted - measured).abs() <= 3e6);
+        let line = format!(
+            "{b} -> {a}: {} predicted {:.2} ms, measured {:.2} ms ({})",
+            w.fix,
+            predicted / 1e6,
+            measured / 1e6,
+            w.limited_by
+        );
         if !ok {
             bad.push(line);
         }

@@ -33,7 +33,8 @@ fn set<'a>(names: &[&'a str]) -> BTreeSet<&'a str> {
 fn json_has_every_documented_key() {
     let (t, a) = load("pageable.sqlite");
     let v: Value = serde_json::from_str(&render(&t, &a, Format::Json)).unwrap();
-    let top = ["trace", "totals", "devices", "transfers", "overlap", "phases", "gaps", "findings"];
+    let top =
+        ["trace", "totals", "devices", "transfers", "overlap", "phases", "gaps", "findings", "gpu_metrics", "whatif"];
     assert_eq!(keys(&v), set(&top));
     let trace = &v["trace"];
     let trace_keys = [
@@ -83,6 +84,9 @@ fn json_has_every_documented_key() {
         "d2h_gbps",
         "starved_share",
         "launched",
+        "h2d_exposed_ns",
+        "pcie",
+        "copy_verdict",
     ];
     for p in v["phases"].as_array().unwrap() {
         assert_eq!(keys(p), set(&phase));

@@ -699,16 +699,7 @@ fn assemble(mut b: Builder, stop: Option<json::Stop>, events: usize, t0: Instant
             SyncRecords { pid, ev }
         })
         .collect();
-    let mut trace = Trace {
-        meta,
-        strings: b.strings,
-        gpus,
-        processes,
-        threads,
-        lanes,
-        syncs,
-        ..Trace::default()
-    };
+    let mut trace = Trace { meta, strings: b.strings, gpus, processes, threads, lanes, syncs, ..Trace::default() };
     super::order_lanes(&mut trace);
     trace
 }
