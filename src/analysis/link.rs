@@ -4,6 +4,8 @@
 use super::pcie::CopyVerdict;
 use super::whatif::{StepModel, WhatIf};
 use super::{Cause, Finding, Phase, Severity};
+use std::fmt::Write as _;
+
 use crate::model::Ns;
 use crate::text::fmt_ns;
 
@@ -19,7 +21,7 @@ fn pct(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }
 
-fn ev(k: &str, v: impl ToString) -> (String, String) {
+fn ev(k: &str, v: &impl ToString) -> (String, String) {
     (k.to_string(), v.to_string())
 }
 
@@ -49,14 +51,14 @@ pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepM
         let s = share(p, step_ns);
         let per_step = p.h2d_exposed_ns / p.count.max(1) as Ns;
         let mut evidence =
-            vec![ev("phase", &p.name), ev("h2d_exposed_ns", p.h2d_exposed_ns), ev("exposed_share_of_step", pct(s))];
+            vec![ev("phase", &p.name), ev("h2d_exposed_ns", &p.h2d_exposed_ns), ev("exposed_share_of_step", &pct(s))];
         match p.copy_verdict {
             CopyVerdict::LinkBound => {
                 let rx = p.pcie.and_then(|x| x.rx_pct_during_h2d);
                 let how = rx.map_or_else(
                     || "at the link's rate".to_string(),
                     |r| {
-                        evidence.push(ev("rx_pct_during_h2d", format!("{r:.1}")));
+                        evidence.push(ev("rx_pct_during_h2d", &format!("{r:.1}")));
                         format!("at {r:.0}% PCIe RX")
                     },
                 );
@@ -89,7 +91,7 @@ pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepM
                 fix: SMALL_FIX.to_string(),
                 weight: p.h2d_exposed_ns,
             }),
-            _ => {}
+            CopyVerdict::None | CopyVerdict::PageableStaged | CopyVerdict::BelowLink => {}
         }
     }
     out
@@ -126,16 +128,16 @@ pub fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
         if w.saving_per_step_ns == 0 && w.limited_by != "none" {
             f.severity = match f.severity {
                 Severity::Critical => Severity::Warning,
-                _ => Severity::Info,
+                Severity::Warning | Severity::Info => Severity::Info,
             };
-            f.message
-                .push_str(&format!("; {} alone would not shorten the step: the {} sets its pace", w.fix, w.limited_by));
+            let _ =
+                write!(f.message, "; {} alone would not shorten the step: the {} sets its pace", w.fix, w.limited_by);
         }
         f.evidence.extend([
-            ev("whatif_fix", w.fix),
-            ev("whatif_saving_per_step_ns", w.saving_per_step_ns),
-            ev("whatif_step_after_ns", w.step_ns_after),
-            ev("whatif_limited_by", w.limited_by),
+            ev("whatif_fix", &w.fix),
+            ev("whatif_saving_per_step_ns", &w.saving_per_step_ns),
+            ev("whatif_step_after_ns", &w.step_ns_after),
+            ev("whatif_limited_by", &w.limited_by),
         ]);
     }
 }

@@ -26,6 +26,7 @@ pub mod link;
 pub mod names;
 pub mod pcie;
 pub mod phases;
+pub use phases::Instance;
 pub mod ranks;
 pub mod regap;
 pub mod steps;
@@ -554,21 +555,10 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
             (devices, (gaps, host_ix))
         },
     );
-    let phase_copies: std::collections::HashMap<String, pcie::PhaseCopies> =
-        groups.iter().map(|(n, _)| n.clone()).zip(pcie::launched_copies(trace, &index, &groups)).collect();
-    let phase_windows: std::collections::HashMap<String, Vec<(Ns, Ns)>> = groups
-        .iter()
-        .map(|(n, v)| (n.clone(), Union::from_pairs(v.iter().map(|i| (i.start, i.end))).iter().collect()))
-        .collect();
+    let by_phase = pcie::ByPhase::of(trace, &index, &groups);
     let grouped = options.exact_names.then(|| phases::instances(trace, false));
     let mut steps = steps::choose(trace, grouped.as_ref().unwrap_or(&groups), &devices, options.step_phase.as_deref());
-    // A host that runs ahead ends its last step before the GPU ran that step's work: the
-    // steady state lasts until the work the last step launched is done.
-    if let Some(last) = steps.instances.iter().max_by_key(|i| i.end)
-        && let Some(end) = whatif::gpu_end(trace, &index, (last.pid, last.tid), last.start, last.end)
-    {
-        steps.windows.steady_end = steps.windows.steady_end.max(end);
-    }
+    whatif::extend_to_gpu_end(&mut steps, trace, &index);
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
@@ -611,7 +601,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
             findings::findings(&inputs, &mut gaps::Explainer::new(trace, &index, &devices, options))
         },
     );
-    pcie::annotate(trace, &devices, &mut phases, &phase_copies, &phase_windows);
+    pcie::annotate(trace, &devices, &mut phases, &by_phase);
     let short_idle_ns = findings::short_idle_ns(&devices, &gaps, steps.windows);
     let step_model = whatif::steady_model(trace, &index, &devices, &gaps, &steps, short_idle_ns);
     let whatifs = step_model.as_ref().map(|m| whatif::all(trace, &devices, m)).unwrap_or_default();

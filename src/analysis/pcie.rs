@@ -21,8 +21,7 @@
 use std::collections::HashMap;
 
 use super::index::{Hints, Index};
-use super::phases::Instance;
-use super::{DeviceActivity, Union};
+use super::{DeviceActivity, Instance, Union};
 use crate::model::counters::{Counters, Series, names};
 use crate::model::{LaneKind, MemClass, MemFlags, MemKind, Ns, Trace};
 
@@ -104,10 +103,13 @@ impl CopyVerdict {
     }
 }
 
+// (start, end, group) of an instance span.
+type Span = (Ns, Ns, usize);
+
 /// The copies each group of `groups` launched (same order).
 pub fn launched_copies(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<PhaseCopies> {
     // Per thread: every group's instance spans (outermost, disjoint within a group).
-    let mut spans: HashMap<(u32, u32), Vec<(Ns, Ns, usize)>> = HashMap::new();
+    let mut spans: HashMap<(u32, u32), Vec<Span>> = HashMap::new();
     for (g, (_, inst)) in groups.iter().enumerate() {
         let mut by_thread: HashMap<(u32, u32), Vec<(Ns, Ns)>> = HashMap::new();
         for i in inst {
@@ -267,6 +269,68 @@ pub fn exposed_ns(ops: &[CopyOp], devices: &[DeviceActivity]) -> Ns {
     total
 }
 
+/// Every H2D copy of the trace, by GPU, sorted by start.
+pub fn all_h2d(trace: &Trace) -> Vec<CopyOp> {
+    let mut out = Vec::new();
+    for l in &trace.lanes {
+        let LaneKind::Memory { class: MemClass::H2D, device, .. } = l.kind else { continue };
+        out.extend((0..l.ev.len()).map(|i| CopyOp {
+            device,
+            start: l.ev.start[i],
+            end: l.ev.end(i),
+            bytes: l.ev.aux(i),
+            pageable: MemFlags::unpack(l.ev.flags(i)).host_kind() == MemKind::Pageable,
+        }));
+    }
+    out.sort_unstable_by_key(|c| (c.device, c.start));
+    out
+}
+
+/// The link's H2D rate on `device` (bytes per ns): from the PCIe metrics, else the best
+/// pinned copy rate of the trace.
+pub fn link_or_pinned(counters: &Counters, device: u32, h2d: &[CopyOp]) -> Option<f64> {
+    let mine: Vec<CopyOp> = h2d.iter().filter(|c| c.device == device).copied().collect();
+    link_rate(counters, device, &mine).or_else(|| best_pinned_rate(&mine))
+}
+
+/// Per phase name: the copies it launched and its instances' spans.
+#[derive(Debug, Default)]
+pub struct ByPhase {
+    /// Copies launched, by phase name.
+    pub copies: HashMap<String, PhaseCopies>,
+    /// Disjoint instance spans, by phase name.
+    pub windows: HashMap<String, Vec<(Ns, Ns)>>,
+}
+
+impl ByPhase {
+    /// The copies and spans of every group of `groups`.
+    pub fn of(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Self {
+        let copies = groups.iter().map(|(n, _)| n.clone()).zip(launched_copies(trace, index, groups)).collect();
+        let windows = groups
+            .iter()
+            .map(|(n, v)| (n.clone(), Union::from_pairs(v.iter().map(|i| (i.start, i.end))).iter().collect()))
+            .collect();
+        Self { copies, windows }
+    }
+}
+
+/// Fill each phase's `pcie`, `copy_verdict` and `h2d_exposed_ns` from the copies it
+/// launched.
+pub fn annotate(trace: &Trace, devices: &[DeviceActivity], phases: &mut [super::Phase], by: &ByPhase) {
+    let (copies, windows) = (&by.copies, &by.windows);
+    let h2d = all_h2d(trace);
+    let fallback = trace.counters.devices().first().copied();
+    let mut links: HashMap<u32, Option<f64>> = HashMap::new();
+    for p in phases {
+        let Some(c) = copies.get(&p.name) else { continue };
+        let device = device_of(c, fallback);
+        p.pcie = device.and_then(|d| pcie(&trace.counters, d, windows.get(&p.name).map_or(&[], Vec::as_slice), c));
+        let link = device.and_then(|d| *links.entry(d).or_insert_with(|| link_or_pinned(&trace.counters, d, &h2d)));
+        p.copy_verdict = verdict(&c.h2d, p.pcie.and_then(|x| x.rx_pct_during_h2d), link);
+        p.h2d_exposed_ns = exposed_ns(&c.h2d, devices);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,51 +363,5 @@ mod tests {
         // [150, 450]: the samples at 200 and 300 cover [200, 300) and [300, 400).
         assert_eq!(mean_inside(&s, &[(150, 450)]), Some(25.0));
         assert_eq!(mean_inside(&s, &[(150, 240)]), None);
-    }
-}
-
-/// Every H2D copy of the trace, by GPU, sorted by start.
-pub fn all_h2d(trace: &Trace) -> Vec<CopyOp> {
-    let mut out = Vec::new();
-    for l in &trace.lanes {
-        let LaneKind::Memory { class: MemClass::H2D, device, .. } = l.kind else { continue };
-        out.extend((0..l.ev.len()).map(|i| CopyOp {
-            device,
-            start: l.ev.start[i],
-            end: l.ev.end(i),
-            bytes: l.ev.aux(i),
-            pageable: MemFlags::unpack(l.ev.flags(i)).host_kind() == MemKind::Pageable,
-        }));
-    }
-    out.sort_unstable_by_key(|c| (c.device, c.start));
-    out
-}
-
-/// The link's H2D rate on `device` (bytes per ns): from the PCIe metrics, else the best
-/// pinned copy rate of the trace.
-pub fn link_or_pinned(counters: &Counters, device: u32, h2d: &[CopyOp]) -> Option<f64> {
-    let mine: Vec<CopyOp> = h2d.iter().filter(|c| c.device == device).copied().collect();
-    link_rate(counters, device, &mine).or_else(|| best_pinned_rate(&mine))
-}
-
-/// Fill each phase's `pcie`, `copy_verdict` and `h2d_exposed_ns` from the copies it
-/// launched (`copies` and `windows`, by phase name).
-pub fn annotate(
-    trace: &Trace,
-    devices: &[DeviceActivity],
-    phases: &mut [super::Phase],
-    copies: &HashMap<String, PhaseCopies>,
-    windows: &HashMap<String, Vec<(Ns, Ns)>>,
-) {
-    let h2d = all_h2d(trace);
-    let fallback = trace.counters.devices().first().copied();
-    let mut links: HashMap<u32, Option<f64>> = HashMap::new();
-    for p in phases {
-        let Some(c) = copies.get(&p.name) else { continue };
-        let device = device_of(c, fallback);
-        p.pcie = device.and_then(|d| pcie(&trace.counters, d, windows.get(&p.name).map_or(&[], Vec::as_slice), c));
-        let link = device.and_then(|d| *links.entry(d).or_insert_with(|| link_or_pinned(&trace.counters, d, &h2d)));
-        p.copy_verdict = verdict(&c.h2d, p.pcie.and_then(|x| x.rx_pct_during_h2d), link);
-        p.h2d_exposed_ns = exposed_ns(&c.h2d, devices);
     }
 }

@@ -158,7 +158,7 @@ impl<'a> PhaseCtx<'a> {
             slowest,
             starved_share: if inst.is_empty() { 0.0 } else { starved as f64 / inst.len() as f64 },
             pcie: None,
-            copy_verdict: Default::default(),
+            copy_verdict: super::pcie::CopyVerdict::default(),
             h2d_exposed_ns: 0,
         }
     }

@@ -154,7 +154,7 @@ fn blocked_ns(trace: &Trace, pid: u32, tid: u32, span: (Ns, Ns), h2d: &[CopyOp])
                 let k = pageable_starts.partition_point(|&c| c < s);
                 pageable_starts.get(k).is_some_and(|&c| c < e)
             }
-            _ => false,
+            ApiKind::Other | ApiKind::Launch | ApiKind::Memset => false,
         };
         if blocking {
             total += overlap(s, e, span);
@@ -263,45 +263,6 @@ pub fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn m() -> StepModel {
-        StepModel {
-            periods: 10,
-            step_ns: 22_000,
-            gpu_ns: 21_500,
-            kernel_ns: 6_500,
-            host_ns: 6_000,
-            pageable_h2d: (100_000, 15_000),
-            exposed_h2d_ns: 15_000,
-            ..StepModel::default()
-        }
-    }
-
-    #[test]
-    fn pinning_saves_the_copy_time_down_to_the_next_limit() {
-        // 100 kB at 50 B/ns = 2 µs pinned: 13 µs saved, the GPU then bound at 8.5 µs.
-        let w = pin_memory(&m(), Some(50.0)).unwrap();
-        assert_eq!((w.saving_per_step_ns, w.step_ns_after, w.limited_by), (13_000, 9_000, "none"));
-        // A loop that waits for input every step: pinning saves nothing.
-        let bound = StepModel { input_bound: true, producers: 2, ..m() };
-        let w = pin_memory(&bound, Some(50.0)).unwrap();
-        assert_eq!((w.saving_per_step_ns, w.limited_by), (0, "input pipeline"));
-        // Four producers instead of two halve the pipeline's period, bounded by the GPU.
-        let w = more_workers(&bound, 4).unwrap();
-        assert_eq!((w.step_ns_after, w.limited_by), (21_500, "gpu"));
-    }
-
-    #[test]
-    fn prefetch_hides_at_most_the_kernel_time() {
-        let w = prefetch(&m()).unwrap();
-        assert_eq!(w.saving_per_step_ns, 6_500);
-        assert!(pin_memory(&StepModel { pageable_h2d: (0, 0), ..m() }, Some(1.0)).is_none());
-    }
-}
-
 /// End of the GPU work launched by calls of thread (pid, tid) inside `[start, end]`.
 pub fn gpu_end(trace: &Trace, index: &super::index::Index, (pid, tid): (u32, u32), start: Ns, end: Ns) -> Option<Ns> {
     let api = &trace.lanes[index.api_lane(pid, tid)?].ev;
@@ -398,4 +359,53 @@ pub fn applied(before: &super::Analysis, after: &super::Analysis) -> Option<What
         return None;
     };
     before.whatif.iter().find(|w| w.fix == fix).cloned()
+}
+
+/// A host that runs ahead ends its last step before the GPU ran that step's work: the
+/// steady state lasts until the work the last step launched is done.
+pub fn extend_to_gpu_end(steps: &mut super::steps::Steps, trace: &Trace, index: &super::index::Index) {
+    if let Some(last) = steps.instances.iter().max_by_key(|i| i.end)
+        && let Some(end) = gpu_end(trace, index, (last.pid, last.tid), last.start, last.end)
+    {
+        steps.windows.steady_end = steps.windows.steady_end.max(end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m() -> StepModel {
+        StepModel {
+            periods: 10,
+            step_ns: 22_000,
+            gpu_ns: 21_500,
+            kernel_ns: 6_500,
+            host_ns: 6_000,
+            pageable_h2d: (100_000, 15_000),
+            exposed_h2d_ns: 15_000,
+            ..StepModel::default()
+        }
+    }
+
+    #[test]
+    fn pinning_saves_the_copy_time_down_to_the_next_limit() {
+        // 100 kB at 50 B/ns = 2 µs pinned: 13 µs saved, the GPU then bound at 8.5 µs.
+        let w = pin_memory(&m(), Some(50.0)).unwrap();
+        assert_eq!((w.saving_per_step_ns, w.step_ns_after, w.limited_by), (13_000, 9_000, "none"));
+        // A loop that waits for input every step: pinning saves nothing.
+        let bound = StepModel { input_bound: true, producers: 2, ..m() };
+        let w = pin_memory(&bound, Some(50.0)).unwrap();
+        assert_eq!((w.saving_per_step_ns, w.limited_by), (0, "input pipeline"));
+        // Four producers instead of two halve the pipeline's period, bounded by the GPU.
+        let w = more_workers(&bound, 4).unwrap();
+        assert_eq!((w.step_ns_after, w.limited_by), (21_500, "gpu"));
+    }
+
+    #[test]
+    fn prefetch_hides_at_most_the_kernel_time() {
+        let w = prefetch(&m()).unwrap();
+        assert_eq!(w.saving_per_step_ns, 6_500);
+        assert!(pin_memory(&StepModel { pageable_h2d: (0, 0), ..m() }, Some(1.0)).is_none());
+    }
 }
