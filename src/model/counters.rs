@@ -194,11 +194,30 @@ impl Counters {
         bytes
     }
 
-    /// Move every series' device through `map` (a merge renumbers GPUs).
-    pub fn renumber(&mut self, map: impl Fn(u32) -> u32) {
-        for s in &mut self.series {
-            s.device = map(s.device);
+    /// The series moved onto a merged timeline: times shifted by `by`, GPUs through `dev`;
+    /// time columns shared before stay shared.
+    #[must_use]
+    pub fn moved(self, by: Ns, dev: impl Fn(u32) -> u32) -> Self {
+        let mut done: Vec<(*const Ns, Arc<[Ns]>)> = Vec::new();
+        let mut series = self.series;
+        for s in &mut series {
+            s.device = dev(s.device);
+            let p = s.times.as_ptr();
+            s.times = match done.iter().find(|d| d.0 == p) {
+                Some(d) => Arc::clone(&d.1),
+                None => {
+                    let t: Arc<[Ns]> = s.times.iter().map(|&t| t.saturating_add(by)).collect();
+                    done.push((p, Arc::clone(&t)));
+                    t
+                }
+            };
         }
+        Self { series }
+    }
+
+    /// Add `other`'s series (already moved), keeping the order by device.
+    pub fn append(&mut self, other: Self) {
+        self.series.extend(other.series);
         self.series.sort_by_key(|s| s.device);
     }
 }

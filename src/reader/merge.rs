@@ -139,7 +139,8 @@ impl Merged {
         } else {
             format!("rank {} · ", at.rank)
         };
-        let Trace { meta, gpus, processes, threads, lanes, syncs, host, .. } = t;
+        let Trace { meta, gpus, processes, threads, lanes, syncs, host, counters, .. } = t;
+        self.out.counters.append(counters.moved(at.offset, |d| map.dev(d)));
         self.add_lanes(lanes, syncs, &mut map, at.offset);
         self.add_who(gpus, processes, threads, &prefix, &mut map);
         self.add_host(host, &mut map);

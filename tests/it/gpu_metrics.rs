@@ -199,3 +199,21 @@ fn pinning_a_loader_bound_loop_is_priced_at_nothing_limited_by_the_pipeline() {
     let measured = measured_step(&matrix_trace("g_lpage")) - measured_step(&matrix_trace("g_lpin"));
     assert!(measured.abs() <= 2.0 * stderr, "measured {measured} ns against a standard error of {stderr} ns");
 }
+
+#[test]
+fn merged_ranks_keep_each_gpu_s_counters_on_the_merged_timeline() {
+    let files = [matrix_trace("g_pinned"), matrix_trace("gv_pinned")];
+    let t = lanescope::load(&lanescope::group_inputs(&files)).unwrap();
+    assert_eq!(t.ranks.len(), 2);
+    for r in &t.ranks {
+        // Neither capture records a rank: they are ranked in file order.
+        let own = &files[r.rank as usize];
+        let rx = samples(own, RX);
+        let (merged, gpu) = r.devices[0];
+        assert_eq!(gpu, 0);
+        let s = t.counters.get(merged, RX).unwrap_or_else(|| panic!("rank {}: no RX on device {merged}", r.rank));
+        assert_eq!(s.len(), rx.len());
+        assert_eq!(s.times[0], rx[0].0 + r.offset_ns, "rank {}", r.rank);
+        assert_eq!(s.value(7), rx[7].1);
+    }
+}
