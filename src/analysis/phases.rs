@@ -23,9 +23,10 @@
 use std::collections::HashMap;
 
 use super::index::{Hints, Index};
+use super::intervals::Cursor;
 use super::names::phase_name;
 use super::{DeviceActivity, DurStats, Gap, Launched, Phase, Union};
-use crate::model::{Events, LaneKind, MemClass, Ns, StrId, Trace};
+use crate::model::{Events, LaneKind, MemClass, Ns, Trace};
 use crate::text::gbps;
 
 /// One NVTX range.
@@ -45,8 +46,9 @@ pub struct Instance {
 
 /// Every NVTX range of the trace, grouped by phase name (sorted by name).
 pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
-    // Name id -> group, and grouped name -> group: each distinct name is grouped once.
-    let mut of_id: HashMap<StrId, usize> = HashMap::new();
+    // Name id -> group (ids are dense), and grouped name -> group: each distinct name is
+    // grouped once.
+    let mut of_id: Vec<Option<u32>> = vec![None; trace.strings.len()];
     let mut of_name: HashMap<String, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<Instance>)> = Vec::new();
     for l in &trace.lanes {
@@ -57,13 +59,19 @@ pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
         };
         for i in 0..l.ev.len() {
             let id = l.ev.name[i];
-            let g = *of_id.entry(id).or_insert_with(|| {
+            let g = if let Some(g) = of_id.get(id as usize).copied().flatten() {
+                g as usize
+            } else {
                 let name = phase_name(trace.strings.get(id), exact).into_owned();
-                *of_name.entry(name.clone()).or_insert_with(|| {
+                let g = *of_name.entry(name.clone()).or_insert_with(|| {
                     groups.push((name, Vec::new()));
                     groups.len() - 1
-                })
-            });
+                });
+                if let Some(slot) = of_id.get_mut(id as usize) {
+                    *slot = Some(g as u32);
+                }
+                g
+            };
             groups[g].1.push(Instance { pid: l.pid, tid, start: l.ev.start[i], end: l.ev.end(i), depth });
         }
     }
@@ -117,6 +125,15 @@ impl<'a> PhaseCtx<'a> {
         slots.iter().any(|&k| self.gaps[k].busy_in(start, end) >= self.min_gap.max(1))
     }
 
+    // How many of `inst` are `starved`. A lane's instances come in time order: one cursor
+    // per GPU's gaps continues from the previous instance instead of searching again.
+    fn count_starved<'i>(&self, slots: &[usize], inst: impl Iterator<Item = &'i Instance>) -> usize {
+        let min = self.min_gap.max(1);
+        let mut gaps: Vec<Cursor<'_>> = slots.iter().map(|&k| self.gaps[k].cursor()).collect();
+        // Gaps cover at most the instance: a shorter one cannot be starved.
+        inst.filter(|i| i.end - i.start >= min && gaps.iter_mut().any(|c| c.busy_in(i.start, i.end) >= min)).count()
+    }
+
     // Statistics of one phase; `launched` comes from `project`.
     fn phase(&self, name: String, inst: &[Instance], launched: Launched) -> Phase {
         let mut durs: Vec<Ns> = inst.iter().map(|i| i.end - i.start).collect();
@@ -136,7 +153,7 @@ impl<'a> PhaseCtx<'a> {
             for &k in &slots {
                 self.add_gpu(&mut g, k, &windows);
             }
-            starved += mine().filter(|i| self.starved(&slots, i.start, i.end)).count();
+            starved += self.count_starved(&slots, mine());
         }
         let copy_overlap = (g.copy > 0).then(|| (g.copy - g.exposed) as f64 / g.copy as f64);
         Phase {
@@ -161,12 +178,13 @@ impl<'a> PhaseCtx<'a> {
 
     fn add_gpu(&self, g: &mut GpuSums, k: usize, w: &Union) {
         let d = &self.devices[k];
-        let busy = d.busy.overlap_with(w);
-        g.busy += busy;
-        g.kernel += d.kernels.overlap_with(w);
+        // Busy is kernels or copies: the kernels and the copies under no kernel, disjoint.
+        let (kernel, exposed) = (d.kernels.overlap_with(w), self.copy_only[k].overlap_with(w));
+        g.busy += kernel + exposed;
+        g.kernel += kernel;
         g.copy += d.copies.overlap_with(w);
-        g.idle += w.total() - busy;
-        g.exposed += self.copy_only[k].overlap_with(w);
+        g.idle += w.total() - (kernel + exposed);
+        g.exposed += exposed;
         g.h2d_ns += self.h2d[k].overlap_with(w);
         g.d2h_ns += self.d2h[k].overlap_with(w);
         for l in &self.trace.lanes {
@@ -175,15 +193,18 @@ impl<'a> PhaseCtx<'a> {
                 continue;
             }
             // Copies outside the windows add 0.0: skipping them leaves the sum as it is.
-            let bytes: f64 =
-                copies_in(&l.ev, l.disjoint, w).map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end(i), w)).sum();
+            let mut c = w.cursor();
+            let bytes: f64 = copies_in(&l.ev, l.disjoint, w)
+                .map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end(i), w, &mut c))
+                .sum();
             if class == MemClass::H2D { g.h2d_bytes += bytes } else { g.d2h_bytes += bytes }
         }
     }
 }
 
 // Rows of a memory lane that may lie in the windows, in row order. Rows of a disjoint
-// lane have sorted ends: those of each window are one range found by binary search.
+// lane have sorted ends: those of each window are one range, searched for from the end
+// of the previous window's.
 fn copies_in<'a>(ev: &'a Events, disjoint: bool, w: &'a Union) -> Box<dyn Iterator<Item = usize> + 'a> {
     if !disjoint {
         return Box::new(0..ev.len());
@@ -191,11 +212,33 @@ fn copies_in<'a>(ev: &'a Events, disjoint: bool, w: &'a Union) -> Box<dyn Iterat
     let mut next = 0;
     Box::new(w.iter().flat_map(move |(a, b)| {
         // Ending at `a` or later: a copy of length 0 at `a` lies in the window.
-        let lo = ev.end_partition_point(|e| e < a).max(next);
-        let hi = ev.start.partition_point(|&s| s < b).max(lo);
+        let lo = gallop(next, ev.len(), |i| ev.end(i) < a);
+        let hi = gallop(lo, ev.len(), |i| ev.start[i] < b);
         next = hi;
         lo..hi
     }))
+}
+
+// The first row in `from..len` failing `pred` (which holds on a prefix of them), by
+// doubling steps from `from`: O(log d) for an answer `d` rows on.
+fn gallop(from: usize, len: usize, pred: impl Fn(usize) -> bool) -> usize {
+    if from >= len || !pred(from) {
+        return from;
+    }
+    let (mut lo, mut step) = (from + 1, 1);
+    loop {
+        let probe = lo + step - 1;
+        if probe >= len || !pred(probe) {
+            let mut hi = probe.min(len);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if pred(mid) { lo = mid + 1 } else { hi = mid }
+            }
+            return lo;
+        }
+        lo = probe + 1;
+        step *= 2;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -211,10 +254,11 @@ struct GpuSums {
     d2h_bytes: f64,
 }
 
-// Bytes of a copy inside the windows, in proportion to the time inside them.
-fn prorated(bytes: u64, start: Ns, end: Ns, w: &Union) -> f64 {
+// Bytes of a copy inside the windows `w` (`c`: a cursor over them), in proportion to
+// the time inside them.
+fn prorated(bytes: u64, start: Ns, end: Ns, w: &Union, c: &mut Cursor<'_>) -> f64 {
     if end > start {
-        bytes as f64 * w.busy_in(start, end) as f64 / (end - start) as f64
+        bytes as f64 * c.busy_in(start, end) as f64 / (end - start) as f64
     } else if w.contains(start) {
         bytes as f64
     } else {
@@ -330,7 +374,7 @@ pub fn stats(ctx: &PhaseCtx<'_>, groups: Vec<(String, Vec<Instance>)>, launched:
 
 #[cfg(test)]
 mod tests {
-    use super::{Instance, copies_in, instances, project, prorated};
+    use super::{Instance, copies_in, gallop, instances, project, prorated};
     use crate::analysis::index::{Hints, Index};
     use crate::analysis::{Launched, Options, Union, analyze};
     use crate::model::{ApiKind, Events, Lane, LaneKind, MemClass, MemFlags, Ns, Strings, Trace};
@@ -462,10 +506,18 @@ mod tests {
             let got: Vec<usize> = copies_in(&ev, true, &w).collect();
             prop_assert!(got.windows(2).all(|p| p[0] < p[1]));
             for i in 0..ev.len() {
-                if prorated(1000, ev.start[i], ev.end(i), &w) != 0.0 {
+                if prorated(1000, ev.start[i], ev.end(i), &w, &mut w.cursor()) != 0.0 {
                     prop_assert!(got.contains(&i), "copy {} missing", i);
                 }
             }
+        }
+
+        #[test]
+        fn gallop_matches_partition_point(mut v in prop::collection::vec(0u32..50, 0..80), from in 0usize..90, x in 0u32..55) {
+            v.sort_unstable();
+            let from = from.min(v.len());
+            let want = from + v[from..].partition_point(|&c| c < x);
+            prop_assert_eq!(gallop(from, v.len(), |i| v[i] < x), want);
         }
     }
 }
