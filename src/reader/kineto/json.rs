@@ -407,18 +407,25 @@ fn string(s: &[u8], i: usize) -> R<(Cow<'_, str>, usize)> {
     let mut j = start;
     let mut escaped = false;
     loop {
-        match s.get(j) {
+        match memchr::memchr2(b'"', b'\\', &s[j.min(s.len())..]) {
             None => return Err(Err::More),
-            Some(b'"') => break,
-            Some(b'\\') => {
-                escaped = true;
-                j += 2;
+            Some(k) if s[j + k] == b'"' => {
+                j += k;
+                break;
             }
-            Some(_) => j += 1,
+            Some(k) => {
+                escaped = true;
+                j += k + 2;
+            }
         }
     }
     let raw = &s[start..j];
-    let text = if escaped { Cow::Owned(unescape(raw)) } else { String::from_utf8_lossy(raw) };
+    let text = if escaped {
+        Cow::Owned(unescape(raw))
+    } else {
+        // Valid UTF-8 (nearly always) is checked by the fast path and borrowed.
+        std::str::from_utf8(raw).map_or_else(|_| String::from_utf8_lossy(raw), Cow::Borrowed)
+    };
     Ok((text, j + 1))
 }
 
@@ -524,7 +531,7 @@ fn string_end(s: &[u8], i: usize) -> R<usize> {
     let mut j = i + 1;
     loop {
         // Fast path: find the next quote or backslash.
-        match s[j.min(s.len())..].iter().position(|&b| b == b'"' || b == b'\\') {
+        match memchr::memchr2(b'"', b'\\', &s[j.min(s.len())..]) {
             None => return Err(Err::More),
             Some(k) => {
                 j += k;

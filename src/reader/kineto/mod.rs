@@ -47,6 +47,47 @@ pub const PRODUCT: &str = "PyTorch Profiler (Kineto)";
 /// `raw` (a JSON number, or the text of a numeric string) times 10^`scale`, rounded to
 /// the nearest integer (halves away from zero), by integer arithmetic only.
 pub fn decimal(raw: &[u8], scale: i32) -> Option<i128> {
+    short_decimal(raw, scale).or_else(|| long_decimal(raw, scale))
+}
+
+// `decimal` of the common case in 64-bit arithmetic: `[-]digits[.digits]` with at most
+// 18 digits (below 10^18) and a scale of 0 to 9. Anything else is left to `long_decimal`.
+fn short_decimal(raw: &[u8], scale: i32) -> Option<i128> {
+    if !(0..=9).contains(&scale) {
+        return None;
+    }
+    let (neg, rest) = match raw.first()? {
+        b'-' => (true, &raw[1..]),
+        _ => (false, raw),
+    };
+    let (mut mant, mut digits, mut frac, mut dot) = (0u64, 0u32, 0u32, false);
+    for &c in rest {
+        match c {
+            b'0'..=b'9' if digits < 18 => {
+                mant = mant * 10 + u64::from(c - b'0');
+                digits += 1;
+                frac += u32::from(dot);
+            }
+            b'.' if !dot => dot = true,
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let scale = scale as u32;
+    let v = if scale >= frac {
+        i128::from(mant) * 10i128.pow(scale - frac)
+    } else {
+        let p = 10u64.pow(frac - scale);
+        let (q, r) = (mant / p, mant % p);
+        i128::from(if r * 2 >= p { q + 1 } else { q })
+    };
+    Some(if neg { -v } else { v })
+}
+
+// `decimal` of any number: a mantissa of up to 31 digits in 128 bits, exponents.
+fn long_decimal(raw: &[u8], scale: i32) -> Option<i128> {
     let (neg, rest) = match raw.first()? {
         b'-' => (true, &raw[1..]),
         b'+' => (false, &raw[1..]),
@@ -732,6 +773,30 @@ mod tests {
         assert_eq!(decimal(b"1.2.3", 0), None);
         assert_eq!(decimal(b"nan", 3), None);
         assert_eq!(decimal(b"1e99999999999", 3), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_short_path_agrees_with_the_long_one(
+            neg in proptest::bool::ANY,
+            int in "[0-9]{0,12}",
+            frac in proptest::option::of("[0-9]{0,10}"),
+            scale in -2i32..12,
+        ) {
+            let text = format!("{}{int}{}", if neg { "-" } else { "" }, frac.map(|f| format!(".{f}")).unwrap_or_default());
+            let short = short_decimal(text.as_bytes(), scale);
+            let digits = int.len() + frac_len(&text);
+            // Whatever the short path answers is the long path's answer...
+            if short.is_some() {
+                proptest::prop_assert_eq!(short, long_decimal(text.as_bytes(), scale), "{} at scale {}", text, scale);
+            }
+            // ...and it answers every number it is meant for.
+            proptest::prop_assert_eq!(short.is_some(), (0..=9).contains(&scale) && (1..=18).contains(&digits), "{}", text);
+        }
+    }
+
+    fn frac_len(text: &str) -> usize {
+        text.split_once('.').map_or(0, |(_, f)| f.len())
     }
 
     #[test]
