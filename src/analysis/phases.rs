@@ -22,6 +22,8 @@
 
 use std::collections::HashMap;
 
+use itertools::Itertools;
+
 use super::index::{Hints, Index};
 use super::intervals::Cursor;
 use super::names::phase_name;
@@ -46,32 +48,41 @@ pub struct Instance {
 
 /// Every NVTX range of the trace, grouped by phase name (sorted by name).
 pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
+    let nvtx = || {
+        trace.lanes.iter().filter_map(|l| match l.kind {
+            LaneKind::Nvtx { tid, depth } => Some((l, tid, depth)),
+            LaneKind::NvtxStartEnd { tid, .. } => Some((l, tid, 0)),
+            _ => None,
+        })
+    };
     // Name id -> group (ids are dense), and grouped name -> group: each distinct name is
-    // grouped once.
+    // grouped once. Instances are counted first, so that each group is allocated once.
     let mut of_id: Vec<Option<u32>> = vec![None; trace.strings.len()];
     let mut of_name: HashMap<String, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<Instance>)> = Vec::new();
-    for l in &trace.lanes {
-        let (tid, depth) = match l.kind {
-            LaneKind::Nvtx { tid, depth } => (tid, depth),
-            LaneKind::NvtxStartEnd { tid, .. } => (tid, 0),
-            _ => continue,
-        };
-        for i in 0..l.ev.len() {
-            let id = l.ev.name[i];
-            let g = if let Some(g) = of_id.get(id as usize).copied().flatten() {
-                g as usize
-            } else {
+    let mut counts: Vec<usize> = Vec::new();
+    for (l, ..) in nvtx() {
+        for &id in &l.ev.name {
+            if of_id.len() <= id as usize {
+                of_id.resize(id as usize + 1, None);
+            }
+            let g = *of_id[id as usize].get_or_insert_with(|| {
                 let name = phase_name(trace.strings.get(id), exact).into_owned();
-                let g = *of_name.entry(name.clone()).or_insert_with(|| {
+                *of_name.entry(name.clone()).or_insert_with(|| {
                     groups.push((name, Vec::new()));
+                    counts.push(0);
                     groups.len() - 1
-                });
-                if let Some(slot) = of_id.get_mut(id as usize) {
-                    *slot = Some(g as u32);
-                }
-                g
-            };
+                }) as u32
+            });
+            counts[g as usize] += 1;
+        }
+    }
+    for (g, &n) in groups.iter_mut().zip(&counts) {
+        g.1.reserve_exact(n);
+    }
+    for (l, tid, depth) in nvtx() {
+        for i in 0..l.ev.len() {
+            let g = of_id[l.ev.name[i] as usize].map_or(0, |g| g as usize);
             groups[g].1.push(Instance { pid: l.pid, tid, start: l.ev.start[i], end: l.ev.end(i), depth });
         }
     }
@@ -282,22 +293,42 @@ struct Open {
 /// process's GPU lanes. Nothing is stored per call or per operation.
 pub fn project(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<Launched> {
     let mut out = vec![Launched::default(); groups.len()];
-    // (group, instance) refs sorted by thread, then start.
-    let mut refs: Vec<(u32, u32)> =
-        groups.iter().enumerate().flat_map(|(g, (_, v))| (0..v.len()).map(move |i| (g as u32, i as u32))).collect();
-    let at = |&(g, i): &(u32, u32)| &groups[g as usize].1[i as usize];
-    refs.sort_unstable_by_key(|r| (at(r).pid, at(r).tid, at(r).start));
     let mut starts = Hints::new(trace);
     let mut corrs = Hints::new(trace);
-    for thread in refs.chunk_by(|a, b| (at(a).pid, at(a).tid) == (at(b).pid, at(b).tid)) {
-        let (pid, tid) = (at(&thread[0]).pid, at(&thread[0]).tid);
+    for ((pid, tid), mut refs) in by_thread(groups) {
         let Some(api) = index.api_lane(pid, tid) else { continue };
+        // By start; the start is kept beside the reference so that sorting reads no instance.
+        refs.sort_unstable_by_key(|r| r.0);
         let gpu: Vec<usize> = index.gpu_lanes(pid).collect();
-        let inst: Vec<(usize, &Instance)> = thread.iter().map(|r| (r.0 as usize, at(r))).collect();
-        let sweep = Sweep { trace, index, api, gpu: &gpu };
-        sweep.run(&inst, &mut out, &mut starts, &mut corrs);
+        let sweep = Sweep { trace, index, api, gpu: &gpu, groups };
+        sweep.run(&refs, &mut out, &mut starts, &mut corrs);
     }
     out
+}
+
+// One thread's instances as (start, group, position in the group).
+type Refs = Vec<(Ns, u32, u32)>;
+
+// Every instance's ref, per thread (in thread order), each list allocated at its size.
+fn by_thread(groups: &[(String, Vec<Instance>)]) -> Vec<((u32, u32), Refs)> {
+    let each = || {
+        groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (_, v))| v.iter().enumerate().map(move |(i, n)| (g as u32, i as u32, n)))
+    };
+    // Instances come lane by lane: runs of one thread, one count per run.
+    let mut counts: std::collections::BTreeMap<(u32, u32), usize> = std::collections::BTreeMap::new();
+    for (n, thread) in each().map(|(.., n)| (n.pid, n.tid)).dedup_with_count() {
+        *counts.entry(thread).or_default() += n;
+    }
+    let mut threads: Vec<((u32, u32), Refs)> = counts.into_iter().map(|(t, n)| (t, Vec::with_capacity(n))).collect();
+    for (g, i, n) in each() {
+        if let Ok(k) = threads.binary_search_by_key(&(n.pid, n.tid), |t| t.0) {
+            threads[k].1.push((n.start, g, i));
+        }
+    }
+    threads
 }
 
 // The projection sweep over one thread's API lane.
@@ -306,23 +337,25 @@ struct Sweep<'s> {
     index: &'s Index,
     api: usize,
     gpu: &'s [usize],
+    groups: &'s [(String, Vec<Instance>)],
 }
 
 impl Sweep<'_> {
-    // `inst`: (group, instance) sorted by start.
-    fn run(&self, inst: &[(usize, &Instance)], out: &mut [Launched], starts: &mut Hints, corrs: &mut Hints) {
+    // `inst`: (start, group, position in the group) sorted by start.
+    fn run(&self, inst: &[(Ns, u32, u32)], out: &mut [Launched], starts: &mut Hints, corrs: &mut Hints) {
         let ev = &self.trace.lanes[self.api].ev;
         let mut open: Vec<Open> = Vec::new();
         let (mut next, mut i) = (0, 0);
         loop {
             if open.is_empty() {
                 // Skip to the first call of the next instance.
-                let Some(&(_, n)) = inst.get(next) else { break };
-                i = i.max(starts.find(self.api, &ev.start, |&s| s < n.start));
+                let Some(&(start, ..)) = inst.get(next) else { break };
+                i = i.max(starts.find(self.api, &ev.start, |&s| s < start));
             }
             let Some(&cs) = ev.start.get(i) else { break };
-            while let Some(&(group, n)) = inst.get(next).filter(|(_, n)| n.start <= cs) {
-                open.push(Open { group, end: n.end, span: None });
+            while let Some(&(_, group, k)) = inst.get(next).filter(|(s, ..)| *s <= cs) {
+                let end = self.groups[group as usize].1[k as usize].end;
+                open.push(Open { group: group as usize, end, span: None });
                 next += 1;
             }
             open.retain(|o| {
@@ -366,8 +399,25 @@ fn close(o: &Open, out: &mut [Launched]) {
 /// Phases from [`instances`] and their [`project`]ion, sorted by total wall time
 /// (largest first), then name.
 pub fn stats(ctx: &PhaseCtx<'_>, groups: Vec<(String, Vec<Instance>)>, launched: &[Launched]) -> Vec<Phase> {
-    let mut out: Vec<Phase> =
-        groups.into_iter().zip(launched).map(|((name, inst), &l)| ctx.phase(name, &inst, l)).collect();
+    let mut first: Vec<_> = groups.into_iter().zip(launched.iter().copied()).collect();
+    // Phases are independent: the groups holding the second half of the instances are
+    // measured on another thread.
+    let total: usize = first.iter().map(|(g, _)| g.1.len()).sum();
+    let mut seen = 0;
+    let half = first.iter().position(|(g, _)| {
+        seen += g.1.len();
+        seen * 2 >= total
+    });
+    let second = first.split_off(half.map_or(first.len(), |k| k + 1));
+    let measure = |v: Vec<((String, Vec<Instance>), Launched)>| -> Vec<Phase> {
+        v.into_iter().map(|((name, inst), l)| ctx.phase(name, &inst, l)).collect()
+    };
+    let mut out = std::thread::scope(|s| {
+        let side = s.spawn(|| measure(second));
+        let mut out = measure(first);
+        out.extend(side.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        out
+    });
     out.sort_by(|a, b| b.wall.sum_ns.cmp(&a.wall.sum_ns).then_with(|| a.name.cmp(&b.name)));
     out
 }

@@ -91,16 +91,20 @@ fn gpu(d: &serde_json::Value) -> Option<Gpu> {
     })
 }
 
-// CPU ranges as NVTX push/pop lanes, one per thread and nesting depth: sorted by thread,
-// start and longest first, a range's depth is the number of ranges still open at its start.
-fn nvtx_lanes(mut cpu: Vec<CpuRange>) -> Vec<Lane> {
-    cpu.sort_unstable_by_key(|r| (r.pid, r.tid, r.start, std::cmp::Reverse(r.end)));
+// CPU ranges as NVTX push/pop lanes, one per thread and nesting depth: sorted by start
+// and longest first (ties in text order), a range's depth is the number of ranges still
+// open at its start.
+fn nvtx_lanes(cpu: foldhash::HashMap<(u32, u32), Vec<CpuRange>>) -> Vec<Lane> {
+    let mut threads: Vec<_> = cpu.into_iter().collect();
+    threads.sort_unstable_by_key(|t| t.0);
     let mut lanes = Vec::new();
     let mut stack: Vec<i64> = Vec::new();
-    for thread in cpu.chunk_by(|a, b| (a.pid, a.tid) == (b.pid, b.tid)) {
+    for ((pid, tid), mut ranges) in threads {
+        // Kineto writes a thread's ranges nearly in order: a stable sort merges its runs.
+        ranges.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
         stack.clear();
         let mut depths: Vec<Events> = Vec::new();
-        for r in thread {
+        for r in &ranges {
             while stack.last().is_some_and(|&e| e <= r.start) {
                 stack.pop();
             }
@@ -111,7 +115,6 @@ fn nvtx_lanes(mut cpu: Vec<CpuRange>) -> Vec<Lane> {
             }
             depths[depth].push(r.start, r.end, r.name, None, None, Some(0));
         }
-        let (pid, tid) = (thread[0].pid, thread[0].tid);
         let kind = |depth: usize| LaneKind::Nvtx { tid, depth: depth as u16 };
         lanes.extend(depths.into_iter().enumerate().map(|(d, ev)| Lane::new(kind(d), pid, ev)));
     }

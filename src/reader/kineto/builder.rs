@@ -7,11 +7,9 @@ use super::json::{Event, Id};
 use super::values::{Cat, category, decimal, id32, int, is_profiler_overhead, memcpy_flags, memset_kind, sync_type};
 use crate::model::{ApiKind, Events, LaneKind, MemClass, MemFlags, StrId, Strings, strip_api_version};
 
-/// A CPU-side range (`cpu_op`, `user_annotation`, `python_function`): its nesting depth is
-/// known only once its thread's ranges are sorted.
+/// A CPU-side range (`cpu_op`, `user_annotation`, `python_function`) of a thread: its
+/// nesting depth is known only once the thread's ranges are sorted.
 pub(super) struct CpuRange {
-    pub(super) pid: u32,
-    pub(super) tid: u32,
     pub(super) start: i64,
     pub(super) end: i64,
     pub(super) name: StrId,
@@ -35,7 +33,8 @@ pub(super) struct Builder {
     names: foldhash::HashMap<Box<str>, StrId>,
     // API kind per name id (`u32::MAX`: not classified yet).
     api_kind: Vec<u32>,
-    pub(super) cpu: Vec<CpuRange>,
+    // Per (pid, tid), in text order.
+    pub(super) cpu: foldhash::HashMap<(u32, u32), Vec<CpuRange>>,
     pub(super) host: foldhash::HashMap<(LaneKind, u32), Events>,
     // GPU lanes before their owning process is known.
     pub(super) gpu: foldhash::HashMap<LaneKind, Events>,
@@ -161,7 +160,7 @@ impl Builder {
             Cat::Cpu => {
                 self.first_cpu_pid.get_or_insert(pid);
                 let name = self.name(&e.name);
-                self.cpu.push(CpuRange { pid, tid, start, end, name });
+                self.cpu.entry((pid, tid)).or_default().push(CpuRange { start, end, name });
             }
             Cat::Api { driver } => self.api(e, &row, driver),
             Cat::Kernel | Cat::Memcpy | Cat::Memset => self.gpu_op(e, &row, cat),
@@ -261,7 +260,10 @@ impl Builder {
                 ev.map_aux(|a| u64::from(id(a as StrId)));
             }
         };
-        self.cpu.extend(later.cpu.into_iter().map(|r| CpuRange { name: id(r.name), ..r }));
+        for (thread, ranges) in later.cpu {
+            let ranges = ranges.into_iter().map(|r| CpuRange { name: id(r.name), ..r });
+            self.cpu.entry(thread).or_default().extend(ranges);
+        }
         for (key, mut ev) in later.host {
             rename(&mut ev, false);
             self.host.entry(key).or_default().append_from(ev);
