@@ -22,10 +22,13 @@
 
 use std::collections::HashMap;
 
+use itertools::Itertools;
+
 use super::index::{Hints, Index};
+use super::intervals::Cursor;
 use super::names::phase_name;
 use super::{DeviceActivity, DurStats, Gap, Launched, Phase, Union};
-use crate::model::{Events, LaneKind, MemClass, Ns, StrId, Trace};
+use crate::model::{Events, LaneKind, MemClass, Ns, Trace};
 use crate::text::gbps;
 
 /// One NVTX range.
@@ -45,26 +48,41 @@ pub struct Instance {
 
 /// Every NVTX range of the trace, grouped by phase name (sorted by name).
 pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
-    // Name id -> group, and grouped name -> group: each distinct name is grouped once.
-    let mut of_id: HashMap<StrId, usize> = HashMap::new();
+    let nvtx = || {
+        trace.lanes.iter().filter_map(|l| match l.kind {
+            LaneKind::Nvtx { tid, depth } => Some((l, tid, depth)),
+            LaneKind::NvtxStartEnd { tid, .. } => Some((l, tid, 0)),
+            _ => None,
+        })
+    };
+    // Name id -> group (ids are dense), and grouped name -> group: each distinct name is
+    // grouped once. Instances are counted first, so that each group is allocated once.
+    let mut of_id: Vec<Option<u32>> = vec![None; trace.strings.len()];
     let mut of_name: HashMap<String, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<Instance>)> = Vec::new();
-    for l in &trace.lanes {
-        #[allow(clippy::wildcard_enum_match_arm, reason = "a filter: only NVTX ranges are phase instances")]
-        let (tid, depth) = match l.kind {
-            LaneKind::Nvtx { tid, depth } => (tid, depth),
-            LaneKind::NvtxStartEnd { tid, .. } => (tid, 0),
-            _ => continue,
-        };
-        for i in 0..l.ev.len() {
-            let id = l.ev.name[i];
-            let g = *of_id.entry(id).or_insert_with(|| {
+    let mut counts: Vec<usize> = Vec::new();
+    for (l, ..) in nvtx() {
+        for &id in &l.ev.name {
+            if of_id.len() <= id as usize {
+                of_id.resize(id as usize + 1, None);
+            }
+            let g = *of_id[id as usize].get_or_insert_with(|| {
                 let name = phase_name(trace.strings.get(id), exact).into_owned();
                 *of_name.entry(name.clone()).or_insert_with(|| {
                     groups.push((name, Vec::new()));
+                    counts.push(0);
                     groups.len() - 1
-                })
+                }) as u32
             });
+            counts[g as usize] += 1;
+        }
+    }
+    for (g, &n) in groups.iter_mut().zip(&counts) {
+        g.1.reserve_exact(n);
+    }
+    for (l, tid, depth) in nvtx() {
+        for i in 0..l.ev.len() {
+            let g = of_id[l.ev.name[i] as usize].map_or(0, |g| g as usize);
             groups[g].1.push(Instance { pid: l.pid, tid, start: l.ev.start[i], end: l.ev.end(i), depth });
         }
     }
@@ -118,6 +136,15 @@ impl<'a> PhaseCtx<'a> {
         slots.iter().any(|&k| self.gaps[k].busy_in(start, end) >= self.min_gap.max(1))
     }
 
+    // How many of `inst` are `starved`. A lane's instances come in time order: one cursor
+    // per GPU's gaps continues from the previous instance instead of searching again.
+    fn count_starved<'i>(&self, slots: &[usize], inst: impl Iterator<Item = &'i Instance>) -> usize {
+        let min = self.min_gap.max(1);
+        let mut gaps: Vec<Cursor<'_>> = slots.iter().map(|&k| self.gaps[k].cursor()).collect();
+        // Gaps cover at most the instance: a shorter one cannot be starved.
+        inst.filter(|i| i.end - i.start >= min && gaps.iter_mut().any(|c| c.busy_in(i.start, i.end) >= min)).count()
+    }
+
     // Statistics of one phase; `launched` comes from `project`.
     fn phase(&self, name: String, inst: &[Instance], launched: Launched) -> Phase {
         let mut durs: Vec<Ns> = inst.iter().map(|i| i.end - i.start).collect();
@@ -137,7 +164,7 @@ impl<'a> PhaseCtx<'a> {
             for &k in &slots {
                 self.add_gpu(&mut g, k, &windows);
             }
-            starved += mine().filter(|i| self.starved(&slots, i.start, i.end)).count();
+            starved += self.count_starved(&slots, mine());
         }
         let copy_overlap = (g.copy > 0).then(|| (g.copy - g.exposed) as f64 / g.copy as f64);
         Phase {
@@ -165,12 +192,13 @@ impl<'a> PhaseCtx<'a> {
 
     fn add_gpu(&self, g: &mut GpuSums, k: usize, w: &Union) {
         let d = &self.devices[k];
-        let busy = d.busy.overlap_with(w);
-        g.busy += busy;
-        g.kernel += d.kernels.overlap_with(w);
+        // Busy is kernels or copies: the kernels and the copies under no kernel, disjoint.
+        let (kernel, exposed) = (d.kernels.overlap_with(w), self.copy_only[k].overlap_with(w));
+        g.busy += kernel + exposed;
+        g.kernel += kernel;
         g.copy += d.copies.overlap_with(w);
-        g.idle += w.total() - busy;
-        g.exposed += self.copy_only[k].overlap_with(w);
+        g.idle += w.total() - (kernel + exposed);
+        g.exposed += exposed;
         g.h2d_ns += self.h2d[k].overlap_with(w);
         g.d2h_ns += self.d2h[k].overlap_with(w);
         for l in &self.trace.lanes {
@@ -179,15 +207,18 @@ impl<'a> PhaseCtx<'a> {
                 continue;
             }
             // Copies outside the windows add 0.0: skipping them leaves the sum as it is.
-            let bytes: f64 =
-                copies_in(&l.ev, l.disjoint, w).map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end(i), w)).sum();
+            let mut c = w.cursor();
+            let bytes: f64 = copies_in(&l.ev, l.disjoint, w)
+                .map(|i| prorated(l.ev.aux(i), l.ev.start[i], l.ev.end(i), w, &mut c))
+                .sum();
             if class == MemClass::H2D { g.h2d_bytes += bytes } else { g.d2h_bytes += bytes }
         }
     }
 }
 
 // Rows of a memory lane that may lie in the windows, in row order. Rows of a disjoint
-// lane have sorted ends: those of each window are one range found by binary search.
+// lane have sorted ends: those of each window are one range, searched for from the end
+// of the previous window's.
 fn copies_in<'a>(ev: &'a Events, disjoint: bool, w: &'a Union) -> Box<dyn Iterator<Item = usize> + 'a> {
     if !disjoint {
         return Box::new(0..ev.len());
@@ -195,11 +226,33 @@ fn copies_in<'a>(ev: &'a Events, disjoint: bool, w: &'a Union) -> Box<dyn Iterat
     let mut next = 0;
     Box::new(w.iter().flat_map(move |(a, b)| {
         // Ending at `a` or later: a copy of length 0 at `a` lies in the window.
-        let lo = ev.end_partition_point(|e| e < a).max(next);
-        let hi = ev.start.partition_point(|&s| s < b).max(lo);
+        let lo = gallop(next, ev.len(), |i| ev.end(i) < a);
+        let hi = gallop(lo, ev.len(), |i| ev.start[i] < b);
         next = hi;
         lo..hi
     }))
+}
+
+// The first row in `from..len` failing `pred` (which holds on a prefix of them), by
+// doubling steps from `from`: O(log d) for an answer `d` rows on.
+fn gallop(from: usize, len: usize, pred: impl Fn(usize) -> bool) -> usize {
+    if from >= len || !pred(from) {
+        return from;
+    }
+    let (mut lo, mut step) = (from + 1, 1);
+    loop {
+        let probe = lo + step - 1;
+        if probe >= len || !pred(probe) {
+            let mut hi = probe.min(len);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if pred(mid) { lo = mid + 1 } else { hi = mid }
+            }
+            return lo;
+        }
+        lo = probe + 1;
+        step *= 2;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -215,10 +268,11 @@ struct GpuSums {
     d2h_bytes: f64,
 }
 
-// Bytes of a copy inside the windows, in proportion to the time inside them.
-fn prorated(bytes: u64, start: Ns, end: Ns, w: &Union) -> f64 {
+// Bytes of a copy inside the windows `w` (`c`: a cursor over them), in proportion to
+// the time inside them.
+fn prorated(bytes: u64, start: Ns, end: Ns, w: &Union, c: &mut Cursor<'_>) -> f64 {
     if end > start {
-        bytes as f64 * w.busy_in(start, end) as f64 / (end - start) as f64
+        bytes as f64 * c.busy_in(start, end) as f64 / (end - start) as f64
     } else if w.contains(start) {
         bytes as f64
     } else {
@@ -242,22 +296,42 @@ struct Open {
 /// process's GPU lanes. Nothing is stored per call or per operation.
 pub fn project(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<Launched> {
     let mut out = vec![Launched::default(); groups.len()];
-    // (group, instance) refs sorted by thread, then start.
-    let mut refs: Vec<(u32, u32)> =
-        groups.iter().enumerate().flat_map(|(g, (_, v))| (0..v.len()).map(move |i| (g as u32, i as u32))).collect();
-    let at = |&(g, i): &(u32, u32)| &groups[g as usize].1[i as usize];
-    refs.sort_unstable_by_key(|r| (at(r).pid, at(r).tid, at(r).start));
     let mut starts = Hints::new(trace);
     let mut corrs = Hints::new(trace);
-    for thread in refs.chunk_by(|a, b| (at(a).pid, at(a).tid) == (at(b).pid, at(b).tid)) {
-        let (pid, tid) = (at(&thread[0]).pid, at(&thread[0]).tid);
+    for ((pid, tid), mut refs) in by_thread(groups) {
         let Some(api) = index.api_lane(pid, tid) else { continue };
+        // By start; the start is kept beside the reference so that sorting reads no instance.
+        refs.sort_unstable_by_key(|r| r.0);
         let gpu: Vec<usize> = index.gpu_lanes(pid).collect();
-        let inst: Vec<(usize, &Instance)> = thread.iter().map(|r| (r.0 as usize, at(r))).collect();
-        let sweep = Sweep { trace, index, api, gpu: &gpu };
-        sweep.run(&inst, &mut out, &mut starts, &mut corrs);
+        let sweep = Sweep { trace, index, api, gpu: &gpu, groups };
+        sweep.run(&refs, &mut out, &mut starts, &mut corrs);
     }
     out
+}
+
+// One thread's instances as (start, group, position in the group).
+type Refs = Vec<(Ns, u32, u32)>;
+
+// Every instance's ref, per thread (in thread order), each list allocated at its size.
+fn by_thread(groups: &[(String, Vec<Instance>)]) -> Vec<((u32, u32), Refs)> {
+    let each = || {
+        groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (_, v))| v.iter().enumerate().map(move |(i, n)| (g as u32, i as u32, n)))
+    };
+    // Instances come lane by lane: runs of one thread, one count per run.
+    let mut counts: std::collections::BTreeMap<(u32, u32), usize> = std::collections::BTreeMap::new();
+    for (n, thread) in each().map(|(.., n)| (n.pid, n.tid)).dedup_with_count() {
+        *counts.entry(thread).or_default() += n;
+    }
+    let mut threads: Vec<((u32, u32), Refs)> = counts.into_iter().map(|(t, n)| (t, Vec::with_capacity(n))).collect();
+    for (g, i, n) in each() {
+        if let Ok(k) = threads.binary_search_by_key(&(n.pid, n.tid), |t| t.0) {
+            threads[k].1.push((n.start, g, i));
+        }
+    }
+    threads
 }
 
 // The projection sweep over one thread's API lane.
@@ -266,23 +340,25 @@ struct Sweep<'s> {
     index: &'s Index,
     api: usize,
     gpu: &'s [usize],
+    groups: &'s [(String, Vec<Instance>)],
 }
 
 impl Sweep<'_> {
-    // `inst`: (group, instance) sorted by start.
-    fn run(&self, inst: &[(usize, &Instance)], out: &mut [Launched], starts: &mut Hints, corrs: &mut Hints) {
+    // `inst`: (start, group, position in the group) sorted by start.
+    fn run(&self, inst: &[(Ns, u32, u32)], out: &mut [Launched], starts: &mut Hints, corrs: &mut Hints) {
         let ev = &self.trace.lanes[self.api].ev;
         let mut open: Vec<Open> = Vec::new();
         let (mut next, mut i) = (0, 0);
         loop {
             if open.is_empty() {
                 // Skip to the first call of the next instance.
-                let Some(&(_, n)) = inst.get(next) else { break };
-                i = i.max(starts.find(self.api, &ev.start, |&s| s < n.start));
+                let Some(&(start, ..)) = inst.get(next) else { break };
+                i = i.max(starts.find(self.api, &ev.start, |&s| s < start));
             }
             let Some(&cs) = ev.start.get(i) else { break };
-            while let Some(&(group, n)) = inst.get(next).filter(|(_, n)| n.start <= cs) {
-                open.push(Open { group, end: n.end, span: None });
+            while let Some(&(_, group, k)) = inst.get(next).filter(|(s, ..)| *s <= cs) {
+                let end = self.groups[group as usize].1[k as usize].end;
+                open.push(Open { group: group as usize, end, span: None });
                 next += 1;
             }
             open.retain(|o| {
@@ -326,15 +402,32 @@ fn close(o: &Open, out: &mut [Launched]) {
 /// Phases from [`instances`] and their [`project`]ion, sorted by total wall time
 /// (largest first), then name.
 pub fn stats(ctx: &PhaseCtx<'_>, groups: Vec<(String, Vec<Instance>)>, launched: &[Launched]) -> Vec<Phase> {
-    let mut out: Vec<Phase> =
-        groups.into_iter().zip(launched).map(|((name, inst), &l)| ctx.phase(name, &inst, l)).collect();
+    let mut first: Vec<_> = groups.into_iter().zip(launched.iter().copied()).collect();
+    // Phases are independent: the groups holding the second half of the instances are
+    // measured on another thread.
+    let total: usize = first.iter().map(|(g, _)| g.1.len()).sum();
+    let mut seen = 0;
+    let half = first.iter().position(|(g, _)| {
+        seen += g.1.len();
+        seen * 2 >= total
+    });
+    let second = first.split_off(half.map_or(first.len(), |k| k + 1));
+    let measure = |v: Vec<((String, Vec<Instance>), Launched)>| -> Vec<Phase> {
+        v.into_iter().map(|((name, inst), l)| ctx.phase(name, &inst, l)).collect()
+    };
+    let mut out = std::thread::scope(|s| {
+        let side = s.spawn(|| measure(second));
+        let mut out = measure(first);
+        out.extend(side.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        out
+    });
     out.sort_by(|a, b| b.wall.sum_ns.cmp(&a.wall.sum_ns).then_with(|| a.name.cmp(&b.name)));
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Instance, copies_in, instances, project, prorated};
+    use super::{Instance, copies_in, gallop, instances, project, prorated};
     use crate::analysis::index::{Hints, Index};
     use crate::analysis::{Launched, Options, Union, analyze};
     use crate::model::{ApiKind, Events, Lane, LaneKind, MemClass, MemFlags, Ns, Strings, Trace};
@@ -467,10 +560,18 @@ mod tests {
             let got: Vec<usize> = copies_in(&ev, true, &w).collect();
             prop_assert!(got.windows(2).all(|p| p[0] < p[1]));
             for i in 0..ev.len() {
-                if prorated(1000, ev.start[i], ev.end(i), &w) != 0.0 {
+                if prorated(1000, ev.start[i], ev.end(i), &w, &mut w.cursor()) != 0.0 {
                     prop_assert!(got.contains(&i), "copy {} missing", i);
                 }
             }
+        }
+
+        #[test]
+        fn gallop_matches_partition_point(mut v in prop::collection::vec(0u32..50, 0..80), from in 0usize..90, x in 0u32..55) {
+            v.sort_unstable();
+            let from = from.min(v.len());
+            let want = from + v[from..].partition_point(|&c| c < x);
+            prop_assert_eq!(gallop(from, v.len(), |i| v[i] < x), want);
         }
     }
 }

@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A `pid` or `tid`: Chrome traces allow numbers and strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,7 +86,7 @@ enum Unit {
 }
 
 /// The streaming scanner over any reader.
-pub struct Scanner<Rd: Read> {
+pub struct Scanner<'c, Rd: Read> {
     r: Rd,
     buf: Vec<u8>,
     pos: usize,
@@ -96,13 +97,21 @@ pub struct Scanner<Rd: Read> {
     pub saw_events: bool,
     /// Events skipped for being larger than the item limit.
     pub oversized: usize,
+    /// Where the next part of a split scan begins (see `split`): the scan stops there
+    /// when an event begins exactly there, and forgets it once past it.
+    pub boundary: Option<u64>,
+    /// True once the scan stopped at `boundary`.
+    pub reached: bool,
+    /// In a split scan, this scan's part and the first part that passed its boundary
+    /// without stopping (a later part is then of no use: it stops at its next event).
+    pub split: Option<(usize, &'c AtomicUsize)>,
     max_item: usize,
     // Bytes parsed again after a refill: the work beyond one pass over the input.
     #[cfg(test)]
     rescanned: u64,
 }
 
-impl<Rd: Read> Scanner<Rd> {
+impl<Rd: Read> Scanner<'_, Rd> {
     /// Scan `r`.
     pub fn new(r: Rd) -> Self {
         Self {
@@ -114,6 +123,9 @@ impl<Rd: Read> Scanner<Rd> {
             base: 0,
             saw_events: false,
             oversized: 0,
+            boundary: None,
+            reached: false,
+            split: None,
             max_item: MAX_ITEM,
             #[cfg(test)]
             rescanned: 0,
@@ -310,6 +322,32 @@ impl<Rd: Read> Scanner<Rd> {
             b'{' => self.pos += 1,
             _ => return Err(self.stop(self.pos, "not a JSON object or array")),
         }
+        self.members(top, event)
+    }
+
+    /// Scan from an event of the top-level object's `traceEvents` array (the reader
+    /// starts at it, `offset` bytes into the text): the rest of the array, then the
+    /// rest of the object, as [`Scanner::run`] would.
+    pub fn run_from_events(
+        &mut self,
+        offset: u64,
+        mut top: impl FnMut(&str, serde_json::Value),
+        mut event: impl FnMut(&Event<'_>),
+    ) -> Option<Stop> {
+        self.base = offset;
+        let mut rest = |sc: &mut Self| {
+            sc.events(&mut event)?;
+            sc.members(&mut top, &mut event)
+        };
+        rest(self).err()
+    }
+
+    // The members of the top-level object after its `{`, up to its `}`.
+    fn members(
+        &mut self,
+        top: &mut impl FnMut(&str, serde_json::Value),
+        event: &mut impl FnMut(&Event<'_>),
+    ) -> Result<(), Stop> {
         loop {
             match self.expect_peek()? {
                 b'}' => {
@@ -342,6 +380,9 @@ impl<Rd: Read> Scanner<Rd> {
                 }
                 self.pos += 1;
                 self.events(event)?;
+                if self.reached {
+                    return Ok(());
+                }
             } else {
                 let mut value = None;
                 self.expect_peek()?;
@@ -359,11 +400,45 @@ impl<Rd: Read> Scanner<Rd> {
         }
     }
 
+    // Before the element starting with byte `b`: stop at the boundary (`reached`), note
+    // passing it, stop when an earlier part passed its own.
+    fn at_boundary(&mut self, b: u8) -> Result<(), Stop> {
+        if let Some((part, missed)) = self.split
+            && missed.load(Ordering::Relaxed) < part
+        {
+            return Err(self.stop(self.pos, "cancelled"));
+        }
+        let Some(at) = self.boundary else { return Ok(()) };
+        let here = self.base + self.pos as u64;
+        if here == at && b == b'{' {
+            self.reached = true;
+        } else if here >= at {
+            self.missed();
+        }
+        Ok(())
+    }
+
+    /// Give up the boundary (passed inside an event, or the scan stopped before it).
+    pub fn missed(&mut self) {
+        if self.boundary.take().is_some()
+            && let Some((part, missed)) = self.split
+        {
+            missed.fetch_min(part, Ordering::Relaxed);
+        }
+    }
+
     // The elements of the events array, up to and including its `]`.
     fn events(&mut self, event: &mut impl FnMut(&Event<'_>)) -> Result<(), Stop> {
         self.saw_events = true;
         loop {
-            match self.expect_peek()? {
+            let b = self.expect_peek()?;
+            if self.boundary.is_some() || self.split.is_some() {
+                self.at_boundary(b)?;
+                if self.reached {
+                    return Ok(());
+                }
+            }
+            match b {
                 b']' => {
                     self.pos += 1;
                     return Ok(());
@@ -407,18 +482,25 @@ fn string(s: &[u8], i: usize) -> R<(Cow<'_, str>, usize)> {
     let mut j = start;
     let mut escaped = false;
     loop {
-        match s.get(j) {
+        match memchr::memchr2(b'"', b'\\', &s[j.min(s.len())..]) {
             None => return Err(Err::More),
-            Some(b'"') => break,
-            Some(b'\\') => {
-                escaped = true;
-                j += 2;
+            Some(k) if s[j + k] == b'"' => {
+                j += k;
+                break;
             }
-            Some(_) => j += 1,
+            Some(k) => {
+                escaped = true;
+                j += k + 2;
+            }
         }
     }
     let raw = &s[start..j];
-    let text = if escaped { Cow::Owned(unescape(raw)) } else { String::from_utf8_lossy(raw) };
+    let text = if escaped {
+        Cow::Owned(unescape(raw))
+    } else {
+        // Valid UTF-8 (nearly always) is checked by the fast path and borrowed.
+        std::str::from_utf8(raw).map_or_else(|_| String::from_utf8_lossy(raw), Cow::Borrowed)
+    };
     Ok((text, j + 1))
 }
 
@@ -524,7 +606,7 @@ fn string_end(s: &[u8], i: usize) -> R<usize> {
     let mut j = i + 1;
     loop {
         // Fast path: find the next quote or backslash.
-        match s[j.min(s.len())..].iter().position(|&b| b == b'"' || b == b'\\') {
+        match memchr::memchr2(b'"', b'\\', &s[j.min(s.len())..]) {
             None => return Err(Err::More),
             Some(k) => {
                 j += k;
