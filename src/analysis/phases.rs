@@ -49,10 +49,13 @@ pub struct Instance {
 /// Every NVTX range of the trace, grouped by phase name (sorted by name).
 pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
     let nvtx = || {
-        trace.lanes.iter().filter_map(|l| match l.kind {
-            LaneKind::Nvtx { tid, depth } => Some((l, tid, depth)),
-            LaneKind::NvtxStartEnd { tid, .. } => Some((l, tid, 0)),
-            _ => None,
+        trace.lanes.iter().filter_map(|l| {
+            #[allow(clippy::wildcard_enum_match_arm, reason = "a filter: only NVTX ranges are phase instances")]
+            match l.kind {
+                LaneKind::Nvtx { tid, depth } => Some((l, tid, depth)),
+                LaneKind::NvtxStartEnd { tid, .. } => Some((l, tid, 0)),
+                _ => None,
+            }
         })
     };
     // Name id -> group (ids are dense), and grouped name -> group: each distinct name is

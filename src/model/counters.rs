@@ -203,13 +203,12 @@ impl Counters {
         for s in &mut series {
             s.device = dev(s.device);
             let p = s.times.as_ptr();
-            s.times = match done.iter().find(|d| d.0 == p) {
-                Some(d) => Arc::clone(&d.1),
-                None => {
-                    let t: Arc<[Ns]> = s.times.iter().map(|&t| t.saturating_add(by)).collect();
-                    done.push((p, Arc::clone(&t)));
-                    t
-                }
+            s.times = if let Some(d) = done.iter().find(|d| d.0 == p) {
+                Arc::clone(&d.1)
+            } else {
+                let t: Arc<[Ns]> = s.times.iter().map(|&t| t.saturating_add(by)).collect();
+                done.push((p, Arc::clone(&t)));
+                t
             };
         }
         Self { series }
