@@ -326,6 +326,7 @@ impl App {
             search_active: self.search.active(),
             steady: self.steady().is_some(),
             pair: self.slot.is_some(),
+            metrics: self.lanes.has_more_metrics(),
         }
     }
 
