@@ -111,7 +111,7 @@ fn each_cell_is_the_mean_of_the_samples_in_its_bucket_by_sql() {
     let (first, last): (i64, i64) = util::sql(&loaded().path)
         .query_row("SELECT min(timestamp), max(timestamp) FROM GPU_METRICS", [], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap();
-    let mid = (first + last) / 2;
+    let mid = i64::midpoint(first, last);
     // Whole trace (samples in a few cells), the sampled time, then zoomed past the period.
     for view in [None, Some((first - 1_000_000, last - first + 2_000_000)), Some((mid, 2_000_000)), Some((mid, 30_000))]
     {
