@@ -181,12 +181,21 @@ fn mean_inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<f64> {
     inside(s, spans).map(|x| x.0)
 }
 
+/// Sum and count of the samples of `s` whose sampling interval `[t, t + period)` lies
+/// inside `[a, b]`: none when the span is shorter than the period. The one rule for a
+/// mean over a span (phases, copies, the viewer's details).
+pub fn sum_inside(s: &Series, period: Ns, (a, b): (Ns, Ns)) -> (i64, usize) {
+    if b - a < period { (0, 0) } else { s.sum_in(a, b - period) }
+}
+
 // The mean and the time the counted samples cover.
 fn inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<(f64, Ns)> {
     let p = s.period_ns();
-    let inner: Vec<(Ns, Ns)> = spans.iter().filter(|(a, b)| b - a >= p).map(|&(a, b)| (a, b - p)).collect();
-    let n: usize = inner.iter().map(|&(a, b)| s.range(a, b).len()).sum();
-    s.mean_over(&inner).map(|m| (m, n as Ns * p))
+    let (sum, n) = spans.iter().fold((0i64, 0usize), |(sum, n), &span| {
+        let (ds, dn) = sum_inside(s, p, span);
+        (sum + ds, n + dn)
+    });
+    (n > 0).then(|| (sum as f64 / n as f64, n as Ns * p))
 }
 
 // The mean over copies, when its samples cover at least half the copy time: copies
@@ -363,5 +372,10 @@ mod tests {
         // [150, 450]: the samples at 200 and 300 cover [200, 300) and [300, 400).
         assert_eq!(mean_inside(&s, &[(150, 450)]), Some(25.0));
         assert_eq!(mean_inside(&s, &[(150, 240)]), None);
+        // One span: the sum and count the viewer's details show; a span as long as the
+        // period holds the sample that starts it.
+        assert_eq!(sum_inside(&s, 100, (150, 450)), (50, 2));
+        assert_eq!(sum_inside(&s, 100, (300, 400)), (30, 1));
+        assert_eq!(sum_inside(&s, 100, (310, 399)), (0, 0));
     }
 }

@@ -113,6 +113,7 @@ impl App {
                     self.message = Some(m.to_string());
                 }
             }
+            Action::ToggleMetrics => self.toggle_metrics(),
             Action::NextEvent => self.step_event(false),
             Action::PrevEvent => self.step_event(true),
             Action::Select => self.select_at(self.viewport.cursor_col()),
@@ -230,6 +231,26 @@ impl App {
         }
     }
 
+    fn toggle_metrics(&mut self) {
+        if !self.lanes.has_more_metrics() {
+            self.message = Some(if self.trace.counters.is_empty() {
+                "no GPU metrics in this trace: nsys profile --gpu-metrics-devices=all samples them".to_string()
+            } else {
+                "no GPU metrics here beyond PCIe RX, TX and SMs Active".to_string()
+            });
+            return;
+        }
+        self.lanes.toggle_metrics();
+        self.message = Some(
+            if self.lanes.all_metrics {
+                "every GPU metric shown (M: key ones only)"
+            } else {
+                "key GPU metrics only (M: all)"
+            }
+            .to_string(),
+        );
+    }
+
     fn here(&self, back: bool) -> (Ns, u32, u32) {
         match self.selection {
             Some(Selection::Event(r)) => (self.trace.lanes[r.lane as usize].ev.start[r.idx as usize], r.lane, r.idx),
@@ -259,12 +280,19 @@ impl App {
     /// Select what the focused row shows in column `col` (a gap on a GPU row, else the
     /// longest event) and open the details.
     pub(crate) fn select_at(&mut self, col: usize) {
-        if let Some(Row::Group(g)) = self.lanes.focused()
+        let focused = self.lanes.focused();
+        // A GPU's header and its metric rows select the gap there.
+        if let Some(r @ (Row::Group(_) | Row::Metric(_))) = focused
+            && let Some(g) = self.lanes.group_of(r)
             && let GroupKind::Gpu(d) = self.lanes.groups[g].kind
             && let Some(i) = self.gap_at(d, col)
         {
             self.select(Some(Selection::Gap(i)));
             self.panel = Some(Panel::Details);
+            return;
+        }
+        if let Some(Row::Metric(_)) = focused {
+            self.message = Some("a metric row: select a copy or a gap to see the metrics over it".to_string());
             return;
         }
         let lanes = self.lanes.focused_lanes();

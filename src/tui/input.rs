@@ -46,6 +46,8 @@ pub enum Action {
     ToggleAllGroups,
     /// Pin the focused lane to the top, or unpin it.
     Pin,
+    /// Show every GPU metric row, or only the key ones (PCIe RX/TX, SMs Active).
+    ToggleMetrics,
     /// Select the next event in the focused lane.
     NextEvent,
     /// Select the previous event in the focused lane.
@@ -169,6 +171,8 @@ pub enum When {
     Steady,
     /// Only in the two-run view (`diff --view`).
     Pair,
+    /// Only when the trace has GPU metrics beyond the key ones.
+    Metrics,
 }
 
 /// A status-line hint: `keys what`, kept by priority when space is short.
@@ -226,7 +230,7 @@ const fn h(
 }
 
 use Key::{Char as C, Code as K, Ctrl, Shift as S};
-use When::{Always, EventSelected, List, Pair, SearchActive, Steady, Timeline};
+use When::{Always, EventSelected, List, Metrics, Pair, SearchActive, Steady, Timeline};
 
 /// Keys that work everywhere (except while typing a search).
 pub const GLOBAL: &[Section] = &[
@@ -288,6 +292,13 @@ pub const GLOBAL: &[Section] = &[
             b("Space z", &[C(' '), C('z')], Action::ToggleGroup, "collapse / expand the focused group"),
             b("Z", &[C('Z')], Action::ToggleAllGroups, "collapse / expand all groups"),
             b("t", &[C('t')], Action::Pin, "pin the focused lane to the top / unpin"),
+            h(
+                "M",
+                &[C('M')],
+                Action::ToggleMetrics,
+                "GPU metrics: all rows / PCIe and SMs only",
+                ("M", "metrics", 5, 25, Metrics),
+            ),
         ],
     },
     Section {
@@ -536,6 +547,8 @@ pub struct Facts {
     pub steady: bool,
     /// The run is shown in the two-run view.
     pub pair: bool,
+    /// The trace has GPU metrics beyond the key ones.
+    pub metrics: bool,
 }
 
 /// Status-line hints for `mode`: (keys, what, priority), in line order.
@@ -548,6 +561,7 @@ pub fn hints(mode: Mode, facts: Facts) -> Vec<(&'static str, &'static str, u8)> 
         SearchActive => facts.search_active,
         Steady => facts.steady,
         Pair => facts.pair,
+        Metrics => facts.metrics,
     };
     let pair = (mode != Mode::Search).then_some(&PAIR);
     let mut out: Vec<Hint> = mode

@@ -1,8 +1,11 @@
 //! Lane groups (one per GPU, one per CPU thread), the rows they show, and the
-//! [`LaneList`]: order, focus, collapse, pins and scroll of the lane area.
+//! [`LaneList`]: order, focus, collapse, pins and scroll of the lane area. A GPU with
+//! counters (`GPU_METRICS`) shows a row per key metric under its header, the other
+//! metrics on a toggle ([`LaneList::toggle_metrics`]).
 
 use itertools::Itertools;
 
+use crate::model::counters::{Counters, names, unit_of};
 use crate::model::{LaneKind, Trace};
 
 use super::text;
@@ -37,6 +40,10 @@ pub struct Group {
     pub title: String,
     /// Lanes, as indices into [`Trace::lanes`], in display order.
     pub lanes: Vec<u32>,
+    /// Key metric rows of a GPU (indices into [`Counters::series`]), in [`KEY_METRICS`] order.
+    pub key_metrics: Vec<u32>,
+    /// The GPU's other metrics, in the export's order (shown on the toggle).
+    pub more_metrics: Vec<u32>,
     /// True when only the header row shows.
     pub collapsed: bool,
 }
@@ -48,6 +55,35 @@ pub enum Row {
     Group(usize),
     /// A lane (index into [`Trace::lanes`]).
     Lane(u32),
+    /// A GPU counter (index into [`Counters::series`]).
+    Metric(u32),
+}
+
+/// The metrics shown under each GPU that has them, with their row labels.
+pub const KEY_METRICS: [(&str, &str); 3] =
+    [(names::PCIE_RX, "PCIe RX %"), (names::PCIE_TX, "PCIe TX %"), (names::SMS_ACTIVE, "SMs %")];
+
+/// The row label of metric `name`: its short name for a key metric, else the name
+/// without its bracket, then the unit (`DRAM Read Bandwidth %`, `GPC Clock Frequency MHz`),
+/// sanitized.
+pub fn metric_label(name: &str) -> String {
+    if let Some((_, label)) = KEY_METRICS.iter().find(|(n, _)| *n == name) {
+        return (*label).to_string();
+    }
+    let base = name.rfind('[').map_or(name, |i| name[..i].trim_end());
+    let unit = unit_of(name);
+    // The unit tells apart the rows of one quantity (`[Avg]`, `[Throughput %]`).
+    let label = if unit.is_empty() { base.to_string() } else { format!("{base} {unit}") };
+    text::sanitize(&label).into_owned()
+}
+
+// The key metrics of `device` and the rest, as indices into the series.
+fn metrics_of(counters: &Counters, device: u32) -> (Vec<u32>, Vec<u32>) {
+    let of = || counters.series.iter().enumerate().filter(|(_, s)| s.device == device);
+    let key =
+        KEY_METRICS.iter().filter_map(|(name, _)| of().find(|(_, s)| s.name == *name).map(|(i, _)| i as u32)).collect();
+    let more = of().filter(|(_, s)| !KEY_METRICS.iter().any(|(n, _)| *n == s.name)).map(|(i, _)| i as u32).collect();
+    (key, more)
 }
 
 /// Build the groups of `trace`: GPUs by device, then threads, main threads first,
@@ -60,18 +96,23 @@ pub fn groups(trace: &Trace) -> Vec<Group> {
     out
 }
 
-// One group per GPU, by device, holding every lane shown with it.
+// One group per GPU, by device, holding every lane shown with it and its counters.
 fn gpu_groups(trace: &Trace) -> Vec<Group> {
     trace
         .devices()
         .into_iter()
-        .map(|d| Group {
-            kind: GroupKind::Gpu(d),
-            title: text::sanitize(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
-            lanes: (0..trace.lanes.len() as u32)
-                .filter(|&i| trace.lanes[i as usize].kind.shown_with_gpu() == Some(d))
-                .collect(),
-            collapsed: false,
+        .map(|d| {
+            let (key_metrics, more_metrics) = metrics_of(&trace.counters, d);
+            Group {
+                kind: GroupKind::Gpu(d),
+                title: text::sanitize(&trace.gpu_label(d).replacen("NVIDIA ", "", 1)).into_owned(),
+                lanes: (0..trace.lanes.len() as u32)
+                    .filter(|&i| trace.lanes[i as usize].kind.shown_with_gpu() == Some(d))
+                    .collect(),
+                key_metrics,
+                more_metrics,
+                collapsed: false,
+            }
         })
         .collect()
 }
@@ -130,6 +171,8 @@ fn thread_groups(trace: &Trace, threads: Vec<RankedThread>) -> Vec<Group> {
             kind: GroupKind::Thread { pid, tid },
             title: thread_title(trace, pid, tid, processes > 1),
             lanes,
+            key_metrics: Vec::new(),
+            more_metrics: Vec::new(),
             collapsed: trace.ranks.len() > 1,
         });
     }
@@ -138,6 +181,8 @@ fn thread_groups(trace: &Trace, threads: Vec<RankedThread>) -> Vec<Group> {
             kind: GroupKind::Others,
             title: format!("{} more threads", others.len()),
             lanes: others,
+            key_metrics: Vec::new(),
+            more_metrics: Vec::new(),
             collapsed: true,
         });
     }
@@ -147,7 +192,14 @@ fn thread_groups(trace: &Trace, threads: Vec<RankedThread>) -> Vec<Group> {
 // The CPU row of process `pid` (the trace has its switches).
 fn cpu_group(trace: &Trace, pid: u32) -> Group {
     let name = text::sanitize(trace.process_name(pid)).into_owned();
-    Group { kind: GroupKind::Cpus { pid }, title: format!("CPUs {name} {pid}"), lanes: Vec::new(), collapsed: false }
+    Group {
+        kind: GroupKind::Cpus { pid },
+        title: format!("CPUs {name} {pid}"),
+        lanes: Vec::new(),
+        key_metrics: Vec::new(),
+        more_metrics: Vec::new(),
+        collapsed: false,
+    }
 }
 
 fn thread_title(trace: &Trace, pid: u32, tid: u32, many_processes: bool) -> String {
@@ -164,12 +216,17 @@ fn thread_title(trace: &Trace, pid: u32, tid: u32, many_processes: bool) -> Stri
     text::sanitize(&s).into_owned()
 }
 
-/// Flatten groups into rows, honouring collapsed groups.
-pub fn rows(groups: &[Group]) -> Vec<Row> {
+/// Flatten groups into rows, honouring collapsed groups: a GPU's header, its key metrics
+/// (all its metrics when `all_metrics`), then its lanes.
+pub fn rows(groups: &[Group], all_metrics: bool) -> Vec<Row> {
     let mut out = Vec::new();
     for (g, group) in groups.iter().enumerate() {
         out.push(Row::Group(g));
         if !group.collapsed {
+            out.extend(group.key_metrics.iter().map(|&s| Row::Metric(s)));
+            if all_metrics {
+                out.extend(group.more_metrics.iter().map(|&s| Row::Metric(s)));
+            }
             out.extend(group.lanes.iter().map(|&l| Row::Lane(l)));
         }
     }
@@ -207,6 +264,10 @@ pub struct LaneList {
     pub rows: Vec<Row>,
     /// Sanitized label of every lane.
     pub labels: Vec<String>,
+    /// Sanitized label of every counter series ([`metric_label`]).
+    pub metric_labels: Vec<String>,
+    /// True when every metric of a GPU shows, not only the key ones.
+    pub all_metrics: bool,
     /// Lanes pinned to the top, in pin order.
     pub pinned: Vec<u32>,
     /// Focused row (focus index).
@@ -220,9 +281,20 @@ pub struct LaneList {
 impl LaneList {
     /// Lanes of `trace` grouped as [`groups`] does.
     pub fn new(trace: &Trace, groups: Vec<Group>) -> Self {
-        let rows = rows(&groups);
+        let rows = rows(&groups, false);
         let labels = lane_labels(trace, &groups);
-        Self { groups, rows, labels, pinned: Vec::new(), focus: 0, scroll: 0, height: 1 }
+        let metric_labels = trace.counters.series.iter().map(|s| metric_label(&s.name)).collect();
+        Self {
+            groups,
+            rows,
+            labels,
+            metric_labels,
+            all_metrics: false,
+            pinned: Vec::new(),
+            focus: 0,
+            scroll: 0,
+            height: 1,
+        }
     }
 
     /// Lay the list out on `height` rows and keep the focus visible.
@@ -302,11 +374,37 @@ impl LaneList {
 
     fn rebuild(&mut self) {
         let focused = self.focused();
-        self.rows = rows(&self.groups);
+        self.rows = rows(&self.groups, self.all_metrics);
         if let Some(r) = focused {
-            self.focus_row(r);
+            // A metric row the toggle hid leaves the focus on its GPU's header.
+            match self.group_of(r) {
+                Some(g) if matches!(r, Row::Metric(_)) && !self.rows.contains(&r) => self.focus_row(Row::Group(g)),
+                _ => self.focus_row(r),
+            }
         }
         self.scroll_to_focus();
+    }
+
+    /// The group a row belongs to (a lane's group, a metric's GPU).
+    pub fn group_of(&self, row: Row) -> Option<usize> {
+        match row {
+            Row::Group(g) => Some(g),
+            Row::Lane(l) => self.groups.iter().position(|g| g.lanes.contains(&l)),
+            Row::Metric(s) => {
+                self.groups.iter().position(|g| g.key_metrics.contains(&s) || g.more_metrics.contains(&s))
+            }
+        }
+    }
+
+    /// True when some GPU has metrics beyond the key ones.
+    pub fn has_more_metrics(&self) -> bool {
+        self.groups.iter().any(|g| !g.more_metrics.is_empty())
+    }
+
+    /// Show every metric of each GPU, or only the key ones again.
+    pub fn toggle_metrics(&mut self) {
+        self.all_metrics = !self.all_metrics;
+        self.rebuild();
     }
 
     /// Focus `row` in the scrolling list (or a pinned copy of it when not listed).
@@ -331,7 +429,7 @@ impl LaneList {
             && g.collapsed
         {
             g.collapsed = false;
-            self.rows = rows(&self.groups);
+            self.rows = rows(&self.groups, self.all_metrics);
         }
         self.focus_row(Row::Lane(lane));
     }
@@ -347,11 +445,7 @@ impl LaneList {
             GroupKind::Thread { pid, .. } | GroupKind::Cpus { pid } => trace.rank_of_pid(pid).map(|r| r.rank),
             GroupKind::Others => None,
         };
-        let current = match self.focused() {
-            Some(Row::Group(g)) => rank_of(&self.groups[g]),
-            Some(Row::Lane(l)) => self.groups.iter().find(|g| g.lanes.contains(&l)).and_then(rank_of),
-            None => None,
-        };
+        let current = self.focused().and_then(|r| self.group_of(r)).and_then(|g| rank_of(&self.groups[g]));
         let mut ranks: Vec<u32> = trace.ranks.iter().map(|r| r.rank).collect();
         ranks.sort_unstable();
         let next = match current {
@@ -368,12 +462,12 @@ impl LaneList {
         self.groups.iter().position(|g| g.kind == GroupKind::Gpu(device))
     }
 
-    /// Lanes behind the focused row (one lane, or a group's lanes).
+    /// Lanes behind the focused row (one lane, or a group's lanes; none for a metric).
     pub fn focused_lanes(&self) -> Vec<u32> {
         match self.focused() {
             Some(Row::Lane(l)) => vec![l],
             Some(Row::Group(g)) => self.groups[g].lanes.clone(),
-            None => Vec::new(),
+            Some(Row::Metric(_)) | None => Vec::new(),
         }
     }
 
@@ -381,10 +475,10 @@ impl LaneList {
     pub fn toggle_group(&mut self) {
         match self.focused() {
             Some(Row::Group(g)) => self.toggle_group_at(g),
-            Some(Row::Lane(l)) if self.focus >= self.pinned.len() => {
-                if let Some(g) = self.groups.iter().position(|g| g.lanes.contains(&l)) {
+            Some(r @ (Row::Lane(_) | Row::Metric(_))) if self.focus >= self.pinned.len() => {
+                if let Some(g) = self.group_of(r) {
                     self.groups[g].collapsed = true;
-                    self.rows = rows(&self.groups);
+                    self.rows = rows(&self.groups, self.all_metrics);
                     self.focus_row(Row::Group(g));
                 }
             }
@@ -423,5 +517,72 @@ impl LaneList {
         }
         self.scroll_to_focus();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::counters::Series;
+
+    fn series(device: u32, name: &str) -> Series {
+        Series::new(device, name.to_string(), vec![0, 100].into(), &[1, 2])
+    }
+
+    // GPU 0 with TX, a clock and RX (in that export order), GPU 1 with SMs Active.
+    fn list() -> LaneList {
+        let mut trace = Trace::default();
+        trace.counters.series = vec![
+            series(0, names::PCIE_TX),
+            series(0, "GPC Clock Frequency [MHz]"),
+            series(0, names::PCIE_RX),
+            series(1, names::SMS_ACTIVE),
+        ];
+        let gpu = |d: u32| {
+            let (key_metrics, more_metrics) = metrics_of(&trace.counters, d);
+            Group {
+                kind: GroupKind::Gpu(d),
+                title: format!("GPU {d}"),
+                lanes: Vec::new(),
+                key_metrics,
+                more_metrics,
+                collapsed: false,
+            }
+        };
+        let groups = vec![gpu(0), gpu(1)];
+        LaneList::new(&trace, groups)
+    }
+
+    #[test]
+    fn key_metrics_come_first_in_their_order_and_the_rest_on_the_toggle() {
+        let mut l = list();
+        assert_eq!((l.groups[0].key_metrics.as_slice(), l.groups[0].more_metrics.as_slice()), (&[2, 0][..], &[1][..]));
+        assert_eq!(l.rows, [Row::Group(0), Row::Metric(2), Row::Metric(0), Row::Group(1), Row::Metric(3)]);
+        assert_eq!(l.metric_labels, ["PCIe TX %", "GPC Clock Frequency MHz", "PCIe RX %", "SMs %"]);
+        assert!(l.has_more_metrics());
+        l.toggle_metrics();
+        assert_eq!(l.rows[..4], [Row::Group(0), Row::Metric(2), Row::Metric(0), Row::Metric(1)]);
+        // Hiding the metric the focus is on leaves the focus on its GPU.
+        l.focus_row(Row::Metric(1));
+        l.toggle_metrics();
+        assert_eq!(l.focused(), Some(Row::Group(0)));
+        // A metric row belongs to its GPU's group: collapsing from it folds the group.
+        l.focus_row(Row::Metric(3));
+        assert_eq!(l.group_of(Row::Metric(3)), Some(1));
+        assert!(l.focused_lanes().is_empty(), "a metric row steps through no events");
+        assert!(l.toggle_pin().is_err(), "only lanes pin");
+        l.toggle_group();
+        assert_eq!((l.focused(), l.rows.len()), (Some(Row::Group(1)), 4));
+    }
+
+    #[test]
+    fn metric_labels_drop_the_bracket_and_keep_the_unit() {
+        assert_eq!(metric_label("DRAM Read Bandwidth [Throughput %]"), "DRAM Read Bandwidth %");
+        assert_eq!(
+            metric_label("Compute Warps in Flight [Avg Warps per Cycle]"),
+            "Compute Warps in Flight Avg Warps per Cycle"
+        );
+        assert_eq!(metric_label("no unit"), "no unit");
+        assert!(!metric_label("a\u{1b}[2Jb [MHz]").chars().any(char::is_control));
     }
 }

@@ -100,6 +100,21 @@ pub mod glyph {
     /// End of the steady-state window on the ruler.
     pub const STEADY_END: char = ']';
 
+    /// Bars of a counter row, one eighth to full.
+    pub const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    /// A counter cell with no sample inside (zoomed in past the sampling period).
+    pub const NO_SAMPLE: char = '·';
+
+    /// Bar for `value` on a scale whose top is `full`, to the nearest eighth; blank at
+    /// zero, and anything above zero shows.
+    pub fn bar(value: f64, full: f64) -> char {
+        if value <= 0.0 || full <= 0.0 {
+            return ' ';
+        }
+        let eighths = (value / full * 8.0).round().clamp(1.0, 8.0) as usize;
+        BARS[eighths - 1]
+    }
+
     /// Shade for a busy share in `[0, 1]` (anything above zero shows).
     pub fn shade(busy: f32) -> char {
         if busy >= 0.875 {
@@ -215,6 +230,11 @@ impl Theme {
     /// Copies with no kernel on the GPU overview row.
     pub fn gpu_copy(self) -> Style {
         self.fg(75, Color::Blue)
+    }
+
+    /// A GPU metric row other than PCIe RX, TX and SMs Active.
+    pub fn counter(self) -> Style {
+        self.fg(110, Color::Cyan)
     }
 
     /// An idle gap of at least the threshold.

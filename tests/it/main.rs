@@ -31,5 +31,6 @@ mod report;
 mod scale_load;
 mod term;
 mod tui_hostile;
+mod tui_metrics;
 mod tui_snapshots;
 mod util;

@@ -257,6 +257,7 @@ const EVERY_ACTION: &[Action] = &[
     Action::ToggleGroup,
     Action::ToggleAllGroups,
     Action::Pin,
+    Action::ToggleMetrics,
     Action::NextEvent,
     Action::PrevEvent,
     Action::Select,

@@ -12,6 +12,9 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::{Context, panel_block};
 use crate::analysis::index::Index;
+use crate::analysis::pcie::sum_inside;
+use crate::model::counters::Series;
+use crate::tui::rows::KEY_METRICS;
 use crate::tui::text::{self, sanitize};
 
 /// Title and key/value lines of the details panel.
@@ -59,8 +62,8 @@ pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
     Some(found.iter().map(|(_, n)| sanitize(n).into_owned()).collect::<Vec<_>>().join(" › "))
 }
 
-/// Details of one event.
-pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
+/// Details of one event; `periods`: the sampling period of each counter series.
+pub fn event(trace: &Trace, links: &Index, periods: &[Ns], r: EventRef) -> Details {
     let lane = &trace.lanes[r.lane as usize];
     let ev = &lane.ev;
     let i = r.idx as usize;
@@ -90,6 +93,11 @@ pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
             }
             if f.is_pageable() {
                 d.add("note", "pageable host memory: staged copy, blocks the calling thread");
+            }
+            if class != MemClass::Memset
+                && let Place::Gpu(device) = lane.kind.place()
+            {
+                metrics_over(trace, periods, device, (ev.start[i], ev.end(i)), &mut d);
             }
         }
         LaneKind::CudaApi { .. } => {
@@ -159,8 +167,43 @@ fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: 
     }
 }
 
-/// Details of gap `g`, number `gi` of `count`.
-pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usize)) -> Details {
+/// The means of the key GPU metrics of `device` over `[start, end]`, one line each with
+/// the number of samples, counting the samples whose sampling interval lies inside (the
+/// report's rule, `pcie::sum_inside`); one line saying why when none does. Nothing
+/// without metrics.
+fn metrics_over(trace: &Trace, periods: &[Ns], device: u32, span: (Ns, Ns), d: &mut Details) {
+    let series = &trace.counters.series;
+    let key: Vec<(&Series, Ns, &str)> = KEY_METRICS
+        .iter()
+        .filter_map(|(name, label)| {
+            let i = series.iter().position(|s| s.device == device && s.name == *name)?;
+            Some((&series[i], periods.get(i).copied().unwrap_or(0), *label))
+        })
+        .collect();
+    let Some(&(_, period, _)) = key.first() else { return };
+    let mut none = true;
+    for &(s, p, label) in &key {
+        let (sum, n) = sum_inside(s, p, span);
+        if n > 0 {
+            none = false;
+            let samples =
+                if n == 1 { "1 sample".to_string() } else { format!("{} samples", text::fmt_count(n as u64)) };
+            d.add(label, format!("{:.1} (mean of {samples})", sum as f64 / n as f64));
+        }
+    }
+    if none {
+        // Shorter than the period: no sample's interval fits inside.
+        let why = if span.1 - span.0 < period {
+            format!("shorter than the {} period", text::fmt_ns(period))
+        } else {
+            "not sampled then".to_string()
+        };
+        d.add("GPU metrics", format!("no samples inside ({why})"));
+    }
+}
+
+/// Details of gap `g`, number `gi` of `count`; `periods` as for [`event`].
+pub fn gap(trace: &Trace, analysis: &Analysis, periods: &[Ns], g: &Gap, (gi, count): (usize, usize)) -> Details {
     let mut d = Details {
         title: format!("idle gap {}/{count} on {}", gi + 1, sanitize(&trace.gpu_label(g.device))),
         lines: Vec::new(),
@@ -175,6 +218,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
         d.add("phase", sanitize(p));
     }
     d.add("window", g.window.label());
+    metrics_over(trace, periods, g.device, (g.start, g.end), &mut d);
     if let Some(h) = &g.host {
         d.add("CPU", crate::analysis::host_cause::summary(h, trace.host.cpu_cores));
         if !h.producers.is_empty() {

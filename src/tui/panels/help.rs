@@ -72,6 +72,8 @@ pub fn lines(app: &Context) -> Vec<Line<'static>> {
         (format!("{}", glyph::PAGEABLE), "copy from/to pageable host memory"),
         (format!("{}", glyph::SYNC), "call blocking its thread (sync, sync copy)"),
         (format!("{}", glyph::MARK), "NVTX mark (instant)"),
+        (format!("{}{}{}", glyph::BARS[0], glyph::BARS[3], glyph::BARS[7]), "GPU metric: mean of the cell's samples"),
+        (format!("{}", glyph::NO_SAMPLE), "GPU metric: no sample in the cell"),
         (format!("{} {}", glyph::CURSOR, glyph::MARK_POS), "cursor and mark on the ruler"),
         (format!("{} {}", glyph::STEADY_START, glyph::STEADY_END), "steady state (steps after the first) on the ruler"),
         ("▾ ▸ *".to_string(), "expanded / collapsed group, pinned lane"),

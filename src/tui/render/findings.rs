@@ -1,4 +1,5 @@
-//! Findings in the room left under the lanes: why the GPU is idle, with the fix.
+//! Findings in the room left under the lanes: why the GPU is idle, with the fix and,
+//! where the analysis priced it, what the fix would save per step.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -44,6 +45,12 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
                 Span::styled("  fix ", app.theme.dim()),
                 Span::raw(text::sanitize(&f.fix).into_owned()),
             ]));
+        }
+        // The report's own line, so both say the same.
+        if let Some(w) = crate::analysis::link::whatif_line(f) {
+            let w = text::sanitize(&w).into_owned();
+            let rest = w.strip_prefix("what-if: ").unwrap_or(&w).to_string();
+            lines.push(Line::from(vec![Span::styled("  what-if ", app.theme.dim()), Span::raw(rest)]));
         }
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);

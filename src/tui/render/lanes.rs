@@ -1,10 +1,12 @@
 //! Lane rows: a label column, then one cell per time bucket. Per row the work is
-//! O(columns x log events) through the render index; nothing here walks events.
+//! O(columns x log events) through the render index (GPU metric rows: through the
+//! series' prefix sums, `metrics.rs`); nothing here walks events or samples.
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Modifier, Style};
 
+use super::metrics;
 use crate::analysis::DeviceActivity;
 use crate::model::Ns;
 use crate::tui::app::{App, Selection};
@@ -96,6 +98,7 @@ fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: u
             let prefix = if pinned { "* " } else { "  " };
             (format!("{prefix}{}", app.lanes.labels[l as usize]), Style::new())
         }
+        Row::Metric(s) => (format!("  {}", app.lanes.metric_labels[s as usize]), Style::new()),
     };
     let style = if focus_index == app.lanes.focus { theme.focus() } else { style };
     let label = text::ellipsize(&label, lw);
@@ -103,6 +106,7 @@ fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: u
     buf.set_stringn(a.lanes.x + a.label_w, y, "│", 1, theme.border());
     match row {
         Row::Lane(l) => draw_lane(buf, ctx, l, y),
+        Row::Metric(s) => metrics::draw(buf, theme, &app.trace.counters.series[s as usize], &ctx.edges, (ctx.x0, y)),
         Row::Group(g) => match app.lanes.groups[g].kind {
             GroupKind::Gpu(d) => {
                 if let Some(i) = app.devices.iter().position(|x| x.device == d) {

@@ -6,6 +6,7 @@
 //! │ ruler label │ ▏1.2   ▏1.4   ▼      ▏1.6   ▏1.8        (ticks follow zoom)   │
 //! │ * pinned    │ ███▓▒░                                                        │
 //! │ ▾ GPU 0     │ ███▓░××××××██▄▄  (overview: busy / copy-only / gap)  ┌panel──┐ │
+//! │   PCIe RX % │ ▁▁▇█▇▁  ▁▇█▇   (GPU metrics: mean per cell, eighths) │       │ │
 //! │   kernels s7│ ██[name]███░  ░                                      │details│ │
 //! │   H2D s7    │     ▚▚                                               │phases │ │
 //! │ ▾ python3   │ ▒▒▒▓▓███                                             │gaps   │ │
@@ -19,6 +20,7 @@
 mod findings;
 mod header;
 pub(crate) mod lanes;
+mod metrics;
 pub(crate) mod ruler;
 pub(crate) mod status;
 
