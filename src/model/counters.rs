@@ -147,7 +147,6 @@ pub mod names {
     /// Device-to-host traffic over PCIe, as a share of the link's peak.
     pub const PCIE_TX: &str = "PCIe TX Throughput [Throughput %]";
     /// Share of SMs with work resident.
-    #[allow(dead_code, reason = "the viewer's metric rows read it")]
     pub const SMS_ACTIVE: &str = "SMs Active [Throughput %]";
 }
 
