@@ -601,10 +601,11 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
             findings::findings(&inputs, &mut gaps::Explainer::new(trace, &index, &devices, options))
         },
     );
-    pcie::annotate(trace, &devices, &mut phases, &by_phase);
+    let h2d = pcie::all_h2d(trace);
+    pcie::annotate(trace, &devices, &mut phases, &by_phase, &h2d);
     let short_idle_ns = findings::short_idle_ns(&devices, &gaps, steps.windows);
-    let step_model = whatif::steady_model(trace, &index, &devices, &gaps, &steps, short_idle_ns);
-    let whatifs = step_model.as_ref().map(|m| whatif::all(trace, &devices, m)).unwrap_or_default();
+    let step_model = whatif::steady_model((trace, &index), &devices, &gaps, &steps, (&h2d, short_idle_ns));
+    let whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
     let link = link::findings(&phases, steps.name.as_deref(), step_model.as_ref());
     let ranked = ranks::finding(&collectives, steady_ns);

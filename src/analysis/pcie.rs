@@ -46,6 +46,17 @@ pub struct CopyOp {
 }
 
 impl CopyOp {
+    // Copy `i` of memory lane `l` on `device`.
+    fn of(l: &crate::model::Lane, i: usize, device: u32) -> Self {
+        Self {
+            device,
+            start: l.ev.start[i],
+            end: l.ev.end(i),
+            bytes: l.ev.aux(i),
+            pageable: MemFlags::unpack(l.ev.flags(i)).host_kind() == MemKind::Pageable,
+        }
+    }
+
     fn dur(&self) -> Ns {
         (self.end - self.start).max(0)
     }
@@ -129,13 +140,7 @@ pub fn launched_copies(trace: &Trace, index: &Index, groups: &[(String, Vec<Inst
         for i in 0..l.ev.len() {
             let Some(call) = index.api_call(trace, l.pid, l.ev.corr(i), &mut hints) else { continue };
             let Some(v) = spans.get(&(l.pid, call.tid)) else { continue };
-            let op = CopyOp {
-                device,
-                start: l.ev.start[i],
-                end: l.ev.end(i),
-                bytes: l.ev.aux(i),
-                pageable: MemFlags::unpack(l.ev.flags(i)).host_kind() == MemKind::Pageable,
-            };
+            let op = CopyOp::of(l, i, device);
             // Spans starting at or before the call; a group's spans are disjoint, so per
             // group only its last such span can hold the call.
             let upto = v.partition_point(|s| s.0 <= call.start);
@@ -184,7 +189,8 @@ fn mean_inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<f64> {
 /// Sum and count of the samples of `s` whose sampling interval `[t, t + period)` lies
 /// inside `[a, b]`: none when the span is shorter than the period. The one rule for a
 /// mean over a span (phases, copies, the viewer's details).
-pub fn sum_inside(s: &Series, period: Ns, (a, b): (Ns, Ns)) -> (i64, usize) {
+pub fn sum_inside(s: &Series, (a, b): (Ns, Ns)) -> (i64, usize) {
+    let period = s.period_ns();
     if b - a < period { (0, 0) } else { s.sum_in(a, b - period) }
 }
 
@@ -192,7 +198,7 @@ pub fn sum_inside(s: &Series, period: Ns, (a, b): (Ns, Ns)) -> (i64, usize) {
 fn inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<(f64, Ns)> {
     let p = s.period_ns();
     let (sum, n) = spans.iter().fold((0i64, 0usize), |(sum, n), &span| {
-        let (ds, dn) = sum_inside(s, p, span);
+        let (ds, dn) = sum_inside(s, span);
         (sum + ds, n + dn)
     });
     (n > 0).then(|| (sum as f64 / n as f64, n as Ns * p))
@@ -283,13 +289,7 @@ pub fn all_h2d(trace: &Trace) -> Vec<CopyOp> {
     let mut out = Vec::new();
     for l in &trace.lanes {
         let LaneKind::Memory { class: MemClass::H2D, device, .. } = l.kind else { continue };
-        out.extend((0..l.ev.len()).map(|i| CopyOp {
-            device,
-            start: l.ev.start[i],
-            end: l.ev.end(i),
-            bytes: l.ev.aux(i),
-            pageable: MemFlags::unpack(l.ev.flags(i)).host_kind() == MemKind::Pageable,
-        }));
+        out.extend((0..l.ev.len()).map(|i| CopyOp::of(l, i, device)));
     }
     out.sort_unstable_by_key(|c| (c.device, c.start));
     out
@@ -324,17 +324,16 @@ impl ByPhase {
 }
 
 /// Fill each phase's `pcie`, `copy_verdict` and `h2d_exposed_ns` from the copies it
-/// launched.
-pub fn annotate(trace: &Trace, devices: &[DeviceActivity], phases: &mut [super::Phase], by: &ByPhase) {
+/// launched; `h2d`: every H2D copy of the trace ([`all_h2d`]).
+pub fn annotate(trace: &Trace, devices: &[DeviceActivity], phases: &mut [super::Phase], by: &ByPhase, h2d: &[CopyOp]) {
     let (copies, windows) = (&by.copies, &by.windows);
-    let h2d = all_h2d(trace);
     let fallback = trace.counters.devices().first().copied();
     let mut links: HashMap<u32, Option<f64>> = HashMap::new();
     for p in phases {
         let Some(c) = copies.get(&p.name) else { continue };
         let device = device_of(c, fallback);
         p.pcie = device.and_then(|d| pcie(&trace.counters, d, windows.get(&p.name).map_or(&[], Vec::as_slice), c));
-        let link = device.and_then(|d| *links.entry(d).or_insert_with(|| link_or_pinned(&trace.counters, d, &h2d)));
+        let link = device.and_then(|d| *links.entry(d).or_insert_with(|| link_or_pinned(&trace.counters, d, h2d)));
         p.copy_verdict = verdict(&c.h2d, p.pcie.and_then(|x| x.rx_pct_during_h2d), link);
         p.h2d_exposed_ns = exposed_ns(&c.h2d, devices);
     }
@@ -374,8 +373,8 @@ mod tests {
         assert_eq!(mean_inside(&s, &[(150, 240)]), None);
         // One span: the sum and count the viewer's details show; a span as long as the
         // period holds the sample that starts it.
-        assert_eq!(sum_inside(&s, 100, (150, 450)), (50, 2));
-        assert_eq!(sum_inside(&s, 100, (300, 400)), (30, 1));
-        assert_eq!(sum_inside(&s, 100, (310, 399)), (0, 0));
+        assert_eq!(sum_inside(&s, (150, 450)), (50, 2));
+        assert_eq!(sum_inside(&s, (300, 400)), (30, 1));
+        assert_eq!(sum_inside(&s, (310, 399)), (0, 0));
     }
 }

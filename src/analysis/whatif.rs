@@ -17,9 +17,11 @@
 //! A fix removes time (`raw`) and may lower one limit; the step after is
 //! `max(T - raw, limits after)`, and `limited_by` names the limit that binds.
 
+use super::Instance;
+use super::index::{Hints, Index};
 use super::pcie::CopyOp;
 use super::{Cause, DeviceActivity, Gap, Hint, Union, Window};
-use crate::model::{ApiKind, LaneKind, Ns, Trace};
+use crate::model::{ApiKind, Ns, Trace};
 
 /// One fix priced on the trace.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -40,6 +42,8 @@ pub struct WhatIf {
 /// The per-step numbers of the steady state the fixes are priced on.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepModel {
+    /// The GPU the steps ran on most.
+    pub device: u32,
     /// Steady steps counted (periods between the first and last steady step).
     pub periods: usize,
     /// The completion period now.
@@ -68,8 +72,10 @@ pub struct StepModel {
 pub struct Inputs<'a> {
     /// The trace.
     pub trace: &'a Trace,
-    /// Outermost step instances (pid, tid, start, end), sorted by start.
-    pub steps: &'a [(u32, u32, Ns, Ns)],
+    /// Its correlation lookups.
+    pub index: &'a Index,
+    /// Outermost step instances, sorted by start.
+    pub steps: &'a [Instance],
     /// End of the GPU work each step launched (None without any), same order.
     pub gpu_ends: &'a [Option<Ns>],
     /// The GPU the steps ran on.
@@ -92,8 +98,8 @@ pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
     let (&(first, a), &(last, b)) = (ends.first()?, ends.last()?);
     let periods = last.checked_sub(first).filter(|&p| p > 0)?;
     let per = |ns: Ns| ns / periods as Ns;
-    let host_span = (x.steps[first + 1].2, x.steps[last].3);
-    let mut m = StepModel { periods, step_ns: per(b - a), ..StepModel::default() };
+    let host_span = (x.steps[first + 1].start, x.steps[last].end);
+    let mut m = StepModel { device: x.device.device, periods, step_ns: per(b - a), ..StepModel::default() };
     m.gpu_ns = per(x.device.busy.busy_in(a, b));
     m.kernel_ns = per(x.device.kernels.busy_in(a, b));
     let copies: Vec<&CopyOp> = x.h2d.iter().filter(|c| c.end > a && c.start < b).collect();
@@ -106,11 +112,13 @@ pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
     let input_gaps: Vec<&Gap> = steady().filter(|g| INPUT.contains(&g.cause)).collect();
     // A pipeline faster than the loop builds a queue of ready batches, and the loop stops
     // waiting after warm-up: waits that recur mean the pipeline sets the pace.
-    let waited =
-        x.steps[first + 1..=last].iter().filter(|s| input_gaps.iter().any(|g| g.start < s.3 && g.end > s.2)).count();
+    let waited = x.steps[first + 1..=last]
+        .iter()
+        .filter(|s| input_gaps.iter().any(|g| g.start < s.end && g.end > s.start))
+        .count();
     let input_wait: Ns = input_gaps.iter().map(|g| overlap(g.start, g.end, host_span)).sum();
     m.input_bound = waited >= 2 && input_wait * 20 >= host_span.1 - host_span.0;
-    let launcher = x.steps[last].0;
+    let launcher = x.steps[last].pid;
     let mut producers: Vec<u32> = input_gaps
         .iter()
         .filter_map(|g| g.host.as_ref())
@@ -120,8 +128,7 @@ pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
     producers.sort_unstable();
     producers.dedup();
     m.producers = producers.len();
-    let (pid, tid) = (x.steps[last].0, x.steps[last].1);
-    let blocked = blocked_ns(x.trace, pid, tid, host_span, x.h2d);
+    let blocked = x.index.api_lane(launcher, x.steps[last].tid).map_or(0, |l| blocked_ns(x.trace, l, host_span, x.h2d));
     m.host_ns = per((host_span.1 - host_span.0 - blocked - input_wait).max(0));
     m.sync_idle_ns = per(steady().filter(|g| g.cause == Cause::SyncDrain && g.hint == Hint::None).map(Gap::dur).sum());
     m.launch_idle_ns =
@@ -133,12 +140,10 @@ fn overlap(s: Ns, e: Ns, (a, b): (Ns, Ns)) -> Ns {
     (e.min(b) - s.max(a)).max(0)
 }
 
-// Time thread (pid, tid) spent in calls that wait for the GPU inside `span`: syncs,
+// Time the calls of CUDA API lane `api` spent waiting for the GPU inside `span`: syncs,
 // synchronous copies, and async copies that a pageable host side made blocking.
-fn blocked_ns(trace: &Trace, pid: u32, tid: u32, span: (Ns, Ns), h2d: &[CopyOp]) -> Ns {
-    let Some(l) = trace.lanes.iter().find(|l| l.pid == pid && l.kind == LaneKind::CudaApi { tid }) else {
-        return 0;
-    };
+fn blocked_ns(trace: &Trace, api: usize, span: (Ns, Ns), h2d: &[CopyOp]) -> Ns {
+    let l = &trace.lanes[api];
     let pageable_starts: Vec<Ns> = h2d.iter().filter(|c| c.pageable).map(|c| c.start).collect();
     let lo = l.ev.start.partition_point(|&s| s < span.0);
     let mut total = 0;
@@ -264,9 +269,11 @@ pub fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
 }
 
 /// End of the GPU work launched by calls of thread (pid, tid) inside `[start, end]`.
-pub fn gpu_end(trace: &Trace, index: &super::index::Index, (pid, tid): (u32, u32), start: Ns, end: Ns) -> Option<Ns> {
+pub fn gpu_end(trace: &Trace, index: &Index, (pid, tid): (u32, u32), start: Ns, end: Ns) -> Option<Ns> {
     let api = &trace.lanes[index.api_lane(pid, tid)?].ev;
     let lo = api.start.partition_point(|&s| s < start);
+    let gpu: Vec<usize> = index.gpu_lanes(pid).collect();
+    let mut hints = Hints::new(trace);
     let mut last = None;
     for i in lo..api.len() {
         if api.start[i] > end {
@@ -275,9 +282,8 @@ pub fn gpu_end(trace: &Trace, index: &super::index::Index, (pid, tid): (u32, u32
         if api.end(i) > end || api.corr(i) == 0 {
             continue;
         }
-        for g in index.gpu_lanes(pid) {
+        for &g in &gpu {
             let ev = &trace.lanes[g].ev;
-            let mut hints = super::index::Hints::new(trace);
             for j in index.rows(trace, g, api.corr(i), &mut hints) {
                 last = last.max(Some(ev.end(j)));
             }
@@ -286,48 +292,44 @@ pub fn gpu_end(trace: &Trace, index: &super::index::Index, (pid, tid): (u32, u32
     last
 }
 
-/// The model of the steady state of the step phase in `steps`, on the GPU the steps used most.
+/// The model of the steady state of the step phase in `steps`, on the GPU the steps used
+/// most; `h2d`: every H2D copy of the trace ([`super::pcie::all_h2d`]).
 pub fn steady_model(
-    trace: &Trace,
-    index: &super::index::Index,
+    x: (&Trace, &Index),
     devices: &[DeviceActivity],
     gaps: &[Gap],
     steps: &super::steps::Steps,
-    short_idle_ns: Ns,
+    (h2d, short_idle_ns): (&[CopyOp], Ns),
 ) -> Option<StepModel> {
+    let (trace, index) = x;
     steps.name.as_ref()?;
     let w = steps.windows;
-    let mine: Vec<(u32, u32, Ns, Ns)> = steps
-        .instances
-        .iter()
-        .filter(|i| i.start >= w.steady_start && i.end <= w.steady_end)
-        .map(|i| (i.pid, i.tid, i.start, i.end))
-        .collect();
     // The step before the first steady one bounds the first period: its GPU end starts it.
     let before = steps.instances.iter().rev().find(|i| i.start < w.steady_start);
-    let all: Vec<(u32, u32, Ns, Ns)> =
-        before.map(|i| (i.pid, i.tid, i.start, i.end)).into_iter().chain(mine.iter().copied()).collect();
+    let all: Vec<Instance> = before
+        .into_iter()
+        .chain(steps.instances.iter().filter(|i| i.start >= w.steady_start && i.end <= w.steady_end))
+        .copied()
+        .collect();
     if all.len() < 3 {
         return None;
     }
     let mut ends = vec![None; all.len()];
-    let end_of = |s: &(u32, u32, Ns, Ns)| gpu_end(trace, index, (s.0, s.1), s.2, s.3);
-    ends[0] = end_of(&all[0]);
+    let end_of = |s: &Instance| gpu_end(trace, index, (s.pid, s.tid), s.start, s.end);
     let last = all.len() - 1;
+    ends[0] = Some(end_of(&all[0])?);
     ends[last] = end_of(&all[last]);
-    ends[0]?;
-    let device = index
-        .devices_of(all[last].0)
-        .max_by_key(|&d| devices.iter().find(|x| x.device == d).map_or(0, |x| x.busy.busy_in(all[1].2, all[last].3)))?;
-    let device = devices.iter().find(|d| d.device == device)?;
-    let h2d: Vec<CopyOp> = super::pcie::all_h2d(trace).into_iter().filter(|c| c.device == device.device).collect();
-    model(&Inputs { trace, steps: &all, gpu_ends: &ends, device, h2d: &h2d, gaps, short_idle_ns })
+    let busiest = index.devices_of(all[last].pid).max_by_key(|&d| {
+        devices.iter().find(|x| x.device == d).map_or(0, |x| x.busy.busy_in(all[1].start, all[last].end))
+    })?;
+    let device = devices.iter().find(|d| d.device == busiest)?;
+    let h2d: Vec<CopyOp> = h2d.iter().filter(|c| c.device == busiest).copied().collect();
+    model(&Inputs { trace, index, steps: &all, gpu_ends: &ends, device, h2d: &h2d, gaps, short_idle_ns })
 }
 
-/// Every fix the trace holds the numbers for, priced on `m`.
-pub fn all(trace: &Trace, devices: &[DeviceActivity], m: &StepModel) -> Vec<WhatIf> {
-    let h2d = super::pcie::all_h2d(trace);
-    let rate = devices.iter().find_map(|d| super::pcie::link_or_pinned(&trace.counters, d.device, &h2d));
+/// Every fix the trace holds the numbers for, priced on `m` (`h2d` as for [`steady_model`]).
+pub fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
+    let rate = super::pcie::link_or_pinned(&trace.counters, m.device, h2d);
     let cpus = trace.host.cpus.len().max(trace.host.cpu_cores.unwrap_or(0) as usize);
     [
         pin_memory(m, rate),
@@ -363,7 +365,7 @@ pub fn applied(before: &super::Analysis, after: &super::Analysis) -> Option<What
 
 /// A host that runs ahead ends its last step before the GPU ran that step's work: the
 /// steady state lasts until the work the last step launched is done.
-pub fn extend_to_gpu_end(steps: &mut super::steps::Steps, trace: &Trace, index: &super::index::Index) {
+pub fn extend_to_gpu_end(steps: &mut super::steps::Steps, trace: &Trace, index: &Index) {
     if let Some(last) = steps.instances.iter().max_by_key(|i| i.end)
         && let Some(end) = gpu_end(trace, index, (last.pid, last.tid), last.start, last.end)
     {

@@ -25,6 +25,8 @@ pub struct Series {
     // prefix[i] = sum of the first i values: a range's sum is two lookups.
     prefix: Vec<i64>,
     max: i64,
+    // The median time between samples, found once (it scans every sample).
+    period: Ns,
 }
 
 /// Mean, 95th percentile and maximum of a series' samples.
@@ -50,7 +52,8 @@ impl Series {
             prefix.push(sum);
         }
         let max = values.iter().copied().max().unwrap_or(0);
-        Self { device, name, times, prefix, max }
+        let period = median_period(&times);
+        Self { device, name, times, prefix, max, period }
     }
 
     /// Number of samples.
@@ -119,18 +122,23 @@ impl Series {
 
     /// The median time between samples (0 with fewer than two).
     pub fn period_ns(&self) -> Ns {
-        let mut d: Vec<Ns> = self.times.windows(2).map(|w| w[1] - w[0]).collect();
-        if d.is_empty() {
-            return 0;
-        }
-        let mid = d.len() / 2;
-        *d.select_nth_unstable(mid).1
+        self.period
     }
 
     /// Approximate heap bytes (times counted once per shared column by the caller).
     pub fn heap_bytes(&self) -> usize {
         self.prefix.capacity() * 8 + self.name.len()
     }
+}
+
+// The median of the times between consecutive samples (0 with fewer than two).
+fn median_period(times: &[Ns]) -> Ns {
+    let mut d: Vec<Ns> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    if d.is_empty() {
+        return 0;
+    }
+    let mid = d.len() / 2;
+    *d.select_nth_unstable(mid).1
 }
 
 /// The unit in a metric name's trailing brackets: `%` for `[Throughput %]`, else the bracket text.

@@ -77,9 +77,6 @@ pub struct App {
     pub(crate) gpu_dirs: Vec<(UnionDir, UnionDir)>,
     // Of the last threshold change: gaps explained, worker and apply milliseconds (bench).
     pub(crate) regap_stats: (usize, f64, f64),
-    // Sampling period of each GPU counter series (`Series::period_ns` scans its samples,
-    // so once here, not per selection).
-    pub(crate) metric_periods: Vec<Ns>,
     // Context switches by CPU, and the per-process CPU rows.
     pub(crate) host: Arc<HostIndex>,
     pub(crate) cpu_rows: Vec<CpuRow>,
@@ -142,13 +139,11 @@ impl App {
         let host = Arc::clone(&analysis.host);
         let cpu_rows = cpu_rows(&trace, &host, &mut groups);
         let lanes = LaneList::new(&trace, groups);
-        let metric_periods = trace.counters.series.iter().map(crate::model::counters::Series::period_ns).collect();
         let title = std::path::Path::new(&trace.meta.path)
             .file_name()
             .map_or_else(|| trace.meta.path.clone(), |n| n.to_string_lossy().into_owned());
         let viewport = Viewport::new(trace.meta.start_ns, trace.meta.end_ns, 1);
         let mut app = Self {
-            metric_periods,
             host,
             cpu_rows,
             title: super::text::sanitize(&title).into_owned(),
@@ -377,13 +372,10 @@ impl App {
     pub(crate) fn select(&mut self, sel: Option<Selection>) {
         self.selection = sel;
         self.details = match sel {
-            Some(Selection::Event(r)) => {
-                Some(details::event(&self.trace, &self.analysis.lookups, &self.metric_periods, r))
+            Some(Selection::Event(r)) => Some(details::event(&self.trace, &self.analysis.lookups, r)),
+            Some(Selection::Gap(i)) => {
+                self.gaps.get(i).map(|g| details::gap(&self.trace, &self.analysis, g, (i, self.gaps.len())))
             }
-            Some(Selection::Gap(i)) => self
-                .gaps
-                .get(i)
-                .map(|g| details::gap(&self.trace, &self.analysis, &self.metric_periods, g, (i, self.gaps.len()))),
             None => None,
         };
     }

@@ -62,8 +62,8 @@ pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
     Some(found.iter().map(|(_, n)| sanitize(n).into_owned()).collect::<Vec<_>>().join(" › "))
 }
 
-/// Details of one event; `periods`: the sampling period of each counter series.
-pub fn event(trace: &Trace, links: &Index, periods: &[Ns], r: EventRef) -> Details {
+/// Details of one event.
+pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
     let lane = &trace.lanes[r.lane as usize];
     let ev = &lane.ev;
     let i = r.idx as usize;
@@ -97,7 +97,7 @@ pub fn event(trace: &Trace, links: &Index, periods: &[Ns], r: EventRef) -> Detai
             if class != MemClass::Memset
                 && let Place::Gpu(device) = lane.kind.place()
             {
-                metrics_over(trace, periods, device, (ev.start[i], ev.end(i)), &mut d);
+                metrics_over(trace, device, (ev.start[i], ev.end(i)), &mut d);
             }
         }
         LaneKind::CudaApi { .. } => {
@@ -171,19 +171,13 @@ fn describe_links(trace: &Trace, links: &Index, kind: LaneKind, pid: u32, corr: 
 /// the number of samples, counting the samples whose sampling interval lies inside (the
 /// report's rule, `pcie::sum_inside`); one line saying why when none does. Nothing
 /// without metrics.
-fn metrics_over(trace: &Trace, periods: &[Ns], device: u32, span: (Ns, Ns), d: &mut Details) {
-    let series = &trace.counters.series;
-    let key: Vec<(&Series, Ns, &str)> = KEY_METRICS
-        .iter()
-        .filter_map(|(name, label)| {
-            let i = series.iter().position(|s| s.device == device && s.name == *name)?;
-            Some((&series[i], periods.get(i).copied().unwrap_or(0), *label))
-        })
-        .collect();
-    let Some(&(_, period, _)) = key.first() else { return };
+fn metrics_over(trace: &Trace, device: u32, span: (Ns, Ns), d: &mut Details) {
+    let key: Vec<(&Series, &str)> =
+        KEY_METRICS.iter().filter_map(|(name, label)| Some((trace.counters.get(device, name)?, *label))).collect();
+    let Some(period) = key.first().map(|k| k.0.period_ns()) else { return };
     let mut none = true;
-    for &(s, p, label) in &key {
-        let (sum, n) = sum_inside(s, p, span);
+    for &(s, label) in &key {
+        let (sum, n) = sum_inside(s, span);
         if n > 0 {
             none = false;
             let samples =
@@ -202,8 +196,8 @@ fn metrics_over(trace: &Trace, periods: &[Ns], device: u32, span: (Ns, Ns), d: &
     }
 }
 
-/// Details of gap `g`, number `gi` of `count`; `periods` as for [`event`].
-pub fn gap(trace: &Trace, analysis: &Analysis, periods: &[Ns], g: &Gap, (gi, count): (usize, usize)) -> Details {
+/// Details of gap `g`, number `gi` of `count`.
+pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usize)) -> Details {
     let mut d = Details {
         title: format!("idle gap {}/{count} on {}", gi + 1, sanitize(&trace.gpu_label(g.device))),
         lines: Vec::new(),
@@ -218,7 +212,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, periods: &[Ns], g: &Gap, (gi, cou
         d.add("phase", sanitize(p));
     }
     d.add("window", g.window.label());
-    metrics_over(trace, periods, g.device, (g.start, g.end), &mut d);
+    metrics_over(trace, g.device, (g.start, g.end), &mut d);
     if let Some(h) = &g.host {
         d.add("CPU", crate::analysis::host_cause::summary(h, trace.host.cpu_cores));
         if !h.producers.is_empty() {
