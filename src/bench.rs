@@ -18,7 +18,7 @@ use crate::tui::{Action, App};
 
 /// Everything `bench` measures. Every key names its unit.
 #[derive(Debug, Serialize)]
-pub struct Bench {
+pub(crate) struct Bench {
     trace: TraceFacts,
     load: Load,
     memory: Memory,
@@ -47,7 +47,7 @@ struct ReportTime {
 /// `--scale-to K`: the export replicated K times (`lanescope scale`) in a temporary
 /// directory, measured by `bench` in a child process (its own peak RSS), then removed.
 #[derive(Debug, Serialize)]
-pub struct Scale {
+pub(crate) struct Scale {
     factor: u32,
     /// Time to build the larger export.
     build_ms: f64,
@@ -140,7 +140,7 @@ struct Level {
 }
 
 /// Run the benchmark on `path` with frames of `size` (width, height).
-pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
+pub(crate) fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let baseline = rss("VmRSS");
     let t = Instant::now();
     let trace = crate::reader::load(path).with_context(|| path.display().to_string())?;
@@ -217,7 +217,7 @@ pub fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
 /// `bench` on it in a child process (`exe`, this binary), and add the result to `base`.
 /// The directory is removed whatever happens, Ctrl-C included: an interrupt stops the
 /// child and is noticed here (after the export is built, when it comes during the build).
-pub fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u16), exe: &Path) -> Result<()> {
+pub(crate) fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u16), exe: &Path) -> Result<()> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     if crate::reader::queries(path)?.is_empty() {
@@ -433,7 +433,7 @@ fn sqlite3_cli(path: &Path, queries: &[String]) -> Option<f64> {
 }
 
 /// Write the result as text.
-pub fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
+pub(crate) fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
     let l = &b.load;
     writeln!(w, "trace    {} ({:.1} MB, {} events)", b.trace.path, b.trace.file_bytes as f64 / 1e6, b.trace.events)?;
     writeln!(
@@ -544,7 +544,7 @@ fn write_scale_text(w: &mut dyn Write, s: &Scale) -> io::Result<()> {
 }
 
 /// Write the result as JSON.
-pub fn write_json(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
+pub(crate) fn write_json(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
     crate::text::write_json(w, b)
 }
 

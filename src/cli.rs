@@ -204,9 +204,9 @@ impl std::fmt::Display for Exit {
 impl std::error::Error for Exit {}
 
 /// Exit code of a malformed `--fail-if` expression.
-pub const EXIT_MALFORMED: u8 = 2;
+pub(crate) const EXIT_MALFORMED: u8 = 2;
 /// Exit code when a `--fail-if` condition holds.
-pub const EXIT_CONDITION: u8 = 3;
+pub(crate) const EXIT_CONDITION: u8 = 3;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum InfoFormat {
@@ -215,7 +215,7 @@ enum InfoFormat {
 }
 
 /// Parse a duration with a unit: `500ns`, `50us`, `50µs`, `2ms`, `1.5s`.
-pub fn parse_duration(s: &str) -> Result<Ns, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Ns, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -239,7 +239,7 @@ pub fn parse_duration(s: &str) -> Result<Ns, String> {
 }
 
 /// Parse a terminal size `WIDTHxHEIGHT`, e.g. `200x60`.
-pub fn parse_size(s: &str) -> Result<(u16, u16), String> {
+pub(crate) fn parse_size(s: &str) -> Result<(u16, u16), String> {
     let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("'{s}' is not WIDTHxHEIGHT (e.g. 200x60)"))?;
     let parse = |v: &str| v.trim().parse::<u16>().ok().filter(|&n| (10..=1000).contains(&n));
     match (parse(w), parse(h)) {
@@ -249,14 +249,14 @@ pub fn parse_size(s: &str) -> Result<(u16, u16), String> {
 }
 
 /// Parse a snapshot window `START+WIDTH`: two durations (`0` allowed for START).
-pub fn parse_window(s: &str) -> Result<(Ns, Ns), String> {
+pub(crate) fn parse_window(s: &str) -> Result<(Ns, Ns), String> {
     let (a, b) = s.split_once('+').ok_or_else(|| format!("'{s}' is not START+WIDTH (e.g. 1.2s+50ms)"))?;
     let start = if a.trim() == "0" { 0 } else { parse_duration(a)? };
     Ok((start, parse_duration(b)?))
 }
 
 /// Parse a picture size `WIDTHxHEIGHT` or `WIDTH` in pixels (sides 100 to 20000).
-pub fn parse_pixels(s: &str) -> Result<picture::svg::Size, String> {
+pub(crate) fn parse_pixels(s: &str) -> Result<picture::svg::Size, String> {
     let parse = |v: &str| v.trim().parse::<u32>().ok().filter(|&n| (100..=20_000).contains(&n));
     let bad = || format!("'{s}' is not WIDTHxHEIGHT or WIDTH in pixels, sides from 100 to 20000");
     match s.split_once(['x', 'X']) {
@@ -433,7 +433,7 @@ fn view(traces: &[PathBuf], options: Options, settings: crate::tui::Settings) ->
 
 /// Load the inputs of a command: one export, or several (files, directories, globs)
 /// merged on one timeline (`reader::merge`). Errors name the file.
-pub fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
+pub(crate) fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
     let files = reader::inputs::expand(paths)?;
     let mut traces = Vec::with_capacity(files.len());
     for f in &files {
@@ -448,7 +448,7 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
 
 /// Load a trace for a headless command; errors name the file. Loads that take
 /// over a second show a progress bar on stderr when stderr is a terminal.
-pub fn load(path: &Path) -> Result<Trace> {
+pub(crate) fn load(path: &Path) -> Result<Trace> {
     let progress = reader::Progress::default();
     let trace = std::thread::scope(|s| {
         let job = s.spawn(|| reader::load_with_progress(path, &progress));

@@ -125,7 +125,7 @@ struct MetricsInfo<'a> {
 }
 
 /// What `info` says when a trace has no GPU counters.
-pub const NO_GPU_METRICS: &str = "no GPU metrics: capture with --gpu-metrics-devices=all";
+pub(crate) const NO_GPU_METRICS: &str = "no GPU metrics: capture with --gpu-metrics-devices=all";
 
 fn metrics_info(t: &Trace) -> Vec<MetricsInfo<'_>> {
     t.counters
@@ -203,7 +203,7 @@ fn write_host_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
 }
 
 /// The group a lane is shown under: `GPU 0 NVIDIA H200` or `python3 (814) / pt_main (tid 815)`.
-pub fn lane_group(trace: &Trace, lane: &Lane) -> String {
+pub(crate) fn lane_group(trace: &Trace, lane: &Lane) -> String {
     if let Some(d) = lane.kind.shown_with_gpu() {
         return trace.gpu_label(d);
     }
@@ -220,7 +220,7 @@ fn lanes(trace: &Trace) -> Vec<LaneInfo> {
 }
 
 /// Write `info` as text.
-pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+pub(crate) fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     let m = &t.meta;
     writeln!(w, "trace     {}", sanitize(&m.path))?;
     if m.nsys_version == crate::reader::kineto::PRODUCT {
@@ -291,7 +291,7 @@ pub fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
 }
 
 /// Write `info` as JSON.
-pub fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+pub(crate) fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     let m = &t.meta;
     let info = Info {
         path: &m.path,

@@ -4,12 +4,12 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-pub mod counters;
+pub(crate) mod counters;
 
 /// Nanoseconds on the session timeline (may be negative for pre-capture events).
 pub type Ns = i64;
 /// Index into [`Strings`].
-pub type StrId = u32;
+pub(crate) type StrId = u32;
 
 /// Interned strings: each distinct name is stored once.
 #[derive(Debug, Default, Clone)]
@@ -723,7 +723,7 @@ pub enum LaneKind {
 
 /// Flag of an OS runtime call made while taking Python's GIL (its backtrace holds
 /// `take_gil`, `PyEval_RestoreThread`...).
-pub const OSRT_GIL: u32 = 1;
+pub(crate) const OSRT_GIL: u32 = 1;
 
 /// Where a lane is shown: with a GPU, or with a thread of the lane's process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1050,7 +1050,7 @@ impl Meta {
 
 /// `nsys VERSION` for an nsys version string, else the string itself (another producer,
 /// such as `PyTorch Profiler (Kineto)`).
-pub fn producer(version: &str) -> String {
+pub(crate) fn producer(version: &str) -> String {
     if version.is_empty() {
         "nsys ?".to_string()
     } else if version.starts_with(|c: char| c.is_ascii_digit()) {
@@ -1293,7 +1293,7 @@ pub fn strip_api_version(name: &str) -> &str {
 
 /// Group a range name: every run of ASCII digits becomes `N` (`step 12` -> `step N`,
 /// `layer3.conv1` -> `layerN.convN`). Names without digits are returned as they are.
-pub fn group_name(name: &str) -> Cow<'_, str> {
+pub(crate) fn group_name(name: &str) -> Cow<'_, str> {
     if !name.bytes().any(|b| b.is_ascii_digit()) {
         return Cow::Borrowed(name);
     }
@@ -1315,7 +1315,7 @@ pub fn group_name(name: &str) -> Cow<'_, str> {
 
 /// Rank of a step-like name: 0 for step/iteration names, 1 batch, 2 epoch; None for
 /// names without a number or a step word.
-pub fn step_rank(grouped: &str) -> Option<u8> {
+pub(crate) fn step_rank(grouped: &str) -> Option<u8> {
     let n = grouped.to_ascii_lowercase();
     // A number in the name (grouped to a lone `N`) marks one instance per step.
     let b = grouped.as_bytes();

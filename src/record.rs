@@ -22,7 +22,7 @@ const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
 
 /// Arguments of `lanescope record`.
 #[derive(Debug, Args, Clone)]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// Do not sample GPU metrics (`--gpu-metrics-devices=all`), e.g. on GPUs without
     /// support or without profiling permission.
     #[arg(long)]
@@ -53,7 +53,7 @@ pub struct RecordArgs {
 
 /// A finished recording.
 #[derive(Debug)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     /// The report nsys wrote.
     pub report: PathBuf,
     /// The profiled program's exit code (nsys passes it through), 128 + N for a signal.
@@ -62,7 +62,7 @@ pub struct Recorded {
 
 /// One `nsys profile` flag (one or two words) and what it is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Flag {
+pub(crate) struct Flag {
     /// The words as nsys gets them (`-t`, `cuda,nvtx,osrt`).
     pub words: Vec<String>,
     /// What it collects, for the stderr line.
@@ -70,7 +70,7 @@ pub struct Flag {
 }
 
 /// Profile `args.command` with nsys, then export the report into the cache.
-pub fn record(args: &RecordArgs) -> Result<Recorded> {
+pub(crate) fn record(args: &RecordArgs) -> Result<Recorded> {
     let Some(nsys) = rep::find_nsys() else {
         bail!(
             "nsys is not on PATH: install NVIDIA Nsight Systems (https://developer.nvidia.com/nsight-systems) \
@@ -104,7 +104,7 @@ pub fn record(args: &RecordArgs) -> Result<Recorded> {
 }
 
 /// The flags for `args`, with CPU sampling when `sampling` (the kernel allows it).
-pub fn flags(args: &RecordArgs, sampling: bool) -> Vec<Flag> {
+pub(crate) fn flags(args: &RecordArgs, sampling: bool) -> Vec<Flag> {
     let f = |arg: &str, why| Flag { words: arg.split(' ').map(String::from).collect(), why };
     let mut v = vec![f("-t cuda,nvtx,osrt", "CUDA API calls, kernels and copies; NVTX ranges; OS runtime calls")];
     if sampling {

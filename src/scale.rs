@@ -14,7 +14,7 @@ use crate::reader::check_file;
 const TABLES: &[&str] = crate::reader::EVENT_TABLES;
 
 /// Write `out` as `input` with every event table replicated `factor` times.
-pub fn scale(input: &Path, out: &Path, factor: u32) -> Result<()> {
+pub(crate) fn scale(input: &Path, out: &Path, factor: u32) -> Result<()> {
     if factor < 1 {
         bail!("--factor must be at least 1");
     }

@@ -15,7 +15,7 @@ fn is_unsafe(c: char) -> bool {
 }
 
 /// True for the bidirectional marks, overrides and isolates.
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
@@ -23,7 +23,7 @@ pub fn is_bidi_control(c: char) -> bool {
 /// output (report, diff, info, bench). Besides serde's escapes (C0, quote, backslash),
 /// DEL, C1 controls and bidi controls are written as `\uXXXX`, so that the raw output
 /// is safe on a terminal too; a JSON parser reads the same strings back.
-pub fn write_json<T: serde::Serialize + ?Sized>(w: &mut dyn std::io::Write, value: &T) -> std::io::Result<()> {
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(w: &mut dyn std::io::Write, value: &T) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     writeln!(w, "{}", json_escape_controls(&text))
 }
@@ -59,7 +59,7 @@ pub fn sanitize(s: &str) -> Cow<'_, str> {
 }
 
 /// Cut `s` to at most `max` characters, ending with `…` when cut.
-pub fn ellipsize(s: &str, max: usize) -> Cow<'_, str> {
+pub(crate) fn ellipsize(s: &str, max: usize) -> Cow<'_, str> {
     if max == 0 {
         return Cow::Borrowed("");
     }
@@ -72,7 +72,7 @@ pub fn ellipsize(s: &str, max: usize) -> Cow<'_, str> {
 
 /// Make a trace name safe inside SVG or HTML text and attributes: [`sanitize`] it (no
 /// control characters or bidi overrides, nor XML's non-characters), then escape `&<>"'`.
-pub fn escape_xml(s: &str) -> String {
+pub(crate) fn escape_xml(s: &str) -> String {
     let clean = sanitize(s);
     let mut out = String::with_capacity(clean.len());
     for c in clean.chars() {
@@ -91,7 +91,7 @@ pub fn escape_xml(s: &str) -> String {
 }
 
 /// Format nanoseconds with an adaptive unit: `850 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`.
-pub fn fmt_ns(ns: Ns) -> String {
+pub(crate) fn fmt_ns(ns: Ns) -> String {
     let a = ns.unsigned_abs() as f64;
     let sign = if ns < 0 { "-" } else { "" };
     if a < 1e3 {
@@ -117,7 +117,7 @@ fn sig3(v: f64) -> String {
 }
 
 /// Format a byte count with decimal units: `512 B`, `4.19 MB`, `3.52 GB`.
-pub fn fmt_bytes(b: u64) -> String {
+pub(crate) fn fmt_bytes(b: u64) -> String {
     let v = b as f64;
     if v < 1e3 {
         format!("{b} B")
@@ -131,22 +131,22 @@ pub fn fmt_bytes(b: u64) -> String {
 }
 
 /// Bandwidth in GB/s (decimal) of `bytes` moved in `ns`; None for a zero duration.
-pub fn gbps(bytes: u64, ns: Ns) -> Option<f64> {
+pub(crate) fn gbps(bytes: u64, ns: Ns) -> Option<f64> {
     (ns > 0).then(|| bytes as f64 / ns as f64)
 }
 
 /// `part` over `whole` in percent; None for a zero whole.
-pub fn percent(part: Ns, whole: Ns) -> Option<f64> {
+pub(crate) fn percent(part: Ns, whole: Ns) -> Option<f64> {
     (whole > 0).then(|| 100.0 * part as f64 / whole as f64)
 }
 
 /// Format a rate of `bytes` over `ns` as `12.34 GB/s`, `-` for no time.
-pub fn fmt_gbps(bytes: u64, ns: Ns) -> String {
+pub(crate) fn fmt_gbps(bytes: u64, ns: Ns) -> String {
     gbps(bytes, ns).map_or_else(|| "-".to_string(), |g| format!("{g:.2} GB/s"))
 }
 
 /// Format a count with thousands separators: `27,059`.
-pub fn fmt_count(n: u64) -> String {
+pub(crate) fn fmt_count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {

@@ -38,14 +38,14 @@ use crate::model::{ApiKind, LaneKind, MemClass, MemKind, Ns, Trace};
 use crate::text::{fmt_bytes, fmt_ns, gbps};
 
 /// Chunks of `gpu_time_util`.
-pub const UTIL_CHUNKS: i64 = 30;
+pub(crate) const UTIL_CHUNKS: i64 = 30;
 /// Utilization under which a chunk is low, percent.
-pub const UTIL_LOW_PCT: f64 = 50.0;
+pub(crate) const UTIL_LOW_PCT: f64 = 50.0;
 /// Fewest bytes for a bandwidth comparison.
-pub const BANDWIDTH_MIN_BYTES: u64 = 1_000_000;
+pub(crate) const BANDWIDTH_MIN_BYTES: u64 = 1_000_000;
 
 /// Everything the rules look at.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The trace.
     pub trace: &'a Trace,
     /// Lookups.
@@ -72,7 +72,7 @@ pub struct Inputs<'a> {
 
 /// Run every rule; most severe first, rule order within a severity. `explainer` is the
 /// one that found the gaps.
-pub fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Finding> {
+pub(crate) fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Finding> {
     let span: Ns = x.devices.iter().filter_map(DeviceActivity::extent).map(|(a, b)| b - a).sum();
     let host_span = if span > 0 { span } else { x.trace.duration() };
     let mut out: Vec<Option<Finding>> = vec![gpu_records_missing(x)];
@@ -100,7 +100,7 @@ pub fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Finding> {
 /// Put the headline first: most severe first; within a severity, a straggler, then (when
 /// steady gaps wait on the sync of pageable copies, `pageable_sync`) the pinned-memory
 /// fix, then the finding that explains the most steady idle; rule order breaks ties.
-pub fn order(findings: &mut [Finding], pageable_sync: bool) {
+pub(crate) fn order(findings: &mut [Finding], pageable_sync: bool) {
     let pinned = cause_fix(Cause::PageableCopy);
     findings.sort_by_cached_key(|f| {
         let first = match f.rule {
@@ -176,7 +176,7 @@ fn pct(share: f64) -> String {
 }
 
 /// What to do about gaps of each cause.
-pub fn cause_fix(cause: Cause) -> &'static str {
+pub(crate) fn cause_fix(cause: Cause) -> &'static str {
     match cause {
         Cause::SyncWait => {
             "Remove per-step synchronization (loss.item(), .cpu(), torch.cuda.synchronize(), cudaDeviceSynchronize) \
@@ -238,7 +238,7 @@ pub fn cause_fix(cause: Cause) -> &'static str {
 
 /// What to do about gaps of `cause` whose evidence says `hint` (a sleep, the sync of a
 /// pageable copy, a JIT compile): the evidence decides where it knows more than the cause.
-pub fn hinted_fix(cause: Cause, hint: Hint) -> &'static str {
+pub(crate) fn hinted_fix(cause: Cause, hint: Hint) -> &'static str {
     match hint {
         Hint::Sleep => {
             "The launching thread sleeps (time.sleep, a rate limiter or a polling loop): remove the sleep, or wait \
@@ -507,7 +507,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
 }
 
 /// Low-utilization regions of one GPU: (start, end, utilization %) after merging.
-pub fn low_util_regions(d: &DeviceActivity) -> (usize, Vec<(Ns, Ns, f64)>) {
+pub(crate) fn low_util_regions(d: &DeviceActivity) -> (usize, Vec<(Ns, Ns, f64)>) {
     let Some((lo, hi)) = d.extent() else { return (0, Vec::new()) };
     let size = (hi - lo + UTIL_CHUNKS - 1) / UTIL_CHUNKS;
     let mut low = 0;
@@ -670,7 +670,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
 }
 
 /// GPU idle inside the steady window in holes shorter than `--min-gap`, summed over GPUs.
-pub fn short_idle_ns(devices: &[DeviceActivity], gaps: &[Gap], w: super::Windows) -> Ns {
+pub(crate) fn short_idle_ns(devices: &[DeviceActivity], gaps: &[Gap], w: super::Windows) -> Ns {
     devices
         .iter()
         .filter_map(|d| Some((d, d.extent()?)))

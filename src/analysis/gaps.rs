@@ -52,15 +52,15 @@ use crate::text::fmt_ns;
 
 /// Longest stretch outside CUDA calls that still counts as issuing calls back to back
 /// (launch overhead is tens of µs): 50 µs.
-pub const LAUNCH_STRETCH_MAX_NS: Ns = 50_000;
+pub(crate) const LAUNCH_STRETCH_MAX_NS: Ns = 50_000;
 
 /// Longest launch call (launch, memset, async copy) that is still launch overhead: a
 /// slower one is driver work such as lazy module loading: 500 µs.
-pub const LAUNCH_CALL_MAX_NS: Ns = 500_000;
+pub(crate) const LAUNCH_CALL_MAX_NS: Ns = 500_000;
 
 /// How long after the gap start a host-blocking call may return and still be the one
 /// that drained the GPU: 100 µs.
-pub const DRAIN_SLACK_NS: Ns = 100_000;
+pub(crate) const DRAIN_SLACK_NS: Ns = 100_000;
 
 // How far back from the gap start to look for calls that began before it (calls of one
 // thread rarely nest deeper than runtime -> driver).
@@ -117,7 +117,7 @@ impl NameClass {
 const BLOCKING_READS: &[&str] = &["read", "readv", "pread", "pread64", "preadv", "fread", "fsync", "fdatasync"];
 
 /// True for OS runtime calls that touch storage: file reads, opens, stats and syncs.
-pub fn is_io_call(name: &str) -> bool {
+pub(crate) fn is_io_call(name: &str) -> bool {
     const EXACT: &[&str] =
         &["preadv2", "sendfile", "sendfile64", "copy_file_range", "readahead", "posix_fadvise", "posix_fadvise64"];
     const PREFIX: &[&str] = &["open", "fopen", "stat", "fstat", "lstat", "newfstatat", "statx", "access", "getdents"];
@@ -126,12 +126,12 @@ pub fn is_io_call(name: &str) -> bool {
 
 /// True for storage calls that only touch files: [`is_io_call`] but `read` and `readv`,
 /// which may read a pipe (a DataLoader worker's queue).
-pub fn is_file_call(name: &str) -> bool {
+pub(crate) fn is_file_call(name: &str) -> bool {
     is_io_call(name) && !matches!(name, "read" | "readv")
 }
 
 /// True for OS runtime calls that block waiting for another thread, a process or I/O.
-pub fn is_blocking_os_call(name: &str) -> bool {
+pub(crate) fn is_blocking_os_call(name: &str) -> bool {
     const EXACT: &[&str] = &[
         "recv",
         "recvfrom",
@@ -493,27 +493,27 @@ fn sweep(calls: &[(Ns, Ns, Act)], a: Ns, b: Ns) -> [Ns; 6] {
 }
 
 /// Idle gaps of at least `options.min_gap_ns` on every GPU, sorted by start, with causes.
-pub fn find(trace: &Trace, devices: &[DeviceActivity], index: &Index, options: &Options) -> Vec<Gap> {
+pub(crate) fn find(trace: &Trace, devices: &[DeviceActivity], index: &Index, options: &Options) -> Vec<Gap> {
     Explainer::new(trace, index, devices, options).find()
 }
 
 /// Finds and explains gaps; keeps what it learned about lanes, so that parts of gaps
 /// can be explained again cheaply (the starvation finding clips gaps to the steps: a gap
 /// that starts before a step may have a different cause inside it).
-pub struct Explainer<'a> {
+pub(crate) struct Explainer<'a> {
     ctx: Ctx<'a>,
     devices: &'a [DeviceActivity],
 }
 
 impl<'a> Explainer<'a> {
     /// An explainer over `trace` and its device unions.
-    pub fn new(trace: &'a Trace, index: &'a Index, devices: &'a [DeviceActivity], options: &'a Options) -> Self {
+    pub(crate) fn new(trace: &'a Trace, index: &'a Index, devices: &'a [DeviceActivity], options: &'a Options) -> Self {
         Self { ctx: Ctx::new(trace, index, options), devices }
     }
 
     /// Gaps of every device, sorted by start, with causes. Windows are all steady
     /// until [`super::steps`] sets them.
-    pub fn find(&mut self) -> Vec<Gap> {
+    pub(crate) fn find(&mut self) -> Vec<Gap> {
         let mut gaps = Vec::new();
         for d in self.devices {
             let fallback_pid = self.fallback_pid(d.device);
@@ -529,7 +529,7 @@ impl<'a> Explainer<'a> {
 
     /// The process that stands for `device` when the operation ending a gap has none
     /// (the one with the most GPU operations there).
-    pub fn fallback_pid(&self, device: u32) -> u32 {
+    pub(crate) fn fallback_pid(&self, device: u32) -> u32 {
         busiest_pid(self.ctx.trace, device_lanes(&self.ctx.gpu_lanes, device))
     }
 
@@ -537,7 +537,13 @@ impl<'a> Explainer<'a> {
     /// `stretch_start` (the end of the previous gap, or the device's first operation),
     /// explained as [`Explainer::find`] does. Only the evidence of a queued gap depends
     /// on `stretch_start`.
-    pub fn explain_window(&mut self, device: u32, fallback_pid: u32, (start, end): (Ns, Ns), stretch_start: Ns) -> Gap {
+    pub(crate) fn explain_window(
+        &mut self,
+        device: u32,
+        fallback_pid: u32,
+        (start, end): (Ns, Ns),
+        stretch_start: Ns,
+    ) -> Gap {
         let (op, call) = self.ctx.launch_of_op_at(device, end);
         let pid = op.map_or(fallback_pid, |(p, _)| p);
         self.explain(&Win { device, pid, call, start, end, stretch_start })
@@ -545,7 +551,7 @@ impl<'a> Explainer<'a> {
 
     /// Cause and phase of the part `[start, end)` of `gap`, decided by the thread that
     /// launched the operation ending the gap. Cheapest when parts come in time order.
-    pub fn part(&mut self, gap: &Gap, start: Ns, end: Ns) -> (Cause, Option<String>) {
+    pub(crate) fn part(&mut self, gap: &Gap, start: Ns, end: Ns) -> (Cause, Option<String>) {
         if (start, end) == (gap.start, gap.end) {
             return (gap.cause, gap.phase.clone());
         }

@@ -133,10 +133,10 @@ struct ThreadLanes {
 
 /// Share of a process tree's on-CPU time below which a CPU it touched is a stray, not
 /// one its affinity allows: 0.2%.
-pub const STRAY_CPU_SHARE: f64 = 0.002;
+pub(crate) const STRAY_CPU_SHARE: f64 = 0.002;
 
 /// Share of a viewer cell a CPU must give a process for its CPU row to count it.
-pub const ACTIVE_CPU_SHARE: f64 = 0.05;
+pub(crate) const ACTIVE_CPU_SHARE: f64 = 0.05;
 
 /// Per-CPU on-CPU intervals and per-thread host lanes of a trace, built once.
 #[derive(Debug, Clone, Default)]
@@ -158,7 +158,7 @@ pub struct HostIndex {
 /// Threads that nsys itself runs inside the profiled processes (`[NSys]`, `[NSys Comms]`,
 /// `NSys PySampling`, `CUPTI worker thread`...): they are no part of the job's load,
 /// thread counts or producers.
-pub fn is_profiler_thread(name: &str) -> bool {
+pub(crate) fn is_profiler_thread(name: &str) -> bool {
     name.starts_with("[NSys") || name.starts_with("NSys") || name.contains("CUPTI") || name.contains("CommsProcess")
 }
 
@@ -384,7 +384,7 @@ fn os_rows(lane: &Lane, max_end: &[Ns], a: Ns, b: Ns) -> std::ops::Range<usize> 
 
 /// Where a thread's time went in a window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ThreadTime {
+pub(crate) struct ThreadTime {
     /// Window length.
     pub window_ns: Ns,
     /// On a CPU.
@@ -411,7 +411,7 @@ pub struct ThreadTime {
 
 /// On/off-CPU split of thread (`pid`, `tid`) over `[a, b)`; None when the trace has no
 /// context switches of it.
-pub fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<ThreadTime> {
+pub(crate) fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<ThreadTime> {
     let t = ix.thread(pid, tid)?;
     let on: Vec<(Ns, Ns)> = clipped(&trace.lanes[t.on_cpu?], a, b).collect();
     let (mut blocking, mut all, mut io, mut file) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -553,7 +553,7 @@ impl TopSymbol {
 
 /// CPU samples of a thread in a window.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct SampleSummary {
+pub(crate) struct SampleSummary {
     /// Samples in the window.
     pub samples: usize,
     /// The most sampled leaf symbols, most first (ties by name).
@@ -561,7 +561,14 @@ pub struct SampleSummary {
 }
 
 /// The `n` most sampled leaf symbols of thread (`pid`, `tid`) in `[a, b)`.
-pub fn top_symbols(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, (a, b): (Ns, Ns), n: usize) -> SampleSummary {
+pub(crate) fn top_symbols(
+    trace: &Trace,
+    ix: &HostIndex,
+    pid: u32,
+    tid: u32,
+    (a, b): (Ns, Ns),
+    n: usize,
+) -> SampleSummary {
     let Some(li) = ix.thread(pid, tid).and_then(|t| t.samples) else { return SampleSummary::default() };
     let ev = &trace.lanes[li].ev;
     let rows = ev.start.partition_point(|&s| s < a)..ev.start.partition_point(|&s| s < b);
@@ -588,7 +595,7 @@ pub fn top_symbols(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, (a, b): (N
 }
 
 /// The file name of a module path.
-pub fn module_file(path: &str) -> &str {
+pub(crate) fn module_file(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -635,7 +642,14 @@ pub struct Producer {
 
 /// Threads of `pids` other than (`pid`, `tid`) that ran in `[a, b)`, busiest first
 /// (ties by pid, tid).
-pub fn producers(trace: &Trace, ix: &HostIndex, pids: &[u32], (pid, tid): (u32, u32), a: Ns, b: Ns) -> Vec<Producer> {
+pub(crate) fn producers(
+    trace: &Trace,
+    ix: &HostIndex,
+    pids: &[u32],
+    (pid, tid): (u32, u32),
+    a: Ns,
+    b: Ns,
+) -> Vec<Producer> {
     let w = (b - a).max(1) as f64;
     let mut pids = pids.to_vec();
     pids.sort_unstable();
@@ -679,7 +693,7 @@ pub struct HostWindow {
 /// Host view of `[a, b)` for thread (`pid`, `tid`) of the process tree `pids` (the
 /// caller's choice: the process, its DataLoader workers...), with the `top` most
 /// sampled symbols.
-pub fn window(
+pub(crate) fn window(
     trace: &Trace,
     ix: &HostIndex,
     (pid, tid): (u32, u32),

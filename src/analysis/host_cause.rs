@@ -37,24 +37,24 @@ use crate::model::{LaneKind, Ns, Trace};
 use crate::text::fmt_ns;
 
 /// Busy share above which the CPUs a process tree uses count as saturated.
-pub const SATURATED: f64 = 0.9;
+pub(crate) const SATURATED: f64 = 0.9;
 
 /// Fewest samples in a gap for its evidence line to name hot functions (the `host`
 /// object and the per-cause totals keep every sample).
-pub const MIN_SAMPLES: usize = 5;
+pub(crate) const MIN_SAMPLES: usize = 5;
 
 /// Hot functions kept per gap.
-pub const TOP_FUNCTIONS: usize = 5;
+pub(crate) const TOP_FUNCTIONS: usize = 5;
 
 /// Sample counts per cause: (symbol, module) -> samples, over the gaps' explaining threads.
-pub type HotByCause = HashMap<Cause, HashMap<(String, String), usize>>;
+pub(crate) type HotByCause = HashMap<Cause, HashMap<(String, String), usize>>;
 
 // A process tree (its pids) and its compiler threads.
 type Tree = (Vec<u32>, Vec<(u32, u32)>);
 
 /// Apply rule 6 to `gaps` in place (the hot functions per cause are pooled afterwards,
 /// over steady gaps only: [`steady_hot`]).
-pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
+pub(crate) fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
     if ix.is_empty() {
         return;
     }
@@ -95,7 +95,7 @@ pub fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
 
 /// Sample counts per cause pooled over the steady gaps only (start-up's imports and
 /// compiles say nothing about the loop).
-pub fn steady_hot(gaps: &[Gap]) -> HotByCause {
+pub(crate) fn steady_hot(gaps: &[Gap]) -> HotByCause {
     let mut hot = HotByCause::new();
     for g in gaps.iter().filter(|g| g.window == super::Window::Steady) {
         let Some(h) = &g.host else { continue };
@@ -109,14 +109,14 @@ pub fn steady_hot(gaps: &[Gap]) -> HotByCause {
 
 /// Rule 6 for the part `[start, end)` of `gap`, whose rules 1-5 gave `cause` (the
 /// starvation finding clips gaps to steps).
-pub fn part_cause(trace: &Trace, ix: &HostIndex, gap: &Gap, (start, end): (Ns, Ns), cause: Cause) -> Cause {
+pub(crate) fn part_cause(trace: &Trace, ix: &HostIndex, gap: &Gap, (start, end): (Ns, Ns), cause: Cause) -> Cause {
     let Some(tid) = gap.tid.filter(|_| !ix.is_empty()) else { return cause };
     let part = Gap { start, end, cause, evidence: String::new(), host: None, ..gap.clone() };
     decide(trace, ix, &part, tid, &process_tree(trace, gap.pid)).cause
 }
 
 /// The top `n` functions of each cause, with their share of that cause's samples.
-pub fn top_by_cause(hot: &HotByCause, n: usize) -> HashMap<Cause, Vec<TopSymbol>> {
+pub(crate) fn top_by_cause(hot: &HotByCause, n: usize) -> HashMap<Cause, Vec<TopSymbol>> {
     hot.iter()
         .map(|(&c, counts)| {
             let total: usize = counts.values().sum();
@@ -144,7 +144,7 @@ fn hot_text(top: &[TopSymbol], samples: usize) -> String {
 
 /// The gap's process and the processes with host data that started after it with a
 /// higher pid (its forked workers), sorted.
-pub fn process_tree(trace: &Trace, pid: u32) -> Vec<u32> {
+pub(crate) fn process_tree(trace: &Trace, pid: u32) -> Vec<u32> {
     let first = |p: u32| {
         trace.lanes.iter().filter(|l| l.pid == p && !l.ev.is_empty()).filter_map(|l| l.ev.start.first()).min().copied()
     };
@@ -446,7 +446,7 @@ fn work_of(trace: &Trace, who: (u32, u32), g: &Gap) -> Cause {
 
 /// True for names of input-pipeline threads inside the training process (PyTorch's
 /// `pt_data_pin`, a data loader's or prefetcher's thread).
-pub fn is_input_thread(name: &str) -> bool {
+pub(crate) fn is_input_thread(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     ["data", "pin", "loader", "prefetch"].iter().any(|k| n.contains(k))
 }
@@ -489,7 +489,7 @@ fn compiling_in(trace: &Trace, ix: &HostIndex, compilers: &[(u32, u32)], me: (u3
 
 /// True for names of JIT compilers' threads, processes, modules and functions (NVRTC,
 /// ptxas, Triton, nvFuser, nvJitLink, the PTX compiler).
-pub fn is_compiler(name: &str) -> bool {
+pub(crate) fn is_compiler(name: &str) -> bool {
     const COMPILERS: [&str; 11] =
         ["nvrtc", "ptxas", "triton", "nvfuser", "nvjitlink", "nvptxcompiler", "cicc", "inductor", "nvcc", "gcc", "cc1"];
     let n = name.to_ascii_lowercase();
@@ -498,7 +498,7 @@ pub fn is_compiler(name: &str) -> bool {
 
 /// What `host` says about a gap, as one line for the viewer; `cores` are the machine's
 /// logical CPUs where the export records them.
-pub fn summary(w: &HostWindow, cores: Option<u32>) -> String {
+pub(crate) fn summary(w: &HostWindow, cores: Option<u32>) -> String {
     let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0}%", v * 100.0));
     let of = cores.map_or(String::new(), |n| format!(" (of {n} on the machine)"));
     format!(

@@ -14,7 +14,7 @@ use std::ops::Range;
 use crate::model::Ns;
 
 /// Intervals per block of a [`Union`].
-pub const BLOCK: usize = 32;
+pub(crate) const BLOCK: usize = 32;
 
 /// A union of intervals: disjoint, sorted, never touching, with prefix sums of busy time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,14 +34,14 @@ pub struct Union {
 
 /// Builds a [`Union`] from intervals sorted by start, merging overlapping and touching ones.
 #[derive(Debug, Default)]
-pub struct Builder {
+pub(crate) struct Builder {
     u: Union,
     cur: Option<(Ns, Ns)>,
 }
 
 impl Builder {
     /// A builder with room for `n` intervals.
-    pub fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         let u = Union {
             block_start: Vec::with_capacity(n.div_ceil(BLOCK)),
             block_cum: Vec::with_capacity(n.div_ceil(BLOCK)),
@@ -53,7 +53,7 @@ impl Builder {
     }
 
     /// Add `[s, e)`; `s` must not be before the previous start. Empty intervals are dropped.
-    pub fn add(&mut self, s: Ns, e: Ns) {
+    pub(crate) fn add(&mut self, s: Ns, e: Ns) {
         if e <= s {
             return;
         }
@@ -68,7 +68,7 @@ impl Builder {
     }
 
     /// The union of everything added.
-    pub fn finish(mut self) -> Union {
+    pub(crate) fn finish(mut self) -> Union {
         if let Some((s, e)) = self.cur.take() {
             self.u.push(s, e);
         }
@@ -318,7 +318,7 @@ fn get_varint(v: &[u8], pos: &mut usize) -> u64 {
 
 /// `v.partition_point(pred)`, searched outward from `hint` by doubling steps: O(log d)
 /// for an answer `d` rows away.
-pub fn partition_near<T>(v: &[T], hint: usize, pred: impl Fn(&T) -> bool) -> usize {
+pub(crate) fn partition_near<T>(v: &[T], hint: usize, pred: impl Fn(&T) -> bool) -> usize {
     let h = hint.min(v.len());
     if h < v.len() && pred(&v[h]) {
         // The answer is after h.

@@ -10,11 +10,11 @@ use crate::model::Ns;
 use crate::text::fmt_ns;
 
 /// The fix for copies that saturate the link.
-pub const LINK_FIX: &str = "The link is the bottleneck: move fewer bytes (send uint8 images to the GPU and \
+pub(crate) const LINK_FIX: &str = "The link is the bottleneck: move fewer bytes (send uint8 images to the GPU and \
     normalise there, or compress), overlap the copy with compute (prefetch the next batch on a side stream with \
     pinned memory and non_blocking=True), or use a faster link (a PCIe Gen5 slot, NVLink-C2C)";
 /// The fix for many small copies.
-pub const SMALL_FIX: &str = "Each copy pays a fixed cost: collate the samples into one contiguous pinned \
+pub(crate) const SMALL_FIX: &str = "Each copy pays a fixed cost: collate the samples into one contiguous pinned \
     buffer on the host (torch.stack / the DataLoader's collate) and make one copy per batch";
 
 fn pct(share: f64) -> String {
@@ -44,7 +44,7 @@ fn severity(share: f64) -> Severity {
 
 /// `link_bound` and `small_copies` findings of the phases (the step phase left out: its
 /// copies are its children's).
-pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepModel>) -> Vec<Finding> {
+pub(crate) fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepModel>) -> Vec<Finding> {
     let step_ns = model.map(|m| m.step_ns);
     let mut out = Vec::new();
     for p in phases.iter().filter(|p| Some(p.name.as_str()) != step_phase && p.h2d_exposed_ns > 0) {
@@ -98,7 +98,7 @@ pub fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option<&StepM
 }
 
 /// The what-if that belongs to finding `f`, if one was priced.
-pub fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a WhatIf> {
+pub(crate) fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a WhatIf> {
     let cause = f.evidence.iter().find(|(k, _)| k == "cause" || k == "dominant_cause").map(|(_, v)| v.as_str());
     // The fix the finding proposes: by rule, else by the words of its fix, else its cause.
     let fx = f.fix.as_str();
@@ -122,7 +122,7 @@ pub fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a WhatIf> {
 /// Add each finding's what-if to its evidence (`whatif_*` keys). A finding whose fix would
 /// not shorten the step (another limit binds) drops a severity level and says which limit:
 /// the headline is what a user acts on.
-pub fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
+pub(crate) fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
     for f in findings {
         let Some(w) = whatif_of(f, whatifs).cloned() else { continue };
         if w.saving_per_step_ns == 0 && w.limited_by != "none" {
@@ -144,7 +144,7 @@ pub fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
 
 /// The finding's what-if as one line (`what-if: pin_memory saves 13.9 ms per step
 /// (22.7 ms -> 8.72 ms), limited by none`), from its `whatif_*` evidence.
-pub fn whatif_line(f: &Finding) -> Option<String> {
+pub(crate) fn whatif_line(f: &Finding) -> Option<String> {
     let get = |k: &str| f.evidence.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let num = |k: &str| get(k).and_then(|v| v.parse::<Ns>().ok());
     let (fix, save, after, by) = (

@@ -16,29 +16,29 @@
 // once stayed on the wrong GPU): name the variants, or allow it with a reason.
 #![warn(clippy::wildcard_enum_match_arm)]
 
-pub mod findings;
-pub mod gaps;
-pub mod host;
-pub mod host_cause;
-pub mod index;
-pub mod intervals;
-pub mod link;
-pub mod names;
-pub mod pcie;
-pub mod phases;
-pub use phases::Instance;
-pub mod ranks;
-pub mod regap;
-pub mod steps;
-pub mod transfers;
-pub mod whatif;
+pub(crate) mod findings;
+pub(crate) mod gaps;
+pub(crate) mod host;
+pub(crate) mod host_cause;
+pub(crate) mod index;
+pub(crate) mod intervals;
+pub(crate) mod link;
+pub(crate) mod names;
+pub(crate) mod pcie;
+pub(crate) mod phases;
+pub(crate) use phases::Instance;
+pub(crate) mod ranks;
+pub(crate) mod regap;
+pub(crate) mod steps;
+pub(crate) mod transfers;
+pub(crate) mod whatif;
 
 use crate::model::{Ns, Trace};
 use intervals::Builder;
-pub use intervals::Union;
+pub(crate) use intervals::Union;
 
 /// Default minimum idle gap: 100 us.
-pub const DEFAULT_MIN_GAP_NS: Ns = 100_000;
+pub(crate) const DEFAULT_MIN_GAP_NS: Ns = 100_000;
 
 /// Knobs of the analysis.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +111,7 @@ impl DeviceActivity {
 
 /// The union of the events of the lanes whose kind passes `want`. Lanes are sorted by
 /// start: they are merged as they are, with no copy and no sort.
-pub fn lanes_union(trace: &Trace, want: impl Fn(crate::model::LaneKind) -> bool) -> Union {
+pub(crate) fn lanes_union(trace: &Trace, want: impl Fn(crate::model::LaneKind) -> bool) -> Union {
     let lanes = trace.lanes.iter().filter(|l| want(l.kind));
     let rows = lanes.map(|l| l.ev.start.iter().copied().zip(l.ev.ends()));
     Union::from_sorted(itertools::kmerge_by(rows, |a: &(Ns, Ns), b: &(Ns, Ns)| a.0 < b.0))
@@ -653,7 +653,7 @@ pub fn find_gaps(trace: &Trace, devices: &[DeviceActivity], options: &Options) -
 }
 
 /// [`find_gaps`] with the host index already built (`Analysis::host`).
-pub fn find_gaps_with(
+pub(crate) fn find_gaps_with(
     trace: &Trace,
     devices: &[DeviceActivity],
     options: &Options,

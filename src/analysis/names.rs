@@ -6,7 +6,7 @@ use super::DurStats;
 use crate::model::{Ns, group_name};
 
 /// The phase name of a range: grouped unless `exact`.
-pub fn phase_name(name: &str, exact: bool) -> Cow<'_, str> {
+pub(crate) fn phase_name(name: &str, exact: bool) -> Cow<'_, str> {
     if exact { Cow::Borrowed(name) } else { group_name(name) }
 }
 

@@ -26,13 +26,13 @@ use crate::model::counters::{Counters, Series, names};
 use crate::model::{LaneKind, MemClass, MemFlags, MemKind, Ns, Trace};
 
 /// A copy under 1 MiB is latency-bound: its fixed cost is comparable to its transfer.
-pub const SMALL_COPY_BYTES: u64 = 1 << 20;
+pub(crate) const SMALL_COPY_BYTES: u64 = 1 << 20;
 /// RX share of the link's peak from which H2D copies are link-bound.
-pub const LINK_BOUND_PCT: f64 = 70.0;
+pub(crate) const LINK_BOUND_PCT: f64 = 70.0;
 
 /// One host-device copy on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CopyOp {
+pub(crate) struct CopyOp {
     /// GPU.
     pub device: u32,
     /// GPU start.
@@ -64,7 +64,7 @@ impl CopyOp {
 
 /// The host-device copies a phase launched.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PhaseCopies {
+pub(crate) struct PhaseCopies {
     /// Host-to-device copies, sorted by start.
     pub h2d: Vec<CopyOp>,
     /// Device-to-host copies, sorted by start.
@@ -118,7 +118,7 @@ impl CopyVerdict {
 type Span = (Ns, Ns, usize);
 
 /// The copies each group of `groups` launched (same order).
-pub fn launched_copies(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<PhaseCopies> {
+pub(crate) fn launched_copies(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<PhaseCopies> {
     // Per thread: every group's instance spans (outermost, disjoint within a group).
     let mut spans: HashMap<(u32, u32), Vec<Span>> = HashMap::new();
     for (g, (_, inst)) in groups.iter().enumerate() {
@@ -168,7 +168,7 @@ pub fn launched_copies(trace: &Trace, index: &Index, groups: &[(String, Vec<Inst
 }
 
 /// The GPU a phase's copies ran on (most H2D then D2H bytes), else `fallback`.
-pub fn device_of(c: &PhaseCopies, fallback: Option<u32>) -> Option<u32> {
+pub(crate) fn device_of(c: &PhaseCopies, fallback: Option<u32>) -> Option<u32> {
     let mut bytes: HashMap<u32, u64> = HashMap::new();
     for op in c.h2d.iter().chain(&c.d2h) {
         *bytes.entry(op.device).or_default() += op.bytes;
@@ -177,7 +177,7 @@ pub fn device_of(c: &PhaseCopies, fallback: Option<u32>) -> Option<u32> {
 }
 
 /// Disjoint `[start, end]` spans of `ops` on `device`.
-pub fn spans_of(ops: &[CopyOp], device: u32) -> Vec<(Ns, Ns)> {
+pub(crate) fn spans_of(ops: &[CopyOp], device: u32) -> Vec<(Ns, Ns)> {
     Union::from_pairs(ops.iter().filter(|c| c.device == device).map(|c| (c.start, c.end))).iter().collect()
 }
 
@@ -189,7 +189,7 @@ fn mean_inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<f64> {
 /// Sum and count of the samples of `s` whose sampling interval `[t, t + period)` lies
 /// inside `[a, b]`: none when the span is shorter than the period. The one rule for a
 /// mean over a span (phases, copies, the viewer's details).
-pub fn sum_inside(s: &Series, (a, b): (Ns, Ns)) -> (i64, usize) {
+pub(crate) fn sum_inside(s: &Series, (a, b): (Ns, Ns)) -> (i64, usize) {
     let period = s.period_ns();
     if b - a < period { (0, 0) } else { s.sum_in(a, b - period) }
 }
@@ -213,7 +213,7 @@ fn mean_over_copies(s: &Series, spans: &[(Ns, Ns)]) -> Option<f64> {
 
 /// PCIe means of a phase on `device`: over `windows` (its instances) and its copies; None
 /// when the trace has no PCIe metrics for that GPU.
-pub fn pcie(counters: &Counters, device: u32, windows: &[(Ns, Ns)], c: &PhaseCopies) -> Option<Pcie> {
+pub(crate) fn pcie(counters: &Counters, device: u32, windows: &[(Ns, Ns)], c: &PhaseCopies) -> Option<Pcie> {
     let rx = counters.get(device, names::PCIE_RX);
     let tx = counters.get(device, names::PCIE_TX);
     if rx.is_none() && tx.is_none() {
@@ -229,7 +229,7 @@ pub fn pcie(counters: &Counters, device: u32, windows: &[(Ns, Ns)], c: &PhaseCop
 
 /// The link's H2D rate at 100% RX on `device`, bytes per ns: from H2D copies with RX
 /// samples inside them (bytes over RX-weighted copy time); None without such samples.
-pub fn link_rate(counters: &Counters, device: u32, copies: &[CopyOp]) -> Option<f64> {
+pub(crate) fn link_rate(counters: &Counters, device: u32, copies: &[CopyOp]) -> Option<f64> {
     let rx = counters.get(device, names::PCIE_RX)?;
     let (mut bytes, mut weighted) = (0f64, 0f64);
     for c in copies.iter().filter(|c| c.device == device && c.bytes >= SMALL_COPY_BYTES) {
@@ -242,7 +242,7 @@ pub fn link_rate(counters: &Counters, device: u32, copies: &[CopyOp]) -> Option<
 }
 
 /// The best sustained pinned H2D rate of the trace (copies of 1 MiB or more), bytes per ns.
-pub fn best_pinned_rate(copies: &[CopyOp]) -> Option<f64> {
+pub(crate) fn best_pinned_rate(copies: &[CopyOp]) -> Option<f64> {
     copies
         .iter()
         .filter(|c| !c.pageable && c.bytes >= SMALL_COPY_BYTES && c.dur() > 0)
@@ -252,7 +252,7 @@ pub fn best_pinned_rate(copies: &[CopyOp]) -> Option<f64> {
 
 /// The verdict of a phase's H2D copies (see the module docs); `link` is the link's rate
 /// in bytes per ns when known.
-pub fn verdict(h2d: &[CopyOp], rx_during: Option<f64>, link: Option<f64>) -> CopyVerdict {
+pub(crate) fn verdict(h2d: &[CopyOp], rx_during: Option<f64>, link: Option<f64>) -> CopyVerdict {
     let time: Ns = h2d.iter().map(CopyOp::dur).sum();
     if h2d.is_empty() {
         return CopyVerdict::None;
@@ -275,7 +275,7 @@ pub fn verdict(h2d: &[CopyOp], rx_during: Option<f64>, link: Option<f64>) -> Cop
 }
 
 /// Copy time of `ops` with no kernel running on their GPU (`devices` by id).
-pub fn exposed_ns(ops: &[CopyOp], devices: &[DeviceActivity]) -> Ns {
+pub(crate) fn exposed_ns(ops: &[CopyOp], devices: &[DeviceActivity]) -> Ns {
     let mut total = 0;
     for d in devices {
         let mine = Union::from_pairs(ops.iter().filter(|c| c.device == d.device).map(|c| (c.start, c.end)));
@@ -285,7 +285,7 @@ pub fn exposed_ns(ops: &[CopyOp], devices: &[DeviceActivity]) -> Ns {
 }
 
 /// Every H2D copy of the trace, by GPU, sorted by start.
-pub fn all_h2d(trace: &Trace) -> Vec<CopyOp> {
+pub(crate) fn all_h2d(trace: &Trace) -> Vec<CopyOp> {
     let mut out = Vec::new();
     for l in &trace.lanes {
         let LaneKind::Memory { class: MemClass::H2D, device, .. } = l.kind else { continue };
@@ -297,14 +297,14 @@ pub fn all_h2d(trace: &Trace) -> Vec<CopyOp> {
 
 /// The link's H2D rate on `device` (bytes per ns): from the PCIe metrics, else the best
 /// pinned copy rate of the trace.
-pub fn link_or_pinned(counters: &Counters, device: u32, h2d: &[CopyOp]) -> Option<f64> {
+pub(crate) fn link_or_pinned(counters: &Counters, device: u32, h2d: &[CopyOp]) -> Option<f64> {
     let mine: Vec<CopyOp> = h2d.iter().filter(|c| c.device == device).copied().collect();
     link_rate(counters, device, &mine).or_else(|| best_pinned_rate(&mine))
 }
 
 /// Per phase name: the copies it launched and its instances' spans.
 #[derive(Debug, Default)]
-pub struct ByPhase {
+pub(crate) struct ByPhase {
     /// Copies launched, by phase name.
     pub copies: HashMap<String, PhaseCopies>,
     /// Disjoint instance spans, by phase name.
@@ -313,7 +313,7 @@ pub struct ByPhase {
 
 impl ByPhase {
     /// The copies and spans of every group of `groups`.
-    pub fn of(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Self {
+    pub(crate) fn of(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Self {
         let copies = groups.iter().map(|(n, _)| n.clone()).zip(launched_copies(trace, index, groups)).collect();
         let windows = groups
             .iter()
@@ -325,7 +325,13 @@ impl ByPhase {
 
 /// Fill each phase's `pcie`, `copy_verdict` and `h2d_exposed_ns` from the copies it
 /// launched; `h2d`: every H2D copy of the trace ([`all_h2d`]).
-pub fn annotate(trace: &Trace, devices: &[DeviceActivity], phases: &mut [super::Phase], by: &ByPhase, h2d: &[CopyOp]) {
+pub(crate) fn annotate(
+    trace: &Trace,
+    devices: &[DeviceActivity],
+    phases: &mut [super::Phase],
+    by: &ByPhase,
+    h2d: &[CopyOp],
+) {
     let (copies, windows) = (&by.copies, &by.windows);
     let fallback = trace.counters.devices().first().copied();
     let mut links: HashMap<u32, Option<f64>> = HashMap::new();

@@ -33,7 +33,7 @@ use crate::text::gbps;
 
 /// One NVTX range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Instance {
+pub(crate) struct Instance {
     /// Process.
     pub pid: u32,
     /// Thread that opened the range.
@@ -47,7 +47,7 @@ pub struct Instance {
 }
 
 /// Every NVTX range of the trace, grouped by phase name (sorted by name).
-pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
+pub(crate) fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
     let nvtx = || {
         trace.lanes.iter().filter_map(|l| {
             #[allow(clippy::wildcard_enum_match_arm, reason = "a filter: only NVTX ranges are phase instances")]
@@ -94,7 +94,7 @@ pub fn instances(trace: &Trace, exact: bool) -> Vec<(String, Vec<Instance>)> {
 }
 
 /// Per-device unions the phase statistics need, built once.
-pub struct PhaseCtx<'a> {
+pub(crate) struct PhaseCtx<'a> {
     trace: &'a Trace,
     index: &'a Index,
     devices: &'a [DeviceActivity],
@@ -107,7 +107,13 @@ pub struct PhaseCtx<'a> {
 
 impl<'a> PhaseCtx<'a> {
     /// Precompute the per-device unions.
-    pub fn new(trace: &'a Trace, index: &'a Index, devices: &'a [DeviceActivity], gaps: &[Gap], min_gap: Ns) -> Self {
+    pub(crate) fn new(
+        trace: &'a Trace,
+        index: &'a Index,
+        devices: &'a [DeviceActivity],
+        gaps: &[Gap],
+        min_gap: Ns,
+    ) -> Self {
         let class_union = |device: u32, class: MemClass| {
             super::lanes_union(
                 trace,
@@ -135,7 +141,7 @@ impl<'a> PhaseCtx<'a> {
     }
 
     /// True when gaps on the process's GPUs cover at least min-gap of the instance.
-    pub fn starved(&self, slots: &[usize], start: Ns, end: Ns) -> bool {
+    pub(crate) fn starved(&self, slots: &[usize], start: Ns, end: Ns) -> bool {
         slots.iter().any(|&k| self.gaps[k].busy_in(start, end) >= self.min_gap.max(1))
     }
 
@@ -297,7 +303,7 @@ struct Open {
 /// One pass per thread over its API calls inside instances, in time order, with the
 /// instances open at each call; a call's operations are found by correlation id on the
 /// process's GPU lanes. Nothing is stored per call or per operation.
-pub fn project(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<Launched> {
+pub(crate) fn project(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<Launched> {
     let mut out = vec![Launched::default(); groups.len()];
     let mut starts = Hints::new(trace);
     let mut corrs = Hints::new(trace);
@@ -404,7 +410,7 @@ fn close(o: &Open, out: &mut [Launched]) {
 
 /// Phases from [`instances`] and their [`project`]ion, sorted by total wall time
 /// (largest first), then name.
-pub fn stats(ctx: &PhaseCtx<'_>, groups: Vec<(String, Vec<Instance>)>, launched: &[Launched]) -> Vec<Phase> {
+pub(crate) fn stats(ctx: &PhaseCtx<'_>, groups: Vec<(String, Vec<Instance>)>, launched: &[Launched]) -> Vec<Phase> {
     let mut first: Vec<_> = groups.into_iter().zip(launched.iter().copied()).collect();
     // Phases are independent: the groups holding the second half of the instances are
     // measured on another thread.

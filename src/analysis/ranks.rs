@@ -99,7 +99,7 @@ struct Kernel {
 
 /// `ncclAllReduce` for `ncclDevKernel_AllReduce_Sum_f32_RING_LL` and the like; other
 /// names as they are.
-pub fn collective_name(kernel: &str) -> String {
+pub(crate) fn collective_name(kernel: &str) -> String {
     const OPS: [(&str, &str); 9] = [
         ("allreduce", "AllReduce"),
         ("reducescatter", "ReduceScatter"),
@@ -116,7 +116,7 @@ pub fn collective_name(kernel: &str) -> String {
 }
 
 /// Collective waits and the straggler of a trace of several ranks (empty otherwise).
-pub fn analyze(
+pub(crate) fn analyze(
     trace: &Trace,
     index: &Index,
     steps: &Steps,
@@ -344,7 +344,7 @@ fn match_collectives(kernels: &[Vec<Kernel>]) -> Vec<Vec<usize>> {
 }
 
 /// The `straggler` finding.
-pub fn finding(c: &Collectives, steady_ns: Ns) -> Option<Finding> {
+pub(crate) fn finding(c: &Collectives, steady_ns: Ns) -> Option<Finding> {
     let s = c.straggler.as_ref()?;
     let share = if steady_ns > 0 { s.lost_ns as f64 / steady_ns as f64 } else { 0.0 };
     let severity = if share >= 0.25 {

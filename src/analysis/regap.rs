@@ -30,7 +30,7 @@ use crate::model::{Ns, Trace};
 
 /// Per GPU, the longest gap per block of busy intervals.
 #[derive(Debug, Clone, Default)]
-pub struct GapFinder {
+pub(crate) struct GapFinder {
     // (device, longest gap before an interval of block k, gap before block k's first
     // interval), in `devices` order.
     blocks: Vec<(u32, Vec<u32>, Vec<u32>)>,
@@ -38,7 +38,7 @@ pub struct GapFinder {
 
 impl GapFinder {
     /// Scan the busy unions once: O(intervals).
-    pub fn build(devices: &[DeviceActivity]) -> Self {
+    pub(crate) fn build(devices: &[DeviceActivity]) -> Self {
         let blocks = devices
             .iter()
             .map(|d| {
@@ -63,12 +63,12 @@ impl GapFinder {
 
     /// Gaps of `d` lasting at least `min`, in time order: what `d.busy.gaps(min)` gives.
     #[cfg(test)]
-    pub fn gaps(&self, d: &DeviceActivity, min: Ns) -> Vec<(Ns, Ns)> {
+    pub(crate) fn gaps(&self, d: &DeviceActivity, min: Ns) -> Vec<(Ns, Ns)> {
         self.gaps_up_to(d, min, usize::MAX).unwrap_or_default()
     }
 
     /// The same, or None as soon as there are more than `limit`.
-    pub fn gaps_up_to(&self, d: &DeviceActivity, min: Ns, limit: usize) -> Option<Vec<(Ns, Ns)>> {
+    pub(crate) fn gaps_up_to(&self, d: &DeviceActivity, min: Ns, limit: usize) -> Option<Vec<(Ns, Ns)>> {
         let min = min.max(1);
         let Some((_, longest, first)) = self.blocks.iter().find(|(dev, _, _)| *dev == d.device) else {
             let all: Vec<(Ns, Ns)> = d.busy.gaps(min).take(limit.saturating_add(1)).collect();
@@ -101,7 +101,7 @@ impl GapFinder {
     }
 
     /// Heap bytes used.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.blocks.iter().map(|(_, a, b)| (a.capacity() + b.capacity()) * 4).sum()
     }
 }
@@ -109,7 +109,7 @@ impl GapFinder {
 /// A gap of the pool: where it is, where it is stored and what its explanation
 /// depended on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Known {
+pub(crate) struct Known {
     /// GPU.
     pub device: u32,
     /// Where the pool stores its [`Gap`].
@@ -173,7 +173,7 @@ impl Stretches {
 
 /// The gaps at one threshold, as positions in the [`Pool`]'s [`Known`] list.
 #[derive(Debug, Clone, Default)]
-pub struct Shown {
+pub(crate) struct Shown {
     // The threshold.
     min: Ns,
     // Positions in the known list, ascending (so by (start, device)).
@@ -213,7 +213,7 @@ impl Shown {
 /// lowest threshold asked for (the floor), and the ones at the current threshold
 /// ([`Shown`]: positions, not copies). See the module text.
 #[derive(Debug, Default)]
-pub struct Pool {
+pub(crate) struct Pool {
     // The gaps, in chunks that are only added to (one per lowering of the floor, made
     // by the worker thread): taking one in is a move of the chunk, not of its gaps.
     chunks: Vec<Vec<Gap>>,
@@ -232,7 +232,7 @@ pub struct Pool {
 
 impl Pool {
     /// The pool of `gaps`, every gap of at least `min` (sorted as the analysis keeps them).
-    pub fn new(gaps: Vec<Gap>, devices: &[DeviceActivity], min: Ns) -> Self {
+    pub(crate) fn new(gaps: Vec<Gap>, devices: &[DeviceActivity], min: Ns) -> Self {
         let known = Known::of_gaps(&gaps, devices);
         let mut by_len: Vec<u32> = (0..gaps.len() as u32).collect();
         by_len.sort_unstable_by_key(|&id| length_key(&known, id));
@@ -264,28 +264,28 @@ impl Pool {
     }
 
     /// Number of gaps at the current threshold.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.shown.ids.len()
     }
 
     /// True when no gap reaches the current threshold.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.shown.ids.is_empty()
     }
 
     /// Gap `i` at the current threshold (in start order).
-    pub fn get(&self, i: usize) -> Option<&Gap> {
+    pub(crate) fn get(&self, i: usize) -> Option<&Gap> {
         self.shown.ids.get(i).map(|&id| self.stored(self.known[id as usize].slot))
     }
 
     /// The gaps at the current threshold, in start order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Gap> + DoubleEndedIterator + '_ {
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &Gap> + DoubleEndedIterator + '_ {
         self.shown.ids.iter().map(|&id| self.stored(self.known[id as usize].slot))
     }
 
     /// Index of the first gap at the current threshold (in start order) for which
     /// `pred(start, end)` is false, all before it true: [`slice::partition_point`].
-    pub fn partition_point(&self, pred: impl Fn(Ns, Ns) -> bool) -> usize {
+    pub(crate) fn partition_point(&self, pred: impl Fn(Ns, Ns) -> bool) -> usize {
         self.shown.ids.partition_point(|&id| {
             let k = &self.known[id as usize];
             pred(k.start, k.end)
@@ -293,25 +293,25 @@ impl Pool {
     }
 
     /// Gap `row` of the current gaps in length order (longest first): its index.
-    pub fn by_length(&self, row: usize) -> Option<usize> {
+    pub(crate) fn by_length(&self, row: usize) -> Option<usize> {
         let id = *self.by_len.get(row).filter(|_| row < self.len())?;
         self.shown.ids.binary_search(&id).ok()
     }
 
     /// Row of gap `i` in length order.
-    pub fn length_row(&self, i: usize) -> Option<usize> {
+    pub(crate) fn length_row(&self, i: usize) -> Option<usize> {
         self.shown.ids.get(i).map(|&id| self.rank[id as usize] as usize)
     }
 
     /// The gap of `device` that overlaps `[a, b)`, if any (the first one): O(log n).
-    pub fn overlapping(&self, device: u32, a: Ns, b: Ns) -> Option<u32> {
+    pub(crate) fn overlapping(&self, device: u32, a: Ns, b: Ns) -> Option<u32> {
         let g = self.shown.by_device.iter().find(|g| g.device == device)?;
         self.first_overlap(g, g.ends.partition_point(|&e| e <= a), b)
     }
 
     /// [`Pool::overlapping`] for each cell `[edges[k], edges[k + 1])` of a row, edges
     /// ascending: each search starts where the one before ended.
-    pub fn overlapping_cells(&self, device: u32, edges: &[Ns]) -> Vec<Option<u32>> {
+    pub(crate) fn overlapping_cells(&self, device: u32, edges: &[Ns]) -> Vec<Option<u32>> {
         let cells = edges.len().saturating_sub(1);
         let Some(g) = self.shown.by_device.iter().find(|g| g.device == device) else {
             return vec![None; cells];
@@ -333,12 +333,12 @@ impl Pool {
     }
 
     /// The threshold of the gaps shown.
-    pub fn threshold(&self) -> Ns {
+    pub(crate) fn threshold(&self) -> Ns {
         self.shown.min
     }
 
     /// What a worker thread needs to compute [`Change`] for the threshold of `inputs`.
-    pub fn job(&self, inputs: Inputs) -> Job {
+    pub(crate) fn job(&self, inputs: Inputs) -> Job {
         Job {
             inputs,
             known: Arc::clone(&self.known),
@@ -350,7 +350,7 @@ impl Pool {
 
     /// Take in a change computed from this pool's [`Pool::job`]: no gap is moved
     /// or copied, only the changed ones replaced.
-    pub fn apply(&mut self, change: Change) {
+    pub(crate) fn apply(&mut self, change: Change) {
         debug_assert_eq!(change.slots, self.slots(), "a change applies to the pool it was made from");
         for (slot, g) in change.replaced {
             *self.stored_mut(slot) = g;
@@ -388,7 +388,7 @@ fn ranks(by_len: &[u32]) -> Vec<u32> {
 
 /// What a threshold change needs besides the pool's [`Known`] list.
 #[derive(Debug, Clone)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     /// The trace.
     pub trace: Arc<Trace>,
     /// Busy unions per GPU.
@@ -410,11 +410,11 @@ pub struct Inputs {
 /// The most gaps the pool explains (about 300 bytes each with their text, so about
 /// 1.2 GB): a lower threshold that would give more is refused ([`TooMany`]). The gaps
 /// of a 100M-event training run at 50 µs are 2.4M; at 25 µs, 11.7M.
-pub const MAX_GAPS: usize = 4_000_000;
+pub(crate) const MAX_GAPS: usize = 4_000_000;
 
 /// A threshold refused: it gives more than `limit` gaps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooMany {
+pub(crate) struct TooMany {
     /// The threshold asked for.
     pub min: Ns,
     /// The most gaps explained ([`MAX_GAPS`]).
@@ -423,7 +423,7 @@ pub struct TooMany {
 
 /// A threshold change to compute off the screen's thread ([`Job::run`]).
 #[derive(Debug)]
-pub struct Job {
+pub(crate) struct Job {
     inputs: Inputs,
     known: Arc<Vec<Known>>,
     by_len: Arc<Vec<u32>>,
@@ -433,7 +433,7 @@ pub struct Job {
 
 /// The pool at a new threshold, as [`Pool::apply`] takes it in.
 #[derive(Debug)]
-pub struct Change {
+pub(crate) struct Change {
     shown: Shown,
     // Gaps explained again (queued gaps whose stretch changed), by slot.
     replaced: Vec<(u32, Gap)>,
@@ -459,7 +459,7 @@ impl Job {
     /// Compute the change. Its memory is the new positions (4 bytes per gap shown)
     /// and the gaps explained; the pool's lists are shared, and released when this
     /// returns. A threshold below the floor with more than `max_gaps` gaps is refused.
-    pub fn run(self) -> Result<Change, TooMany> {
+    pub(crate) fn run(self) -> Result<Change, TooMany> {
         let min = self.inputs.options.min_gap_ns.max(1);
         if min >= self.floor { Ok(self.select(min)) } else { self.extend(min) }
     }

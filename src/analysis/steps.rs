@@ -21,7 +21,7 @@ const MIN_TOP_LEVEL: usize = 3;
 
 /// The chosen step phase: its name and its outermost instances, sorted by start.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Steps {
+pub(crate) struct Steps {
     /// Grouped name, e.g. `step N`; None when the trace has no step phase.
     pub name: Option<String>,
     /// Outermost instances, sorted by start.
@@ -31,7 +31,7 @@ pub struct Steps {
 }
 
 /// Choose the step phase among `groups` (grouped names) and derive the windows.
-pub fn choose(
+pub(crate) fn choose(
     trace: &Trace,
     groups: &[(String, Vec<Instance>)],
     devices: &[DeviceActivity],

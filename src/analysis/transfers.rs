@@ -16,11 +16,11 @@ use crate::text::gbps;
 
 /// H2D copies of at most this many bytes are asynchronous to the host even through a
 /// synchronous API: nsys's `cuda_memcpy_sync` leaves them out, and so do we.
-pub const SMALL_H2D_BYTES: u64 = 64 * 1024;
+pub(crate) const SMALL_H2D_BYTES: u64 = 64 * 1024;
 
 /// Facts about copies the findings need.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CopyFacts {
+pub(crate) struct CopyFacts {
     /// Async memcpy calls on pageable memory.
     pub async_pageable: CallSet,
     /// Synchronous memcpy calls (H2D copies <= 64 KB left out).
@@ -34,7 +34,7 @@ pub struct CopyFacts {
 
 /// Size class of a copy: 0 under 64 KiB, then one class per factor of 16 (64 KiB-1 MiB,
 /// 1-16 MiB, 16-256 MiB, 256 MiB and more).
-pub fn size_class(bytes: u64) -> u8 {
+pub(crate) fn size_class(bytes: u64) -> u8 {
     let mut c = 0;
     let mut limit = 64 * 1024;
     while bytes >= limit && c < 4 {
@@ -45,13 +45,13 @@ pub fn size_class(bytes: u64) -> u8 {
 }
 
 /// Label of a size class, e.g. `1-16 MiB`.
-pub fn size_class_label(class: u8) -> &'static str {
+pub(crate) fn size_class_label(class: u8) -> &'static str {
     ["< 64 KiB", "64 KiB-1 MiB", "1-16 MiB", "16-256 MiB", ">= 256 MiB"][usize::from(class.min(4))]
 }
 
 /// A set of copies and the API calls that issued them.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CallSet {
+pub(crate) struct CallSet {
     /// Number of copies.
     pub count: u64,
     /// Bytes moved.
@@ -68,7 +68,7 @@ pub struct CallSet {
 
 impl CallSet {
     /// Count one copy and its issuing call.
-    pub fn add(&mut self, bytes: u64, gpu: Ns, (start, end): (Ns, Ns), name: &str, pid: u32, tid: u32) {
+    pub(crate) fn add(&mut self, bytes: u64, gpu: Ns, (start, end): (Ns, Ns), name: &str, pid: u32, tid: u32) {
         let api = end - start;
         self.calls.push((start, end));
         self.count += 1;
@@ -82,7 +82,7 @@ impl CallSet {
 }
 
 /// Transfer rows sorted by direction then memory kind, and the copy facts.
-pub fn transfers(trace: &Trace, index: &Index) -> (Vec<Transfer>, CopyFacts) {
+pub(crate) fn transfers(trace: &Trace, index: &Index) -> (Vec<Transfer>, CopyFacts) {
     let mut rows: BTreeMap<(MemClass, MemKind), Transfer> = BTreeMap::new();
     let mut facts = CopyFacts::default();
     let mut hints = Hints::new(trace);
@@ -143,7 +143,7 @@ fn empty_row(direction: MemClass, memory: MemKind) -> Transfer {
 }
 
 /// Copy time (union per GPU, summed) and the part of it with a kernel on the same GPU.
-pub fn overlap(devices: &[DeviceActivity]) -> Overlap {
+pub(crate) fn overlap(devices: &[DeviceActivity]) -> Overlap {
     devices.iter().fold(Overlap::default(), |acc, d| Overlap {
         copy_ns: acc.copy_ns + d.copies.total(),
         overlapped_ns: acc.overlapped_ns + d.copies.overlap_with(&d.kernels),
@@ -151,12 +151,12 @@ pub fn overlap(devices: &[DeviceActivity]) -> Overlap {
 }
 
 /// Event counts by kind. Graph executions count as kernels.
-pub fn totals(trace: &Trace) -> Totals {
+pub(crate) fn totals(trace: &Trace) -> Totals {
     totals_of(trace, |_| true)
 }
 
 /// Event counts of the lanes that pass `keep` (one rank's, say).
-pub fn totals_of(trace: &Trace, keep: impl Fn(&crate::model::Lane) -> bool) -> Totals {
+pub(crate) fn totals_of(trace: &Trace, keep: impl Fn(&crate::model::Lane) -> bool) -> Totals {
     let mut t = Totals::default();
     for l in trace.lanes.iter().filter(|l| keep(l)) {
         let n = l.ev.len() as u64;

@@ -69,7 +69,7 @@ pub struct StepModel {
 }
 
 /// Steady-step inputs of [`model`].
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The trace.
     pub trace: &'a Trace,
     /// Its correlation lookups.
@@ -93,7 +93,7 @@ pub struct Inputs<'a> {
 const INPUT: [Cause; 4] = [Cause::WorkerBusy, Cause::IoWait, Cause::CpuContention, Cause::HostWait];
 
 /// The model of the steady state, if it has at least two steps with GPU work.
-pub fn model(x: &Inputs<'_>) -> Option<StepModel> {
+pub(crate) fn model(x: &Inputs<'_>) -> Option<StepModel> {
     let ends: Vec<(usize, Ns)> = x.gpu_ends.iter().enumerate().filter_map(|(i, e)| e.map(|e| (i, e))).collect();
     let (&(first, a), &(last, b)) = (ends.first()?, ends.last()?);
     let periods = last.checked_sub(first).filter(|&p| p > 0)?;
@@ -188,7 +188,7 @@ fn input_floor(m: &StepModel) -> Ns {
 }
 
 /// Pin the pageable copies: they run at `pinned_rate` (bytes per ns) and stop blocking.
-pub fn pin_memory(m: &StepModel, pinned_rate: Option<f64>) -> Option<WhatIf> {
+pub(crate) fn pin_memory(m: &StepModel, pinned_rate: Option<f64>) -> Option<WhatIf> {
     let (bytes, ns) = m.pageable_h2d;
     if ns <= 0 {
         return None;
@@ -215,7 +215,7 @@ pub fn pin_memory(m: &StepModel, pinned_rate: Option<f64>) -> Option<WhatIf> {
 }
 
 /// Copy the next batch on a side stream: exposed H2D time hides under compute.
-pub fn prefetch(m: &StepModel) -> Option<WhatIf> {
+pub(crate) fn prefetch(m: &StepModel) -> Option<WhatIf> {
     if m.exposed_h2d_ns <= 0 {
         return None;
     }
@@ -229,7 +229,7 @@ pub fn prefetch(m: &StepModel) -> Option<WhatIf> {
 }
 
 /// `workers` producers instead of today's: the pipeline's period scales down with them.
-pub fn more_workers(m: &StepModel, workers: usize) -> Option<WhatIf> {
+pub(crate) fn more_workers(m: &StepModel, workers: usize) -> Option<WhatIf> {
     if !m.input_bound || m.producers == 0 || workers <= m.producers {
         return None;
     }
@@ -244,14 +244,14 @@ pub fn more_workers(m: &StepModel, workers: usize) -> Option<WhatIf> {
 }
 
 /// The smallest producer count whose pipeline keeps up with the GPU and host, within `cpus`.
-pub fn workers_needed(m: &StepModel, cpus: usize) -> usize {
+pub(crate) fn workers_needed(m: &StepModel, cpus: usize) -> usize {
     let other = m.gpu_ns.max(m.host_ns).max(1);
     let want = (m.step_ns as f64 * m.producers as f64 / other as f64).ceil() as usize;
     want.clamp(m.producers + 1, cpus.max(m.producers + 1))
 }
 
 /// Drop the per-step host syncs: the idle they drained goes.
-pub fn drop_sync(m: &StepModel) -> Option<WhatIf> {
+pub(crate) fn drop_sync(m: &StepModel) -> Option<WhatIf> {
     (m.sync_idle_ns > 0).then(|| {
         let basis = format!("{} per step idle after host syncs", crate::text::fmt_ns(m.sync_idle_ns));
         price(m, "drop_sync", m.sync_idle_ns, m.gpu_ns, input_floor(m), basis)
@@ -259,7 +259,7 @@ pub fn drop_sync(m: &StepModel) -> Option<WhatIf> {
 }
 
 /// Replay the step as a CUDA graph: launch-bound idle goes.
-pub fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
+pub(crate) fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
     (m.launch_idle_ns > 0).then(|| {
         let basis = format!("{} per step idle between launches", crate::text::fmt_ns(m.launch_idle_ns));
         // The host's launch time is what graphs remove, so only the GPU and input bound it.
@@ -269,7 +269,7 @@ pub fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
 }
 
 /// End of the GPU work launched by calls of thread (pid, tid) inside `[start, end]`.
-pub fn gpu_end(trace: &Trace, index: &Index, (pid, tid): (u32, u32), start: Ns, end: Ns) -> Option<Ns> {
+pub(crate) fn gpu_end(trace: &Trace, index: &Index, (pid, tid): (u32, u32), start: Ns, end: Ns) -> Option<Ns> {
     let api = &trace.lanes[index.api_lane(pid, tid)?].ev;
     let lo = api.start.partition_point(|&s| s < start);
     let gpu: Vec<usize> = index.gpu_lanes(pid).collect();
@@ -294,7 +294,7 @@ pub fn gpu_end(trace: &Trace, index: &Index, (pid, tid): (u32, u32), start: Ns, 
 
 /// The model of the steady state of the step phase in `steps`, on the GPU the steps used
 /// most; `h2d`: every H2D copy of the trace ([`super::pcie::all_h2d`]).
-pub fn steady_model(
+pub(crate) fn steady_model(
     x: (&Trace, &Index),
     devices: &[DeviceActivity],
     gaps: &[Gap],
@@ -328,7 +328,7 @@ pub fn steady_model(
 }
 
 /// Every fix the trace holds the numbers for, priced on `m` (`h2d` as for [`steady_model`]).
-pub fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
+pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
     let rate = super::pcie::link_or_pinned(&trace.counters, m.device, h2d);
     let cpus = trace.host.cpus.len().max(trace.host.cpu_cores.unwrap_or(0) as usize);
     [
@@ -365,7 +365,7 @@ pub fn applied(before: &super::Analysis, after: &super::Analysis) -> Option<What
 
 /// A host that runs ahead ends its last step before the GPU ran that step's work: the
 /// steady state lasts until the work the last step launched is done.
-pub fn extend_to_gpu_end(steps: &mut super::steps::Steps, trace: &Trace, index: &Index) {
+pub(crate) fn extend_to_gpu_end(steps: &mut super::steps::Steps, trace: &Trace, index: &Index) {
     if let Some(last) = steps.instances.iter().max_by_key(|i| i.end)
         && let Some(end) = gpu_end(trace, index, (last.pid, last.tid), last.start, last.end)
     {

@@ -21,7 +21,7 @@ use super::{Diff, Status, lookup};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     /// `>`
     Gt,
     /// `>=`
@@ -48,7 +48,7 @@ impl Op {
 
 /// What AFTER is compared with.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Threshold {
+pub(crate) enum Threshold {
     /// AFTER's value against this number.
     Value(f64),
     /// The change from BEFORE to AFTER, in percent, against this number.
@@ -57,7 +57,7 @@ pub enum Threshold {
 
 /// Where a metric lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Metric {
+pub(crate) enum Metric {
     /// A path in `overall`.
     Overall(String),
     /// `phase:REST`: a phase name and a field path, split when resolved.
@@ -66,7 +66,7 @@ pub enum Metric {
 
 /// One parsed `--fail-if` expression.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Condition {
+pub(crate) struct Condition {
     /// The expression as given.
     pub text: String,
     /// The metric.
@@ -79,7 +79,7 @@ pub struct Condition {
 
 /// A condition evaluated on a diff.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The expression as given.
     pub text: String,
     /// BEFORE's value, None when absent.
@@ -100,7 +100,7 @@ impl fmt::Display for Outcome {
 const OPS: [(&str, Op); 5] = [(">=", Op::Ge), ("<=", Op::Le), ("==", Op::Eq), (">", Op::Gt), ("<", Op::Lt)];
 
 /// Parse `METRIC OP VALUE`; the error names what is wrong.
-pub fn parse(text: &str) -> Result<Condition, String> {
+pub(crate) fn parse(text: &str) -> Result<Condition, String> {
     let bad = |why: &str| Err(format!("--fail-if `{text}`: {why}"));
     // The value holds no operator character: the last one ends the operator.
     let Some(end) = text.rfind(['>', '<', '=']) else {
@@ -147,7 +147,7 @@ fn threshold(value: &str, metric: &str) -> Result<Threshold, String> {
 
 /// Parse and evaluate `exprs` on `d`; an error names the expression, what is wrong and
 /// the metrics that exist.
-pub fn check(exprs: &[String], d: &Diff) -> Result<Vec<Outcome>, String> {
+pub(crate) fn check(exprs: &[String], d: &Diff) -> Result<Vec<Outcome>, String> {
     exprs
         .iter()
         .map(|e| parse(e).and_then(|c| evaluate(&c, d)))
@@ -156,7 +156,7 @@ pub fn check(exprs: &[String], d: &Diff) -> Result<Vec<Outcome>, String> {
 }
 
 /// Evaluate `c` on `d`; an error names the expression and what is wrong.
-pub fn evaluate(c: &Condition, d: &Diff) -> Result<Outcome, String> {
+pub(crate) fn evaluate(c: &Condition, d: &Diff) -> Result<Outcome, String> {
     let (before, after) = values(c, d).map_err(|why| format!("--fail-if `{}`: {why}", c.text))?;
     let holds = match (c.threshold, before, after) {
         (Threshold::Value(v), _, Some(a)) => c.op.holds(a, v),
@@ -167,7 +167,7 @@ pub fn evaluate(c: &Condition, d: &Diff) -> Result<Outcome, String> {
 }
 
 /// Relative change in percent; from 0 it is 0 or infinite.
-pub fn change_pct(before: f64, after: f64) -> f64 {
+pub(crate) fn change_pct(before: f64, after: f64) -> f64 {
     if before == 0.0 {
         if after == 0.0 { 0.0 } else { f64::INFINITY.copysign(after) }
     } else {
@@ -217,7 +217,7 @@ fn leaf(
 
 /// The metrics `--fail-if` knows for `d`, on one line; causes and transfer rows are
 /// written once as `CAUSE` and `DIR/MEMORY`.
-pub fn metrics(d: &Diff) -> String {
+pub(crate) fn metrics(d: &Diff) -> String {
     let mut transfers: Vec<String> = Vec::new();
     let mut compact = |paths: Vec<String>| {
         let mut out: Vec<String> = Vec::new();

@@ -16,7 +16,7 @@ use crate::text::escape_xml;
 use crate::tui::pair::align::{self, RunSpan};
 
 /// Write the HTML diff `d`; with `runs` (BEFORE, AFTER), add their timelines.
-pub fn write(w: &mut dyn Write, d: &Diff, runs: Option<[(&Trace, &Analysis); 2]>) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, d: &Diff, runs: Option<[(&Trace, &Analysis); 2]>) -> io::Result<()> {
     head(w, &format!("lanescope diff: {} -> {}", d.before.path, d.after.path))?;
     writeln!(w, "<h1>lanescope diff</h1><p class=\"headline\"><b>{}</b></p>", escape_xml(&d.verdict))?;
     let mut text = Vec::new();

@@ -10,10 +10,10 @@
 //! The metrics, overall and per phase, are README's tables (`lanescope diff`), checked
 //! against the output by `tests/it/contract.rs`.
 
-pub mod fail_if;
-pub mod html;
+pub(crate) mod fail_if;
+pub(crate) mod html;
 mod verdict;
-pub mod write;
+pub(crate) mod write;
 
 use std::collections::BTreeMap;
 
@@ -290,7 +290,7 @@ fn overall(a: &Analysis) -> Overall {
 }
 
 /// `H2D/pinned`: the key of a transfer row in `transfers`.
-pub fn transfer_key(t: &crate::analysis::Transfer) -> String {
+pub(crate) fn transfer_key(t: &crate::analysis::Transfer) -> String {
     format!("{}/{}", t.direction.label(), t.memory.label())
 }
 
@@ -363,7 +363,7 @@ fn findings(before: &[Finding], after: &[Finding]) -> FindingDiffs {
 
 /// `{abs, pct}` at every numeric leaf of `before` or `after` (a leaf missing from one
 /// side counts as null); null where neither side has a number.
-pub fn delta(before: &Value, after: &Value) -> Value {
+pub(crate) fn delta(before: &Value, after: &Value) -> Value {
     use Value::{Null, Number, Object};
     match (before, after) {
         (Object(_), Object(_) | Null) | (Null, Object(_)) => {
@@ -392,17 +392,17 @@ pub fn delta(before: &Value, after: &Value) -> Value {
 }
 
 /// The value at a dot-separated `path` (`steady.by_cause.host-wait.total_ns`).
-pub fn lookup<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+pub(crate) fn lookup<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
     path.split('.').try_fold(v, |v, k| v.get(k))
 }
 
 /// The number at `path`, None when absent or null.
-pub fn number(v: &Value, path: &str) -> Option<f64> {
+pub(crate) fn number(v: &Value, path: &str) -> Option<f64> {
     lookup(v, path).and_then(Value::as_f64)
 }
 
 /// Every numeric (or null) leaf path of `before` and `after`, in key order, each once.
-pub fn leaf_paths(before: &Value, after: &Value) -> Vec<String> {
+pub(crate) fn leaf_paths(before: &Value, after: &Value) -> Vec<String> {
     let mut out = Vec::new();
     collect_paths(&delta(before, after), "", &mut out);
     out

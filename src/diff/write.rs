@@ -23,10 +23,10 @@ use crate::text::{ellipsize, sanitize};
 use crate::text::{fmt_bytes, fmt_ns};
 
 /// Width the text output fits in.
-pub const WIDTH: usize = 100;
+pub(crate) const WIDTH: usize = 100;
 
 /// Write `d` in `format`.
-pub fn write(w: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
     match format {
         Format::Text => text(&mut Out { w, md: false }, d),
         Format::Md => text(&mut Out { w, md: true }, d),
@@ -69,7 +69,7 @@ impl Out<'_> {
 
 /// Word-wrap `s` to `width` columns; lines after the first start with `indent` spaces.
 /// Words longer than a line are cut.
-pub fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
+pub(crate) fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     let mut len = 0;

@@ -8,13 +8,13 @@ use serde_json::{Map, Value};
 use crate::model::Ns;
 
 /// The arguments object of one call, with only known names.
-pub struct Args<'a> {
+pub(super) struct Args<'a> {
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Args<'a> {
     /// Check that `v` is an object whose names are all in `known`.
-    pub fn new(v: &'a Value, known: &[&str]) -> Result<Self, String> {
+    pub(super) fn new(v: &'a Value, known: &[&str]) -> Result<Self, String> {
         let map = v.as_object().ok_or("`arguments` must be an object")?;
         if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
             return Err(format!("unknown argument `{k}` (this tool takes {})", known.join(", ")));
@@ -23,7 +23,7 @@ impl<'a> Args<'a> {
     }
 
     /// A required path.
-    pub fn path(&self, key: &str) -> Result<PathBuf, String> {
+    pub(super) fn path(&self, key: &str) -> Result<PathBuf, String> {
         match self.text(key)? {
             Some(s) if !s.trim().is_empty() => Ok(PathBuf::from(s)),
             _ => Err(format!("`{key}` is required: the path of a trace (.sqlite, .nsys-rep, .json)")),
@@ -31,7 +31,7 @@ impl<'a> Args<'a> {
     }
 
     /// An optional string.
-    pub fn text(&self, key: &str) -> Result<Option<&'a str>, String> {
+    pub(super) fn text(&self, key: &str) -> Result<Option<&'a str>, String> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -40,7 +40,7 @@ impl<'a> Args<'a> {
     }
 
     /// An optional non-negative integer.
-    pub fn integer(&self, key: &str) -> Result<Option<u64>, String> {
+    pub(super) fn integer(&self, key: &str) -> Result<Option<u64>, String> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v.as_u64().map(Some).ok_or_else(|| format!("`{key}` must be a non-negative integer")),
@@ -48,7 +48,7 @@ impl<'a> Args<'a> {
     }
 
     /// `limit`: `default` when absent, else 1 to `max`.
-    pub fn limit(&self, default: usize, max: usize) -> Result<usize, String> {
+    pub(super) fn limit(&self, default: usize, max: usize) -> Result<usize, String> {
         match self.integer("limit")? {
             None => Ok(default),
             Some(n) if (1..=max as u64).contains(&n) => Ok(n as usize),
@@ -57,14 +57,14 @@ impl<'a> Args<'a> {
     }
 
     /// `window` as offsets from the trace start, in ns: `[start, end)`.
-    pub fn window(&self) -> Result<Option<(Ns, Ns)>, String> {
+    pub(super) fn window(&self) -> Result<Option<(Ns, Ns)>, String> {
         self.text("window")?.map(parse_window).transpose()
     }
 }
 
 /// Parse `START+WIDTH`, seconds from the trace start as the viewer shows them (`1.5+0.25`),
 /// or durations with units (`1500ms+250ms`); the offsets `[start, start + width)` in ns.
-pub fn parse_window(s: &str) -> Result<(Ns, Ns), String> {
+pub(super) fn parse_window(s: &str) -> Result<(Ns, Ns), String> {
     let bad = |why: &str| format!("`window` is `{s}`: {why}; write START+WIDTH in seconds, e.g. 1.5+0.25");
     // A `+` after an exponent's `e` belongs to the number.
     let split = s.char_indices().skip(1).find(|&(i, c)| c == '+' && !s[..i].ends_with(['e', 'E'])).map(|(i, _)| i);

@@ -31,7 +31,7 @@ const INVALID_PARAMS: i64 = -32602;
 type RpcError = (i64, String);
 
 /// Serve requests from `input` until it closes, answering on `output`.
-pub fn serve(input: impl BufRead, mut output: impl Write) -> Result<()> {
+pub(crate) fn serve(input: impl BufRead, mut output: impl Write) -> Result<()> {
     let mut server = tools::Server::default();
     for line in input.lines() {
         let line = line.context("reading a request from stdin")?;

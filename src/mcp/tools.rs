@@ -30,7 +30,7 @@ struct Loaded {
 
 /// The server's state: traces opened so far, by path.
 #[derive(Default)]
-pub struct Server {
+pub(super) struct Server {
     cache: HashMap<PathBuf, Rc<Loaded>>,
 }
 
@@ -121,13 +121,13 @@ fn schema(props: &[(&str, &str)], required: &[&str]) -> Value {
 }
 
 /// The `tools/list` entries.
-pub fn list() -> Vec<Value> {
+pub(super) fn list() -> Vec<Value> {
     TOOLS.iter().map(|t| json!({"name": t.name, "description": t.description, "inputSchema": (t.schema)()})).collect()
 }
 
 impl Server {
     /// Answer `tools/call`: a tool result, `isError` when the tool failed.
-    pub fn call(&mut self, params: &Value) -> Result<Value, RpcError> {
+    pub(super) fn call(&mut self, params: &Value) -> Result<Value, RpcError> {
         let name =
             params.get("name").and_then(Value::as_str).ok_or((INVALID_PARAMS, "tools/call needs `name`".into()))?;
         let tool = TOOLS.iter().find(|t| t.name == name).ok_or_else(|| {

@@ -142,20 +142,20 @@ fn median_period(times: &[Ns]) -> Ns {
 }
 
 /// The unit in a metric name's trailing brackets: `%` for `[Throughput %]`, else the bracket text.
-pub fn unit_of(name: &str) -> &str {
+pub(crate) fn unit_of(name: &str) -> &str {
     let Some(open) = name.rfind('[') else { return "" };
     let inner = name[open + 1..].trim_end_matches(']').trim();
     if inner.ends_with('%') { "%" } else { inner }
 }
 
 /// Names of the metrics lanescope reads for copies and compute.
-pub mod names {
+pub(crate) mod names {
     /// Host-to-device traffic over PCIe, as a share of the link's peak.
-    pub const PCIE_RX: &str = "PCIe RX Throughput [Throughput %]";
+    pub(crate) const PCIE_RX: &str = "PCIe RX Throughput [Throughput %]";
     /// Device-to-host traffic over PCIe, as a share of the link's peak.
-    pub const PCIE_TX: &str = "PCIe TX Throughput [Throughput %]";
+    pub(crate) const PCIE_TX: &str = "PCIe TX Throughput [Throughput %]";
     /// Share of SMs with work resident.
-    pub const SMS_ACTIVE: &str = "SMs Active [Throughput %]";
+    pub(crate) const SMS_ACTIVE: &str = "SMs Active [Throughput %]";
 }
 
 impl Counters {

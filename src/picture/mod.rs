@@ -8,7 +8,7 @@
 //! gaps are drawn from their exact times rather than from cells, so a gap's rectangle
 //! starts and ends where the gap does. `svg.rs` writes the picture.
 
-pub mod svg;
+pub(crate) mod svg;
 
 use anyhow::{Result, bail};
 
@@ -20,11 +20,11 @@ use crate::tui::rows::{self, Group, GroupKind};
 use crate::tui::viewport::Viewport;
 
 /// Most CPU threads a picture shows.
-pub const MAX_THREADS: usize = 4;
+pub(crate) const MAX_THREADS: usize = 4;
 
 /// Which part of the trace a picture shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pick {
+pub(crate) enum Pick {
     /// `START+WIDTH`, START relative to the trace's first event.
     Window {
         /// Offset from the trace start.
@@ -44,7 +44,7 @@ pub enum Pick {
 
 /// A time window `[t0, t0 + span)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Span {
+pub(crate) struct Span {
     /// First instant shown.
     pub t0: Ns,
     /// Length shown (at least 1).
@@ -53,14 +53,14 @@ pub struct Span {
 
 impl Span {
     /// First instant after the window.
-    pub fn end(self) -> Ns {
+    pub(crate) fn end(self) -> Ns {
         self.t0.saturating_add(self.span)
     }
 }
 
 /// What one row of the picture shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowKind {
+pub(crate) enum RowKind {
     /// A GPU's overview: busy share and its gaps (index into `Analysis::devices`).
     Gpu(usize),
     /// One lane (index into `Trace::lanes`).
@@ -71,7 +71,7 @@ pub enum RowKind {
 
 /// One row: what it shows and its sanitized label.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RowSpec {
+pub(crate) struct RowSpec {
     /// What the row shows.
     pub kind: RowKind,
     /// Sanitized label (as in the viewer).
@@ -80,7 +80,7 @@ pub struct RowSpec {
 
 /// A trace with the viewer's groups and render index, ready to draw any window.
 #[derive(Debug)]
-pub struct Scene<'a> {
+pub(crate) struct Scene<'a> {
     /// The trace.
     pub trace: &'a Trace,
     /// Its analysis.
@@ -93,7 +93,7 @@ pub struct Scene<'a> {
 
 impl<'a> Scene<'a> {
     /// Build the groups and the render index of `trace` (O(events), once per trace).
-    pub fn new(trace: &'a Trace, analysis: &'a Analysis) -> Self {
+    pub(crate) fn new(trace: &'a Trace, analysis: &'a Analysis) -> Self {
         let groups = rows::groups(trace);
         let labels = rows::lane_labels(trace, &groups);
         let dirs = analysis.devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
@@ -101,7 +101,7 @@ impl<'a> Scene<'a> {
     }
 
     /// The window `pick` asks for, laid out on `width` columns as the viewer would.
-    pub fn span(&self, pick: &Pick, width: usize) -> Result<Span> {
+    pub(crate) fn span(&self, pick: &Pick, width: usize) -> Result<Span> {
         let m = &self.trace.meta;
         let mut v = Viewport::new(m.start_ns, m.end_ns, width);
         match pick {
@@ -128,7 +128,7 @@ impl<'a> Scene<'a> {
     }
 
     /// The `n`-th longest gap (from 1): longest first, earlier first on ties.
-    pub fn nth_gap(&self, n: usize) -> Option<&Gap> {
+    pub(crate) fn nth_gap(&self, n: usize) -> Option<&Gap> {
         let top = crate::report::json::top_gaps(&self.analysis.gaps, n);
         if n == 0 { None } else { top.get(n - 1).copied() }
     }
@@ -154,7 +154,7 @@ impl<'a> Scene<'a> {
     }
 
     /// Gaps of device index `i` that overlap `s`, in start order.
-    pub fn gaps_in(&self, i: usize, s: Span) -> impl Iterator<Item = &Gap> {
+    pub(crate) fn gaps_in(&self, i: usize, s: Span) -> impl Iterator<Item = &Gap> {
         let device = self.analysis.devices[i].device;
         let gaps = &self.analysis.gaps;
         // Sorted by start: every gap that starts before the window's end, kept when it
@@ -167,7 +167,7 @@ impl<'a> Scene<'a> {
     /// window, then the CPU threads that explain the window's gaps (the deciding
     /// threads, else their processes' threads active in the window; with no gap, the
     /// threads active in it), at most [`MAX_THREADS`], each with its active lanes.
-    pub fn rows(&self, s: Span) -> Vec<RowSpec> {
+    pub(crate) fn rows(&self, s: Span) -> Vec<RowSpec> {
         let mut out = Vec::new();
         for g in &self.groups {
             let GroupKind::Gpu(d) = g.kind else { continue };
@@ -222,27 +222,27 @@ impl<'a> Scene<'a> {
     }
 
     /// The viewer's cells of lane `l` between consecutive `edges`.
-    pub fn cells(&self, l: u32, edges: &[Ns]) -> Vec<CellInfo> {
+    pub(crate) fn cells(&self, l: u32, edges: &[Ns]) -> Vec<CellInfo> {
         let mut out = Vec::with_capacity(edges.len());
         self.index.lanes[l as usize].raster_edges(&self.trace.lanes[l as usize].ev, edges, None, &mut out);
         out
     }
 
     /// Busy and kernel time of device index `i` in each cell between `edges`.
-    pub fn gpu_cells(&self, i: usize, edges: &[Ns]) -> (Vec<Ns>, Vec<Ns>) {
+    pub(crate) fn gpu_cells(&self, i: usize, edges: &[Ns]) -> (Vec<Ns>, Vec<Ns>) {
         let (d, (busy, kern)) = (&self.analysis.devices[i], &self.dirs[i]);
         (busy.busy_cells(&d.busy, edges), kern.busy_cells(&d.kernels, edges))
     }
 
     /// The lanes of thread group `g`.
-    pub fn group_lanes(&self, g: usize) -> &[u32] {
+    pub(crate) fn group_lanes(&self, g: usize) -> &[u32] {
         &self.groups[g].lanes
     }
 }
 
 /// Left x of time `t` on a plot of `width` pixels starting at `x0` that shows `s`,
 /// clamped to the plot.
-pub fn x_of(t: Ns, s: Span, x0: f64, width: f64) -> f64 {
+pub(crate) fn x_of(t: Ns, s: Span, x0: f64, width: f64) -> f64 {
     let off = (i128::from(t) - i128::from(s.t0)) as f64 / s.span as f64;
     x0 + off.clamp(0.0, 1.0) * width
 }

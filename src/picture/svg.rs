@@ -21,24 +21,24 @@ use crate::tui::index::{CellInfo, bucket_edge};
 use crate::tui::theme::{Class, classify, glyph};
 
 /// Fill of an idle gap on a GPU row.
-pub const GAP_COLOUR: &str = "#d62728";
+pub(crate) const GAP_COLOUR: &str = "#d62728";
 /// Width of the label column in pixels.
-pub const LABEL_W: u32 = 220;
+pub(crate) const LABEL_W: u32 = 220;
 /// Height of the title and axis band above the rows.
-pub const TOP: u32 = 48;
+pub(crate) const TOP: u32 = 48;
 /// Row height when the height is left to the picture.
-pub const ROW_H: u32 = 18;
+pub(crate) const ROW_H: u32 = 18;
 /// Smallest row height before rows are left out.
-pub const MIN_ROW_H: u32 = 8;
+pub(crate) const MIN_ROW_H: u32 = 8;
 /// Height of the legend band below the rows.
-pub const LEGEND_H: u32 = 44;
+pub(crate) const LEGEND_H: u32 = 44;
 const RIGHT_MARGIN: u32 = 12;
 // Average advance of an 11 px monospace character, for fitting labels.
 const CHAR_W: f64 = 6.7;
 
 /// Size of the picture in pixels; `height: None` fits the rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Size {
+pub(crate) struct Size {
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels, or as tall as the rows need.
@@ -47,7 +47,7 @@ pub struct Size {
 
 /// Where things go: the plot's left edge and width, the rows' top and height.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Geometry {
+pub(crate) struct Geometry {
     /// Left edge of the plot.
     pub x0: f64,
     /// Width of the plot (whole pixels: one cell each).
@@ -64,7 +64,7 @@ pub struct Geometry {
 
 impl Geometry {
     /// Lay `n` rows out on `size`.
-    pub fn new(size: Size, n: usize) -> Self {
+    pub(crate) fn new(size: Size, n: usize) -> Self {
         let plot_w = size.width.saturating_sub(LABEL_W + RIGHT_MARGIN).max(10);
         let (row_h, rows, height) = match size.height {
             None => (ROW_H, n, TOP + ROW_H * n as u32 + LEGEND_H),
@@ -78,13 +78,13 @@ impl Geometry {
     }
 
     /// Top of row `r`.
-    pub fn row_y(&self, r: usize) -> f64 {
+    pub(crate) fn row_y(&self, r: usize) -> f64 {
         self.y0 + self.row_h * r as f64
     }
 }
 
 /// Draw window `s` of `scene` as a standalone SVG document titled `title`.
-pub fn render(scene: &Scene, s: Span, size: Size, title: &str) -> String {
+pub(crate) fn render(scene: &Scene, s: Span, size: Size, title: &str) -> String {
     let rows = scene.rows(s);
     let g = Geometry::new(size, rows.len());
     let mut out = String::new();
@@ -208,7 +208,7 @@ fn shade(busy: f32) -> usize {
 const OPACITY: [f32; 4] = [0.4, 0.6, 0.8, 1.0];
 
 /// Fill colour and CSS class of an event class.
-pub fn class_style(class: Class) -> (&'static str, &'static str) {
+pub(crate) fn class_style(class: Class) -> (&'static str, &'static str) {
     match class {
         Class::Kernel => ("#1f77b4", "kernel"),
         Class::Memory(MemClass::H2D) => ("#2ca02c", "copy"),
@@ -251,7 +251,7 @@ fn gpu_row(out: &mut String, scene: &Scene, s: Span, g: &Geometry, edges: &[Ns],
 }
 
 /// Left and right x of `gap` on the plot of `g` showing `s`; at least one pixel wide.
-pub fn gap_x(gap: &Gap, s: Span, g: &Geometry) -> (f64, f64) {
+pub(crate) fn gap_x(gap: &Gap, s: Span, g: &Geometry) -> (f64, f64) {
     let w = f64::from(g.plot_w);
     let (a, b) = (x_of(gap.start, s, g.x0, w), x_of(gap.end, s, g.x0, w));
     (a, b.max(a + 1.0))
@@ -334,7 +334,7 @@ fn axis(out: &mut String, scene: &Scene, s: Span, g: &Geometry) {
 }
 
 /// A round tick interval (1, 2 or 5 times a power of ten ns) giving about 8 ticks.
-pub fn tick_step(span: Ns) -> Ns {
+pub(crate) fn tick_step(span: Ns) -> Ns {
     let raw = (span / 8).max(1);
     let mut p: Ns = 1;
     while p.saturating_mul(10) <= raw {

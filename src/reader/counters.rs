@@ -11,7 +11,7 @@ use crate::model::counters::{Counters, Series};
 use crate::model::{Ns, TableStat};
 
 /// The export's counters (empty without `GPU_METRICS`), and the table's read stats.
-pub fn read_counters(src: Src<'_>) -> Result<(Counters, Vec<TableStat>)> {
+pub(super) fn read_counters(src: Src<'_>) -> Result<(Counters, Vec<TableStat>)> {
     let mut stats = Vec::new();
     if !src.schema.has("GPU_METRICS") || !src.schema.has("TARGET_INFO_GPU_METRICS") {
         return Ok((Counters::default(), stats));

@@ -24,7 +24,7 @@ const IN_BIT: u32 = 1 << 31;
 
 /// The `SELECT` the reader runs on `SCHED_EVENTS` or `COMPOSITE_EVENTS` (the latter
 /// joined to the leaf frame of its callchain), or None when the table is absent.
-pub fn select(schema: &Schema, table: &str) -> Option<String> {
+pub(super) fn select(schema: &Schema, table: &str) -> Option<String> {
     if !schema.has_col(table, "start") {
         return None;
     }
@@ -58,7 +58,7 @@ pub fn select(schema: &Schema, table: &str) -> Option<String> {
 }
 
 /// Context switches and CPU samples, on the calling thread (its own connection).
-pub fn read_host(src: Src<'_>) -> Result<Partial> {
+pub(super) fn read_host(src: Src<'_>) -> Result<Partial> {
     let mut sink = Sink::default();
     read_sched(src, &mut sink)?;
     read_samples(src, &mut sink)?;
@@ -121,7 +121,7 @@ fn read_sched(src: Src<'_>, sink: &mut Sink) -> Result<()> {
 /// `first`; one still on CPU after its last switch stays on until `last`. A switch-in
 /// while already in (a lost switch-out) ends the open interval there; a switch-out
 /// while out is dropped.
-pub fn on_cpu_intervals(sw: &[(Ns, u32)], first: Ns, last: Ns) -> Vec<(Ns, Ns, u32)> {
+pub(super) fn on_cpu_intervals(sw: &[(Ns, u32)], first: Ns, last: Ns) -> Vec<(Ns, Ns, u32)> {
     let mut out = Vec::with_capacity(sw.len() / 2 + 1);
     let mut open: Option<(Ns, u32)> = None;
     for (k, &(t, w)) in sw.iter().enumerate() {
@@ -161,7 +161,7 @@ fn read_samples(src: Src<'_>, sink: &mut Sink) -> Result<()> {
 }
 
 /// Summarize the host data of the assembled lanes (names resolved) and the export.
-pub fn host_data(
+pub(super) fn host_data(
     conn: &Connection,
     schema: &Schema,
     lanes: &[Lane],
@@ -216,7 +216,7 @@ pub fn host_data(
 }
 
 /// True for a module name of Python source (`train.py`, `<frozen importlib._bootstrap>`).
-pub fn is_python_module(m: &str) -> bool {
+pub(super) fn is_python_module(m: &str) -> bool {
     std::path::Path::new(m).extension().is_some_and(|e| e.eq_ignore_ascii_case("py")) || m.starts_with("<frozen ")
 }
 

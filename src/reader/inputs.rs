@@ -26,7 +26,7 @@ fn is_input_name(p: &Path) -> bool {
 /// glob over its directory; anything else is kept as it is (the reader then says what
 /// is wrong with it). A file named twice (under any spelling: `./a`, an absolute path, a
 /// symbolic link) counts once, under its first name. Errors name the argument.
-pub fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out: Vec<PathBuf> = Vec::new();
     let mut seen: Vec<Identity> = Vec::new();
     for a in args {
@@ -92,7 +92,7 @@ fn exports_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
 /// Shell-style match of a file name: `*` any run, `?` one character, `[abc]` / `[a-z]`
 /// / `[!a]` a set (a `[` that opens no set is itself). Time O(pattern × name) at worst:
 /// a mismatch after a `*` goes back to that last `*` only, never to earlier ones.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
     let p = tokens(&pattern.chars().collect::<Vec<char>>());
     let n: Vec<char> = name.chars().collect();
     let (mut i, mut j) = (0, 0);
@@ -194,18 +194,18 @@ pub fn group(files: &[PathBuf]) -> PathBuf {
 }
 
 /// The files registered under `label`, if it is a group's label.
-pub fn grouped(label: &Path) -> Option<Vec<PathBuf>> {
+pub(crate) fn grouped(label: &Path) -> Option<Vec<PathBuf>> {
     let g = GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     g.iter().find(|(l, _)| l == label).map(|(_, f)| f.clone())
 }
 
 /// Check every file of a group; the error names the file. Returns their total size.
-pub fn check_group(files: &[PathBuf]) -> Result<u64> {
+pub(crate) fn check_group(files: &[PathBuf]) -> Result<u64> {
     files.iter().map(|f| super::check_file(f).with_context(|| f.display().to_string())).sum()
 }
 
 /// Load every file of a group and merge them ([`super::merge`]); the error names the file.
-pub fn load_group(files: &[PathBuf], progress: &Progress) -> Result<Trace> {
+pub(crate) fn load_group(files: &[PathBuf], progress: &Progress) -> Result<Trace> {
     let mut traces = Vec::with_capacity(files.len());
     for f in files {
         traces.push(super::load_with_progress(f, progress).with_context(|| f.display().to_string())?);

@@ -26,13 +26,13 @@ use crate::model::{
 };
 
 /// Device ids each input may use in the merged trace.
-pub const DEVICES_PER_INPUT: u32 = 256;
+pub(crate) const DEVICES_PER_INPUT: u32 = 256;
 
 /// Times at or above this (about 1973 in epoch ns) are absolute, not session-relative.
 const EPOCH_TIMES_NS: Ns = 100_000_000_000_000_000;
 
 /// Merge `inputs` into one trace (one input is returned as it is).
-pub fn merge(inputs: Vec<Trace>) -> Trace {
+pub(crate) fn merge(inputs: Vec<Trace>) -> Trace {
     if inputs.len() <= 1 {
         return inputs.into_iter().next().unwrap_or_default();
     }
@@ -328,7 +328,7 @@ fn offsets(order: &[(u32, Trace)]) -> (Vec<Ns>, Vec<Alignment>, Option<String>) 
 
 /// Start of the first instance of the best step-like NVTX range (lowest
 /// [`step_rank`]), if the trace has one.
-pub fn first_step(t: &Trace) -> Option<Ns> {
+pub(crate) fn first_step(t: &Trace) -> Option<Ns> {
     let mut best: Option<(u8, Ns)> = None;
     for l in t.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. })) {
         let mut rank_of: HashMap<StrId, Option<u8>> = HashMap::new();

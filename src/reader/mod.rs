@@ -11,16 +11,16 @@
 
 mod counters;
 mod host;
-pub mod inputs;
+pub(crate) mod inputs;
 // Its three `_` arms (a thread id that is no number, memsets after kernels and copies,
 // a JSON value of another type) are being rewritten with the reader's speed-up (issue
 // 19); they state their own reasons there.
 #[allow(clippy::wildcard_enum_match_arm, reason = "kineto's arms are revisited by its rewrite")]
-pub mod kineto;
-pub mod merge;
+pub(crate) mod kineto;
+pub(crate) mod merge;
 mod nvtx;
 mod open;
-pub mod rep;
+pub(crate) mod rep;
 mod schema;
 mod tables;
 
@@ -32,13 +32,13 @@ use anyhow::{Context, Result, bail};
 
 use crate::model::counters::Counters;
 use crate::model::{Lane, LaneKind, Meta, TableStat, Trace};
-pub use schema::EVENT_TABLES;
+pub(crate) use schema::EVENT_TABLES;
 use schema::Schema;
 use tables::{Names, Partial};
 
 /// Load progress shared with a UI thread: rows read so far and rows expected.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Rows read so far, over all tables.
     pub rows_done: AtomicU64,
     /// Rows expected (known after the schema probe; 0 before).
@@ -47,7 +47,7 @@ pub struct Progress {
 
 impl Progress {
     /// Fraction done in `[0, 1]`.
-    pub fn fraction(&self) -> f64 {
+    pub(crate) fn fraction(&self) -> f64 {
         let total = self.rows_total.load(Ordering::Relaxed);
         if total == 0 { 0.0 } else { (self.rows_done.load(Ordering::Relaxed) as f64 / total as f64).min(1.0) }
     }
@@ -60,7 +60,7 @@ pub fn load(path: &Path) -> Result<Trace> {
 }
 
 /// Label used as the path of the embedded demo trace.
-pub const DEMO_NAME: &str = "demo (pageable.sqlite, embedded)";
+pub(crate) const DEMO_NAME: &str = "demo (pageable.sqlite, embedded)";
 
 static DEMO: &[u8] = include_bytes!("../../assets/demo.sqlite");
 
@@ -85,7 +85,7 @@ impl Source<'_> {
 }
 
 /// Load the demo trace embedded in the binary.
-pub fn load_demo_with_progress(progress: &Progress) -> Result<Trace> {
+pub(crate) fn load_demo_with_progress(progress: &Progress) -> Result<Trace> {
     let mut t = load_source(Source::Bytes(DEMO), progress)?;
     t.meta.path = DEMO_NAME.to_string();
     Ok(t)
@@ -93,7 +93,7 @@ pub fn load_demo_with_progress(progress: &Progress) -> Result<Trace> {
 
 /// The `SELECT`s the reader runs on the export at `path`, `StringIds` first: `bench`
 /// times SQLite producing exactly these rows.
-pub fn queries(path: &Path) -> Result<Vec<String>> {
+pub(crate) fn queries(path: &Path) -> Result<Vec<String>> {
     if open::sniff(path)?.0 != open::Format::Sqlite {
         return Ok(Vec::new());
     }
@@ -106,7 +106,7 @@ pub fn queries(path: &Path) -> Result<Vec<String>> {
 /// Check that `path` names an export lanescope can open (an `.nsys-rep` is exported
 /// first, see [`rep`]; a group of [`inputs::group`] checks each file); say what is wrong
 /// otherwise. Returns the file's size.
-pub fn check_file(path: &Path) -> Result<u64> {
+pub(crate) fn check_file(path: &Path) -> Result<u64> {
     if let Some(files) = inputs::grouped(path) {
         return inputs::check_group(&files);
     }
@@ -120,7 +120,7 @@ fn sqlite_of(path: &Path) -> Result<std::path::PathBuf> {
 
 /// Load the export at `path` (or the merged exports of a group), updating `progress`
 /// as rows are read.
-pub fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
+pub(crate) fn load_with_progress(path: &Path, progress: &Progress) -> Result<Trace> {
     if let Some(files) = inputs::grouped(path) {
         return inputs::load_group(&files, progress);
     }
@@ -244,7 +244,7 @@ const OPEN_END: i64 = i64::MAX;
 
 /// How far from the bulk of the events (the median start) an event may lie, and how long
 /// it may last, before it counts as a corrupt timestamp: about 11.6 days.
-pub const OUTLIER_NS: i64 = 1_000_000_000_000_000;
+pub(crate) const OUTLIER_NS: i64 = 1_000_000_000_000_000;
 
 // Remove events with corrupt times (far from the median start, or absurdly long; an
 // open NVTX end is not one): the time axis and every sum stay within range.

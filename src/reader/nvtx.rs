@@ -27,10 +27,10 @@ enum Kind {
 }
 
 /// NVTX domain of the marks nsys's Python sampler writes.
-pub const PYTHON_SAMPLER: &str = "Python Periodic Sampling";
+pub(super) const PYTHON_SAMPLER: &str = "Python Periodic Sampling";
 
 /// Read `NVTX_EVENTS` into NVTX lanes.
-pub fn read_nvtx(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+pub(super) fn read_nvtx(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     let Some(sql) = select(src.schema, T) else { return Ok(()) };
     let mut rows: Vec<(Kind, Row)> = Vec::new();
     let mut domains: HashMap<(u32, i64), String> = HashMap::new();

@@ -12,7 +12,7 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// What a trace file holds, judged by its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(super) enum Format {
     /// An nsys SQLite export.
     Sqlite,
     /// A Chrome-trace JSON (PyTorch profiler / Kineto).
@@ -22,12 +22,12 @@ pub enum Format {
 }
 
 /// Check that `path` names a non-empty trace lanescope reads; say what is wrong otherwise.
-pub fn check_file(path: &Path) -> Result<u64> {
+pub(super) fn check_file(path: &Path) -> Result<u64> {
     sniff(path).map(|(_, n)| n)
 }
 
 /// The format of the trace at `path` (by content, not by name) and its size in bytes.
-pub fn sniff(path: &Path) -> Result<(Format, u64)> {
+pub(super) fn sniff(path: &Path) -> Result<(Format, u64)> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("no such file"),
@@ -70,7 +70,7 @@ pub fn sniff(path: &Path) -> Result<(Format, u64)> {
 }
 
 /// True when `path` is a file that begins like a SQLite database.
-pub fn is_sqlite(path: &Path) -> bool {
+pub(super) fn is_sqlite(path: &Path) -> bool {
     let mut head = [0u8; 16];
     File::open(path).and_then(|mut f| read_up_to(&mut f, &mut head)).is_ok_and(|n| n == 16 && &head == SQLITE_MAGIC)
 }
@@ -88,7 +88,7 @@ fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Open `path` read-only and immutable: SQLite takes no lock and writes no journal,
 /// WAL or shared-memory file beside the trace.
-pub fn connect(path: &Path) -> Result<Connection> {
+pub(super) fn connect(path: &Path) -> Result<Connection> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let uri = format!("file:{}?mode=ro&immutable=1", uri_escape(&abs.to_string_lossy()));
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;

@@ -32,7 +32,7 @@ use anyhow::{Context, Result, bail};
 const HEAD_BYTES: u64 = 1 << 20;
 
 /// Characters of nsys's last line quoted in an error.
-pub const QUOTE_CHARS: usize = 200;
+pub(crate) const QUOTE_CHARS: usize = 200;
 
 /// How long nsys may run without `LANESCOPE_NSYS_TIMEOUT`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -50,13 +50,13 @@ static EXIT_ELSEWHERE: AtomicBool = AtomicBool::new(false);
 static WATCH: Once = Once::new();
 
 /// True for a path named like an nsys report (`.nsys-rep`, `.qdrep`).
-pub fn is_report(path: &Path) -> bool {
+pub(crate) fn is_report(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "nsys-rep" || e == "qdrep")
 }
 
 /// The SQLite export of the report at `path`: a valid cached one, else a fresh export
 /// made with nsys (one progress line on stderr). Errors say how to export by hand.
-pub fn export(path: &Path) -> Result<PathBuf> {
+pub(crate) fn export(path: &Path) -> Result<PathBuf> {
     #[allow(
         clippy::wildcard_enum_match_arm,
         reason = "`io::ErrorKind` is non-exhaustive: every error but a missing file reads as unreadable"
@@ -210,7 +210,7 @@ fn stop(mut r: Running) {
 
 /// Kill every nsys export in progress and remove its temporary files: for a signal
 /// handler that is about to end the process.
-pub fn abort_exports() {
+pub(crate) fn abort_exports() {
     for r in lock().drain(..) {
         stop(r);
     }
@@ -218,7 +218,7 @@ pub fn abort_exports() {
 
 /// Tell the export's signal watcher that another handler ends the process on SIGTERM,
 /// SIGINT and SIGHUP (after calling [`abort_exports`]), or no longer does.
-pub fn signals_exit_elsewhere(yes: bool) {
+pub(crate) fn signals_exit_elsewhere(yes: bool) {
     EXIT_ELSEWHERE.store(yes, Ordering::SeqCst);
 }
 
@@ -295,7 +295,7 @@ fn last_line(log: &Path) -> String {
 
 /// `$XDG_CACHE_HOME/lanescope`, else `$HOME/.cache/lanescope` (absolute paths only, as
 /// the XDG base directory specification asks).
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
         return Some(x.join("lanescope"));
@@ -304,7 +304,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 }
 
 /// `$LANESCOPE_NSYS`, else the first `nsys` on PATH that is a file.
-pub fn find_nsys() -> Option<PathBuf> {
+pub(crate) fn find_nsys() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("LANESCOPE_NSYS").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(p));
     }

@@ -7,12 +7,12 @@ use rusqlite::Connection;
 
 /// Tables and their columns, probed from `sqlite_master` and `PRAGMA table_info`.
 #[derive(Debug, Default)]
-pub struct Schema {
+pub(super) struct Schema {
     tables: HashMap<String, HashSet<String>>,
 }
 
 /// Tables whose rows become timeline events (for progress estimates).
-pub const EVENT_TABLES: &[&str] = &[
+pub(crate) const EVENT_TABLES: &[&str] = &[
     "CUPTI_ACTIVITY_KIND_KERNEL",
     "CUPTI_ACTIVITY_KIND_MEMCPY",
     "CUPTI_ACTIVITY_KIND_MEMSET",
@@ -28,7 +28,7 @@ pub const EVENT_TABLES: &[&str] = &[
 
 impl Schema {
     /// Read the list of tables and their columns.
-    pub fn probe(conn: &Connection) -> Result<Self> {
+    pub(super) fn probe(conn: &Connection) -> Result<Self> {
         let mut stmt = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
             .context("corrupt or unreadable SQLite file")?;
@@ -50,27 +50,27 @@ impl Schema {
     }
 
     /// True when `table` exists.
-    pub fn has(&self, table: &str) -> bool {
+    pub(super) fn has(&self, table: &str) -> bool {
         self.tables.contains_key(table)
     }
 
     /// Names of all tables.
-    pub fn tables(&self) -> impl Iterator<Item = &str> {
+    pub(super) fn tables(&self) -> impl Iterator<Item = &str> {
         self.tables.keys().map(String::as_str)
     }
 
     /// True when `table` exists and has `column`.
-    pub fn has_col(&self, table: &str, column: &str) -> bool {
+    pub(super) fn has_col(&self, table: &str, column: &str) -> bool {
         self.tables.get(table).is_some_and(|c| c.contains(column))
     }
 
     /// `column` quoted when present, else `NULL`, for building SELECT lists.
-    pub fn col_or_null(&self, table: &str, column: &str) -> String {
+    pub(super) fn col_or_null(&self, table: &str, column: &str) -> String {
         if self.has_col(table, column) { format!("\"{column}\"") } else { "NULL".to_string() }
     }
 
     /// True when this looks like an nsys export at all.
-    pub fn is_nsys_export(&self) -> bool {
+    pub(super) fn is_nsys_export(&self) -> bool {
         self.has("StringIds")
             || self.has("META_DATA_EXPORT")
             || self.has("EXPORT_META_DATA")
@@ -78,7 +78,7 @@ impl Schema {
     }
 
     /// Rows in the event tables, from `max(rowid)`, which SQLite answers without a scan.
-    pub fn event_rows_estimate(&self, conn: &Connection) -> u64 {
+    pub(super) fn event_rows_estimate(&self, conn: &Connection) -> u64 {
         EVENT_TABLES
             .iter()
             .filter(|t| self.has(t))

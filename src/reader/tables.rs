@@ -21,7 +21,7 @@ const LOCAL: u32 = 1 << 31;
 
 /// What one loader produced.
 #[derive(Debug, Default)]
-pub struct Partial {
+pub(super) struct Partial {
     /// Events keyed by (lane kind, pid); names are raw references.
     pub lanes: Vec<((LaneKind, u32), Events)>,
     /// Names made by the loader (NVTX inline text, memcpy labels).
@@ -36,7 +36,7 @@ pub struct Partial {
 
 impl Partial {
     /// Reference to a loader-made name.
-    pub fn local(&mut self, cache: &mut HashMap<String, u32>, s: &str) -> u32 {
+    pub(super) fn local(&mut self, cache: &mut HashMap<String, u32>, s: &str) -> u32 {
         if let Some(&r) = cache.get(s) {
             return r;
         }
@@ -51,7 +51,7 @@ impl Partial {
 /// stream or thread tend to come in runs. When they do not (threads interleave), every
 /// row looks its lane up: a multiply-rotate hash, not `SipHash` (the keys are ours).
 #[derive(Default)]
-pub struct LaneMap {
+pub(super) struct LaneMap {
     index: HashMap<(LaneKind, u32), usize, std::hash::BuildHasherDefault<FastHasher>>,
     lanes: Vec<((LaneKind, u32), Events)>,
     last: Option<((LaneKind, u32), usize)>,
@@ -59,7 +59,7 @@ pub struct LaneMap {
 
 /// A multiply-rotate hasher (as in rustc's `FxHash`) for small keys of our own.
 #[derive(Default, Clone, Copy)]
-pub struct FastHasher(u64);
+pub(super) struct FastHasher(u64);
 
 impl std::hash::Hasher for FastHasher {
     fn finish(&self) -> u64 {
@@ -99,7 +99,7 @@ impl std::hash::Hasher for FastHasher {
 
 impl LaneMap {
     /// The events of lane `key`, created on first use.
-    pub fn get(&mut self, key: (LaneKind, u32)) -> &mut Events {
+    pub(super) fn get(&mut self, key: (LaneKind, u32)) -> &mut Events {
         let i = match self.last {
             Some((k, i)) if k == key => i,
             _ => {
@@ -117,7 +117,7 @@ impl LaneMap {
 }
 
 /// `StringIds` of the file, and the interned table they resolve into.
-pub struct Names {
+pub(super) struct Names {
     file: FileStrings,
     map: Vec<StrId>,
     strings: Strings,
@@ -157,7 +157,7 @@ impl FileStrings {
 
 impl Names {
     /// Text of a `StringIds` id.
-    pub fn file_str(&self, id: i64) -> Option<&str> {
+    pub(super) fn file_str(&self, id: i64) -> Option<&str> {
         u32::try_from(id).ok().and_then(|i| self.file.get(i))
     }
 
@@ -180,7 +180,7 @@ impl Names {
     }
 
     /// Turn raw references of one lane into interned ids; classify API calls.
-    pub fn resolve(&mut self, ev: &mut Events, kind: LaneKind, local: &[String]) {
+    pub(super) fn resolve(&mut self, ev: &mut Events, kind: LaneKind, local: &[String]) {
         let is_api = matches!(kind, LaneKind::CudaApi { .. });
         for n in &mut ev.name {
             *n = self.intern_ref(*n, local, is_api);
@@ -207,23 +207,23 @@ impl Names {
     }
 
     /// Resolve only the name column.
-    pub fn resolve_plain(&mut self, ev: &mut Events, local: &[String]) {
+    pub(super) fn resolve_plain(&mut self, ev: &mut Events, local: &[String]) {
         for n in &mut ev.name {
             *n = self.intern_ref(*n, local, false);
         }
     }
 
     /// The interned table.
-    pub fn into_strings(self) -> Strings {
+    pub(super) fn into_strings(self) -> Strings {
         self.strings
     }
 }
 
 /// The query for the name table.
-pub const STRING_IDS: &str = "SELECT id, value FROM StringIds";
+pub(super) const STRING_IDS: &str = "SELECT id, value FROM StringIds";
 
 /// Read the whole `StringIds` table.
-pub fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
+pub(super) fn read_string_ids(conn: &Connection, schema: &Schema) -> Result<Names> {
     let mut file = FileStrings::default();
     if schema.has("StringIds") {
         let mut stmt = conn.prepare(STRING_IDS)?;
@@ -252,7 +252,7 @@ fn string_id(v: ValueRef<'_>) -> Option<u32> {
 
 /// Text of a column value, if it is text.
 #[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
-pub fn text(v: ValueRef<'_>) -> Option<&str> {
+pub(super) fn text(v: ValueRef<'_>) -> Option<&str> {
     match v {
         ValueRef::Text(t) => std::str::from_utf8(t).ok(),
         _ => None,
@@ -261,7 +261,7 @@ pub fn text(v: ValueRef<'_>) -> Option<&str> {
 
 /// Integer of a column value, if it is numeric.
 #[allow(clippy::wildcard_enum_match_arm, reason = "a column value of any other SQLite type reads as NULL")]
-pub fn int(v: ValueRef<'_>) -> Option<i64> {
+pub(super) fn int(v: ValueRef<'_>) -> Option<i64> {
     match v {
         ValueRef::Integer(i) => Some(i),
         ValueRef::Real(f) => Some(f as i64),
@@ -270,7 +270,7 @@ pub fn int(v: ValueRef<'_>) -> Option<i64> {
 }
 
 /// Export versions and session start.
-pub fn read_meta(conn: &Connection, schema: &Schema) -> Result<Meta> {
+pub(super) fn read_meta(conn: &Connection, schema: &Schema) -> Result<Meta> {
     let mut meta = Meta::default();
     for table in ["META_DATA_EXPORT", "EXPORT_META_DATA"] {
         if !schema.has_col(table, "name") || !schema.has_col(table, "value") {
@@ -348,7 +348,7 @@ fn read_identity(conn: &Connection, schema: &Schema, meta: &mut Meta) -> Result<
 }
 
 /// Run `sql` and feed each row to `f`, counting rows for progress and stats.
-pub fn scan(
+pub(super) fn scan(
     conn: &Connection,
     table: &str,
     sql: &str,
@@ -375,7 +375,7 @@ pub fn scan(
 /// The `SELECT` the reader runs on event table `table` of this export (columns it
 /// lacks read as NULL), or None when the table is absent or not one of this file's
 /// (`host::select` has the scheduling tables).
-pub fn select(schema: &Schema, table: &str) -> Option<String> {
+pub(super) fn select(schema: &Schema, table: &str) -> Option<String> {
     const GPU: [&str; 4] = ["deviceId", "streamId", "correlationId", "globalPid"];
     let extra: &[&str] = match table {
         "CUPTI_ACTIVITY_KIND_KERNEL" => &["shortName", "demangledName"],
@@ -414,7 +414,7 @@ fn gpu_row(r: &rusqlite::Row<'_>) -> Result<Option<GpuRow>> {
 
 /// Where loaders read from.
 #[derive(Clone, Copy)]
-pub struct Src<'a> {
+pub(super) struct Src<'a> {
     /// The export.
     pub conn: &'a Connection,
     /// Its tables and columns.
@@ -425,7 +425,7 @@ pub struct Src<'a> {
 
 /// What the loaders of one thread fill.
 #[derive(Default)]
-pub struct Sink {
+pub(super) struct Sink {
     /// Lanes, names and stats so far.
     pub out: Partial,
     /// Lanes being filled.
@@ -435,12 +435,12 @@ pub struct Sink {
 
 impl Sink {
     /// Reference to a loader-made name.
-    pub fn local(&mut self, s: &str) -> u32 {
+    pub(super) fn local(&mut self, s: &str) -> u32 {
         self.out.local(&mut self.cache, s)
     }
 
     /// The loaders' output.
-    pub fn finish(mut self) -> Partial {
+    pub(super) fn finish(mut self) -> Partial {
         self.out.lanes = self.lanes.lanes;
         self.out
     }
@@ -448,7 +448,7 @@ impl Sink {
 
 /// GPU operations, sync records, OS runtime calls and profiler overhead into `sink`
 /// (everything but CUDA API calls, NVTX and host data, which have loaders of their own).
-pub fn read_gpu_and_os(src: Src<'_>, sink: &mut Sink) -> Result<()> {
+pub(super) fn read_gpu_and_os(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     read_kernels(src, sink)?;
     read_memcpy(src, sink)?;
     read_memset(src, sink)?;
@@ -586,7 +586,7 @@ fn read_sync(src: Src<'_>, sink: &mut Sink) -> Result<()> {
 }
 
 /// CUDA runtime and driver calls (one table), on its own connection.
-pub fn read_runtime(src: Src<'_>) -> Result<Partial> {
+pub(super) fn read_runtime(src: Src<'_>) -> Result<Partial> {
     const T: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
     let mut sink = Sink::default();
     let Some(sql) = select(src.schema, T) else { return Ok(sink.finish()) };
@@ -671,7 +671,7 @@ fn read_thread_rows(src: Src<'_>, sink: &mut Sink, table: &str, kind: fn(u32) ->
 }
 
 /// Processes, threads and GPUs that own events.
-pub fn read_who(
+pub(super) fn read_who(
     conn: &Connection,
     schema: &Schema,
     names: &Names,
@@ -761,7 +761,7 @@ fn read_gpus(conn: &Connection, schema: &Schema, lanes: &[Lane]) -> Result<Vec<G
 }
 
 /// Set an open NVTX end (NULL) to the sentinel closed later to the trace end.
-pub fn open_end(e: Option<i64>) -> i64 {
+pub(super) fn open_end(e: Option<i64>) -> i64 {
     e.unwrap_or(OPEN_END)
 }
 

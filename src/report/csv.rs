@@ -38,7 +38,7 @@ impl Csv<'_> {
 }
 
 /// Quote a CSV field when needed (RFC 4180), after replacing control characters.
-pub fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     let s = sanitize(s);
     if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.into_owned() }
 }
@@ -48,7 +48,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 }
 
 /// Write the CSV report.
-pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
     let r = json::build(trace, a, all_gaps);
     let mut c = Csv { w };
     c.row("section", "item", "metric", &"value")?;

@@ -16,7 +16,7 @@ use crate::analysis::Phase;
 
 /// How a field's values read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// A number of things.
     Count,
     /// Nanoseconds.
@@ -33,7 +33,7 @@ pub enum Unit {
 
 impl Unit {
     /// True for units whose values are integers (counts, durations, bytes).
-    pub fn is_integer(self) -> bool {
+    pub(crate) fn is_integer(self) -> bool {
         match self {
             Self::Count | Self::Ns | Self::Bytes => true,
             Self::Share | Self::Pct | Self::Gbps => false,
@@ -43,7 +43,7 @@ impl Unit {
 
 /// A field's value: an integer, or a real that is null when there is nothing to divide by.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Num {
+pub(crate) enum Num {
     /// Counts, nanoseconds, bytes.
     Int(i64),
     /// Shares, percentages, rates.
@@ -52,7 +52,7 @@ pub enum Num {
 
 impl Num {
     /// The value as a float, None for a null real.
-    pub fn as_f64(self) -> Option<f64> {
+    pub(crate) fn as_f64(self) -> Option<f64> {
         match self {
             Self::Int(i) => Some(i as f64),
             Self::Real(r) => r,
@@ -60,7 +60,7 @@ impl Num {
     }
 
     /// Ascending order for sorting: integers exactly, reals with null as 0.
-    pub fn sort_cmp(self, other: Self) -> Ordering {
+    pub(crate) fn sort_cmp(self, other: Self) -> Ordering {
         match (self, other) {
             (Self::Int(a), Self::Int(b)) => a.cmp(&b),
             (a, b) => a.as_f64().unwrap_or(0.0).total_cmp(&b.as_f64().unwrap_or(0.0)),
@@ -91,7 +91,7 @@ impl Serialize for Num {
 
 /// One metric of a phase.
 #[derive(Debug, Clone, Copy)]
-pub struct Field {
+pub(crate) struct Field {
     /// JSON key; a dot nests (`launched.count`). The CSV metric is the key with `_` for `.`.
     pub key: &'static str,
     /// Column header of the text report (views may give another, [`Field::headed`]).
@@ -105,12 +105,12 @@ pub struct Field {
 impl Field {
     /// The same field under another header.
     #[must_use]
-    pub const fn headed(self, label: &'static str) -> Self {
+    pub(crate) const fn headed(self, label: &'static str) -> Self {
         Self { label, ..self }
     }
 
     /// Its value for `p`.
-    pub fn of(&self, p: &Phase) -> Num {
+    pub(crate) fn of(&self, p: &Phase) -> Num {
         (self.get)(p)
     }
 }
@@ -121,87 +121,90 @@ fn int(n: u64) -> Num {
 }
 
 /// Range instances.
-pub const COUNT: Field = Field { key: "count", label: "count", unit: Unit::Count, get: |p| int(p.count) };
+pub(crate) const COUNT: Field = Field { key: "count", label: "count", unit: Unit::Count, get: |p| int(p.count) };
 /// Total CPU wall time of the instances.
-pub const WALL: Field = Field { key: "wall_ns", label: "wall", unit: Unit::Ns, get: |p| Num::Int(p.wall.sum_ns) };
+pub(crate) const WALL: Field =
+    Field { key: "wall_ns", label: "wall", unit: Unit::Ns, get: |p| Num::Int(p.wall.sum_ns) };
 /// Mean wall time.
-pub const WALL_MEAN: Field =
+pub(crate) const WALL_MEAN: Field =
     Field { key: "wall_mean_ns", label: "mean", unit: Unit::Ns, get: |p| Num::Int(p.wall.mean_ns) };
 /// Median wall time.
-pub const WALL_P50: Field =
+pub(crate) const WALL_P50: Field =
     Field { key: "wall_p50_ns", label: "p50", unit: Unit::Ns, get: |p| Num::Int(p.wall.p50_ns) };
 /// 95th percentile wall time.
-pub const WALL_P95: Field =
+pub(crate) const WALL_P95: Field =
     Field { key: "wall_p95_ns", label: "p95", unit: Unit::Ns, get: |p| Num::Int(p.wall.p95_ns) };
 /// Longest instance.
-pub const WALL_MAX: Field =
+pub(crate) const WALL_MAX: Field =
     Field { key: "wall_max_ns", label: "max", unit: Unit::Ns, get: |p| Num::Int(p.wall.max_ns) };
 /// GPU busy over the phase's windows.
-pub const GPU_BUSY: Field =
+pub(crate) const GPU_BUSY: Field =
     Field { key: "gpu_busy_ns", label: "busy", unit: Unit::Ns, get: |p| Num::Int(p.gpu_busy_ns) };
 /// Kernel busy over the windows.
-pub const KERNEL_BUSY: Field =
+pub(crate) const KERNEL_BUSY: Field =
     Field { key: "kernel_busy_ns", label: "kernels", unit: Unit::Ns, get: |p| Num::Int(p.kernel_busy_ns) };
 /// Copy busy over the windows.
-pub const COPY_BUSY: Field =
+pub(crate) const COPY_BUSY: Field =
     Field { key: "copy_busy_ns", label: "copies", unit: Unit::Ns, get: |p| Num::Int(p.copy_busy_ns) };
 /// GPU idle over the windows.
-pub const IDLE: Field = Field { key: "idle_ns", label: "idle", unit: Unit::Ns, get: |p| Num::Int(p.idle_ns) };
+pub(crate) const IDLE: Field = Field { key: "idle_ns", label: "idle", unit: Unit::Ns, get: |p| Num::Int(p.idle_ns) };
 /// Copy time with no kernel over the windows.
-pub const EXPOSED_COPY: Field =
+pub(crate) const EXPOSED_COPY: Field =
     Field { key: "exposed_copy_ns", label: "exposed copy", unit: Unit::Ns, get: |p| Num::Int(p.exposed_copy_ns) };
 /// Share of copy time with a kernel running.
-pub const COPY_OVERLAP: Field =
+pub(crate) const COPY_OVERLAP: Field =
     Field { key: "copy_overlap", label: "overlap", unit: Unit::Share, get: |p| Num::Real(p.copy_overlap) };
 /// H2D bytes (prorated) in the windows.
-pub const H2D_BYTES: Field = Field { key: "h2d_bytes", label: "H2D", unit: Unit::Bytes, get: |p| int(p.h2d_bytes) };
+pub(crate) const H2D_BYTES: Field =
+    Field { key: "h2d_bytes", label: "H2D", unit: Unit::Bytes, get: |p| int(p.h2d_bytes) };
 /// D2H bytes (prorated) in the windows.
-pub const D2H_BYTES: Field = Field { key: "d2h_bytes", label: "D2H", unit: Unit::Bytes, get: |p| int(p.d2h_bytes) };
+pub(crate) const D2H_BYTES: Field =
+    Field { key: "d2h_bytes", label: "D2H", unit: Unit::Bytes, get: |p| int(p.d2h_bytes) };
 /// H2D bandwidth.
-pub const H2D_GBPS: Field =
+pub(crate) const H2D_GBPS: Field =
     Field { key: "h2d_gbps", label: "H2D GB/s", unit: Unit::Gbps, get: |p| Num::Real(p.h2d_gbps) };
 /// D2H bandwidth.
-pub const D2H_GBPS: Field =
+pub(crate) const D2H_GBPS: Field =
     Field { key: "d2h_gbps", label: "D2H GB/s", unit: Unit::Gbps, get: |p| Num::Real(p.d2h_gbps) };
 /// Share of instances with a gap >= min-gap inside.
-pub const STARVED: Field =
+pub(crate) const STARVED: Field =
     Field { key: "starved_share", label: "starved", unit: Unit::Share, get: |p| Num::Real(Some(p.starved_share)) };
 /// GPU operations launched from inside the ranges.
-pub const LAUNCHED: Field =
+pub(crate) const LAUNCHED: Field =
     Field { key: "launched.count", label: "launched", unit: Unit::Count, get: |p| int(p.launched.count) };
 /// Their GPU time.
-pub const LAUNCHED_GPU: Field =
+pub(crate) const LAUNCHED_GPU: Field =
     Field { key: "launched.gpu_ns", label: "launched GPU", unit: Unit::Ns, get: |p| Num::Int(p.launched.gpu_ns) };
 /// Sum over instances of first-op-start to last-op-end.
-pub const LAUNCHED_SPAN: Field =
+pub(crate) const LAUNCHED_SPAN: Field =
     Field { key: "launched.span_ns", label: "span", unit: Unit::Ns, get: |p| Num::Int(p.launched.span_ns) };
 
 /// H2D copy time the phase launched with no kernel running on their GPU.
-pub const H2D_EXPOSED: Field =
+pub(crate) const H2D_EXPOSED: Field =
     Field { key: "h2d_exposed_ns", label: "H2D exposed", unit: Unit::Ns, get: |p| Num::Int(p.h2d_exposed_ns) };
 /// PCIe RX (host to device) over the phase's instances.
-pub const PCIE_RX: Field = Field {
+pub(crate) const PCIE_RX: Field = Field {
     key: "pcie.rx_pct_mean",
     label: "RX%",
     unit: Unit::Pct,
     get: |p| Num::Real(p.pcie.and_then(|x| x.rx_pct_mean)),
 };
 /// PCIe TX (device to host) over the phase's instances.
-pub const PCIE_TX: Field = Field {
+pub(crate) const PCIE_TX: Field = Field {
     key: "pcie.tx_pct_mean",
     label: "TX%",
     unit: Unit::Pct,
     get: |p| Num::Real(p.pcie.and_then(|x| x.tx_pct_mean)),
 };
 /// PCIe RX while the phase's H2D copies ran.
-pub const PCIE_RX_H2D: Field = Field {
+pub(crate) const PCIE_RX_H2D: Field = Field {
     key: "pcie.rx_pct_during_h2d",
     label: "RX% in H2D",
     unit: Unit::Pct,
     get: |p| Num::Real(p.pcie.and_then(|x| x.rx_pct_during_h2d)),
 };
 /// PCIe TX while the phase's D2H copies ran.
-pub const PCIE_TX_D2H: Field = Field {
+pub(crate) const PCIE_TX_D2H: Field = Field {
     key: "pcie.tx_pct_during_d2h",
     label: "TX% in D2H",
     unit: Unit::Pct,
@@ -209,7 +212,7 @@ pub const PCIE_TX_D2H: Field = Field {
 };
 
 /// Every field of the report's `phases[]` (after `name`), in JSON order.
-pub const PHASE: [Field; 25] = [
+pub(crate) const PHASE: [Field; 25] = [
     COUNT,
     WALL,
     WALL_MEAN,
@@ -238,7 +241,7 @@ pub const PHASE: [Field; 25] = [
 ];
 
 /// GPU busy over busy plus idle in the windows, in percent (`diff`'s `gpu_busy_pct`).
-pub const BUSY_PCT: Field = Field {
+pub(crate) const BUSY_PCT: Field = Field {
     key: "gpu_busy_pct",
     label: "busy%",
     unit: Unit::Pct,
@@ -246,7 +249,7 @@ pub const BUSY_PCT: Field = Field {
 };
 
 /// GPU busy over the instances' summed wall time, at most 1 (the viewer's `GPU busy`).
-pub const BUSY_OF_WALL: Field = Field {
+pub(crate) const BUSY_OF_WALL: Field = Field {
     key: "gpu_busy_of_wall",
     label: "GPU busy",
     unit: Unit::Share,

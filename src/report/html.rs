@@ -14,11 +14,11 @@ use crate::picture::{Pick, Scene};
 use crate::text::{escape_xml, fmt_ns};
 
 /// Longest gaps drawn, each in its own picture.
-pub const GAP_PICTURES: usize = 3;
+pub(crate) const GAP_PICTURES: usize = 3;
 /// Steady steps shown in the steady-state picture.
-pub const STEADY_STEPS: usize = 3;
+pub(crate) const STEADY_STEPS: usize = 3;
 /// Width of the pictures in the page.
-pub const PICTURE: Size = Size { width: 1200, height: None };
+pub(crate) const PICTURE: Size = Size { width: 1200, height: None };
 
 const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1240px;color:#222}\
 h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}\
@@ -31,7 +31,7 @@ figure{margin:12px 0}figcaption{font-size:13px;color:#444}svg{max-width:100%;hei
 pre{font-size:12px;background:#f7f7f7;padding:8px;overflow-x:auto}";
 
 /// Write the HTML report of `a` over `trace`.
-pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
     head(w, &format!("lanescope report: {}", trace.meta.path))?;
     if let Some(f) = a.findings.first() {
         headline(w, f)?;
@@ -42,7 +42,7 @@ pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> 
 }
 
 /// The page's start: doctype, title and style.
-pub fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
+pub(crate) fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
     writeln!(
         w,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>",
@@ -51,12 +51,12 @@ pub fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
 }
 
 /// The page's end.
-pub fn tail(w: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn tail(w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "</body></html>")
 }
 
 /// The headline box: the first finding's message and fix.
-pub fn headline(w: &mut dyn Write, f: &Finding) -> io::Result<()> {
+pub(crate) fn headline(w: &mut dyn Write, f: &Finding) -> io::Result<()> {
     writeln!(
         w,
         "<p class=\"headline\"><b>{}</b><br><span class=\"fix\">fix: {}</span></p>",
@@ -66,7 +66,7 @@ pub fn headline(w: &mut dyn Write, f: &Finding) -> io::Result<()> {
 }
 
 /// One finding of the findings section (`evidence` already formatted).
-pub fn finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str) -> io::Result<()> {
+pub(crate) fn finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str) -> io::Result<()> {
     let sev = f.severity.label();
     writeln!(
         w,
@@ -118,13 +118,13 @@ fn steady_range(a: &Analysis) -> (Ns, Ns) {
 }
 
 /// One picture of `scene` with its caption.
-pub fn figure(w: &mut dyn Write, scene: &Scene, pick: &Pick, caption: &str) -> io::Result<()> {
+pub(crate) fn figure(w: &mut dyn Write, scene: &Scene, pick: &Pick, caption: &str) -> io::Result<()> {
     let Ok(span) = scene.span(pick, (PICTURE.width - svg::LABEL_W) as usize) else { return Ok(()) };
     figure_at(w, scene, span, caption)
 }
 
 /// One picture of window `span` of `scene` with its caption.
-pub fn figure_at(w: &mut dyn Write, scene: &Scene, span: crate::picture::Span, caption: &str) -> io::Result<()> {
+pub(crate) fn figure_at(w: &mut dyn Write, scene: &Scene, span: crate::picture::Span, caption: &str) -> io::Result<()> {
     let svg = svg::render(scene, span, PICTURE, &scene.trace.meta.path);
     writeln!(w, "<figure>{svg}<figcaption>{}</figcaption></figure>", escape_xml(caption))
 }

@@ -18,7 +18,7 @@ use crate::analysis::{Analysis, Cause, Gap, Totals};
 use crate::model::{Ns, Trace};
 
 /// Number of gaps listed in `gaps.top`.
-pub const TOP_GAPS: usize = 20;
+pub(crate) const TOP_GAPS: usize = 20;
 
 /// The whole JSON document.
 #[derive(Debug, Serialize)]
@@ -411,12 +411,12 @@ pub struct Finding<'a> {
 }
 
 /// Gap count and time per cause (every cause present).
-pub fn by_cause(gaps: &[Gap]) -> BTreeMap<&'static str, CauseSum> {
+pub(crate) fn by_cause(gaps: &[Gap]) -> BTreeMap<&'static str, CauseSum> {
     by_cause_timed(gaps.iter(), Gap::dur)
 }
 
 /// Count and `time` per cause of the gaps with time, every cause present.
-pub fn by_cause_timed<'g>(
+pub(crate) fn by_cause_timed<'g>(
     gaps: impl Iterator<Item = &'g Gap>,
     time: impl Fn(&Gap) -> Ns,
 ) -> BTreeMap<&'static str, CauseSum> {
@@ -462,7 +462,7 @@ fn steady(a: &Analysis) -> Steady {
 }
 
 /// The `n` longest gaps, longest first (earlier first on ties).
-pub fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
+pub(crate) fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
     let mut v: Vec<&Gap> = gaps.iter().collect();
     v.sort_by_key(|g| (std::cmp::Reverse(g.dur()), g.start, g.device));
     v.truncate(n);
@@ -614,6 +614,6 @@ fn top_gap(g: &Gap) -> TopGap<'_> {
 
 /// Write the JSON report, pretty-printed, with a final newline, through
 /// [`crate::text::write_json`] (DEL, C1 and bidi controls escaped as `\uXXXX`).
-pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
     crate::text::write_json(w, &build(trace, a, all_gaps))
 }

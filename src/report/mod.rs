@@ -6,12 +6,12 @@
 //! through [`sanitize`] so no escape sequence reaches a terminal; JSON escapes them
 //! (`text::write_json`, shared with `diff`, `info` and `bench`).
 
-pub mod csv;
-pub mod fields;
-pub mod html;
-pub mod json;
-pub mod table;
-pub mod text;
+pub(crate) mod csv;
+pub(crate) mod fields;
+pub(crate) mod html;
+pub(crate) mod json;
+pub(crate) mod table;
+pub(crate) mod text;
 
 use std::io::{self, Write};
 

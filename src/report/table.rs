@@ -6,7 +6,7 @@ use super::sanitize;
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     /// Text columns.
     Left,
     /// Number columns.
@@ -15,7 +15,7 @@ pub enum Align {
 
 /// Rows of cells under a header. Cells are sanitized when rendered.
 #[derive(Debug, Clone)]
-pub struct Table {
+pub(crate) struct Table {
     header: Vec<&'static str>,
     align: Vec<Align>,
     rows: Vec<Vec<String>>,
@@ -23,20 +23,20 @@ pub struct Table {
 
 impl Table {
     /// A table whose first column is left-aligned text and the rest right-aligned numbers.
-    pub fn new(header: &[&'static str]) -> Self {
+    pub(crate) fn new(header: &[&'static str]) -> Self {
         let align = (0..header.len()).map(|i| if i == 0 { Align::Left } else { Align::Right }).collect();
         Self { header: header.to_vec(), align, rows: Vec::new() }
     }
 
     /// Override the alignment of column `i`.
     #[must_use]
-    pub fn align(mut self, i: usize, a: Align) -> Self {
+    pub(crate) fn align(mut self, i: usize, a: Align) -> Self {
         self.align[i] = a;
         self
     }
 
     /// Append a row (missing cells render empty).
-    pub fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
@@ -45,7 +45,7 @@ impl Table {
     }
 
     /// Plain text: columns padded to their widest cell, two spaces apart.
-    pub fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
         let n = self.header.len();
         let cells: Vec<Vec<String>> = (0..self.rows.len()).map(|r| (0..n).map(|c| self.cell(r, c)).collect()).collect();
         let width: Vec<usize> = (0..n)
@@ -72,7 +72,7 @@ impl Table {
     }
 
     /// GitHub Markdown table.
-    pub fn write_md(&self, w: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn write_md(&self, w: &mut dyn Write) -> io::Result<()> {
         writeln!(w, "| {} |", self.header.join(" | "))?;
         let rule: Vec<&str> = self.align.iter().map(|a| if *a == Align::Left { ":---" } else { "---:" }).collect();
         writeln!(w, "|{}|", rule.join("|"))?;
@@ -84,7 +84,7 @@ impl Table {
     }
 
     /// An HTML `<table>`; cells are escaped, number columns carry `class="n"`.
-    pub fn write_html(&self, w: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn write_html(&self, w: &mut dyn Write) -> io::Result<()> {
         let class = |c: usize| if self.align[c] == Align::Right { " class=\"n\"" } else { "" };
         write!(w, "<table><thead><tr>")?;
         for (c, h) in self.header.iter().enumerate() {
@@ -103,7 +103,7 @@ impl Table {
 }
 
 /// Escape text for a Markdown table cell or paragraph: pipes, HTML, and emphasis marks.
-pub fn md_escape(s: &str) -> String {
+pub(crate) fn md_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -13,11 +13,11 @@ use crate::model::{Ns, Trace};
 use crate::text::{escape_xml, fmt_bytes, fmt_ns};
 
 /// Gaps listed in the text and Markdown reports.
-pub const TOP_GAPS_TEXT: usize = 10;
+pub(crate) const TOP_GAPS_TEXT: usize = 10;
 
 /// Plain text or Markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// Aligned tables for a terminal.
     Text,
     /// GitHub-flavoured Markdown.
@@ -72,7 +72,7 @@ fn pct(part: Ns, whole: Ns) -> String {
 }
 
 /// Write the report in `style`.
-pub fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, style: Style, all_gaps: bool) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, style: Style, all_gaps: bool) -> io::Result<()> {
     let mut o = Out { w, style };
     summary(&mut o, trace, a)?;
     phases(&mut o, a)?;

@@ -23,7 +23,7 @@ use super::viewport::{View, Viewport};
 
 /// What is selected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Selection {
+pub(crate) enum Selection {
     /// One event.
     Event(EventRef),
     /// One gap (its index among the gaps at the current threshold, [`App::gaps`]).
@@ -33,7 +33,7 @@ pub enum Selection {
 /// Gaps being recomputed on a worker thread for a new threshold: the change to the
 /// gap pool, and the worker's milliseconds.
 #[derive(Debug)]
-pub struct GapJob {
+pub(crate) struct GapJob {
     /// The threshold asked for.
     pub min_gap_ns: Ns,
     rx: mpsc::Receiver<(Result<Change, TooMany>, f64)>,
@@ -41,7 +41,7 @@ pub struct GapJob {
 
 /// Per process with a CPU row: its tree's usable CPUs and the tree's own switches.
 #[derive(Debug)]
-pub struct CpuRow {
+pub(crate) struct CpuRow {
     /// Process id.
     pub pid: u32,
     /// CPUs the process tree may run on.

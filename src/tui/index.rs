@@ -22,7 +22,7 @@ use crate::model::{Events, Ns, Trace};
 const BLOCK: usize = 32;
 
 /// Average rows per bucket of a [`TimeDir`].
-pub const EVENTS_PER_BUCKET: usize = 32;
+pub(crate) const EVENTS_PER_BUCKET: usize = 32;
 
 /// Columns shorter than this get no directory: a binary search over them stays in cache.
 const MIN_DIR_ROWS: usize = 512;
@@ -31,7 +31,7 @@ const MIN_DIR_ROWS: usize = 512;
 /// of values below `t0 + k << shift`. [`TimeDir::count_below`] is then exact and costs
 /// one read plus a search among one bucket's values.
 #[derive(Debug, Clone, Default)]
-pub struct TimeDir {
+pub(crate) struct TimeDir {
     t0: Ns,
     shift: u32,
     first: Vec<u32>,
@@ -40,12 +40,12 @@ pub struct TimeDir {
 impl TimeDir {
     /// Directory over `v` (sorted ascending), with about `per_bucket` values per
     /// bucket; empty (plain binary search) for short columns.
-    pub fn build(v: &[Ns], per_bucket: usize) -> Self {
+    pub(crate) fn build(v: &[Ns], per_bucket: usize) -> Self {
         Self::build_from(v, per_bucket, MIN_DIR_ROWS)
     }
 
     /// The same, for columns of at least `min_rows` values.
-    pub fn build_from(v: &[Ns], per_bucket: usize, min_rows: usize) -> Self {
+    pub(crate) fn build_from(v: &[Ns], per_bucket: usize, min_rows: usize) -> Self {
         let n = v.len();
         if n == 0 || n < min_rows || n > u32::MAX as usize {
             return Self::default();
@@ -73,7 +73,7 @@ impl TimeDir {
 
     /// Number of values of `v` (the column it was built over) below `t`.
     #[inline]
-    pub fn count_below(&self, v: &[Ns], t: Ns) -> usize {
+    pub(crate) fn count_below(&self, v: &[Ns], t: Ns) -> usize {
         if self.first.is_empty() {
             return v.partition_point(|&s| s < t);
         }
@@ -89,14 +89,14 @@ impl TimeDir {
     }
 
     /// Heap bytes used.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.first.capacity() * 4
     }
 }
 
 /// What one timeline cell (a time bucket) of a lane holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CellInfo {
+pub(crate) struct CellInfo {
     /// Share of the bucket covered by events, in `[0, 1]`.
     pub busy: f32,
     /// True when any event touches the bucket (instants and tiny events included).
@@ -109,14 +109,14 @@ pub struct CellInfo {
 
 impl CellInfo {
     /// Marker for "no event".
-    pub const NONE: u32 = u32::MAX;
+    pub(crate) const NONE: u32 = u32::MAX;
     /// An empty cell.
-    pub const EMPTY: Self = Self { busy: 0.0, any: false, dom: Self::NONE, matched: false };
+    pub(crate) const EMPTY: Self = Self { busy: 0.0, any: false, dom: Self::NONE, matched: false };
 }
 
 /// Index of one lane.
 #[derive(Debug, Clone, Default)]
-pub struct LaneIndex {
+pub(crate) struct LaneIndex {
     disjoint: bool,
     // cum[k]: union measure of events [0, k * BLOCK)
     cum: Vec<Ns>,
@@ -145,7 +145,7 @@ fn better(ev: &Events, a: u32, b: u32) -> u32 {
 
 impl LaneIndex {
     /// Build the index of a lane whose events are sorted by start.
-    pub fn build(ev: &Events, disjoint: bool) -> Self {
+    pub(crate) fn build(ev: &Events, disjoint: bool) -> Self {
         let n = ev.len();
         let nb = n.div_ceil(BLOCK);
         let mut cum = Vec::with_capacity(nb + 1);
@@ -216,7 +216,7 @@ impl LaneIndex {
 
     /// Busy time (union of events) strictly before `t`.
     #[cfg(test)]
-    pub fn busy_before(&self, ev: &Events, t: Ns) -> Ns {
+    pub(crate) fn busy_before(&self, ev: &Events, t: Ns) -> Ns {
         let i = ev.start.partition_point(|&s| s < t);
         self.busy_before_at(ev, t, i)
     }
@@ -232,7 +232,7 @@ impl LaneIndex {
 
     /// First row whose event ends after `a`.
     #[cfg(test)]
-    pub fn first_ending_after(&self, ev: &Events, a: Ns) -> usize {
+    pub(crate) fn first_ending_after(&self, ev: &Events, a: Ns) -> usize {
         if self.disjoint {
             return ev.end_partition_point(|e| e <= a);
         }
@@ -253,7 +253,7 @@ impl LaneIndex {
     }
 
     /// Row of the longest event among rows `lo..hi` (the earliest on ties).
-    pub fn longest(&self, ev: &Events, lo: usize, hi: usize) -> Option<usize> {
+    pub(crate) fn longest(&self, ev: &Events, lo: usize, hi: usize) -> Option<usize> {
         if lo >= hi {
             return None;
         }
@@ -276,13 +276,13 @@ impl LaneIndex {
     /// Rebuild the time directory with about `per_bucket` rows per bucket, whatever the
     /// lane's length (tests use it to exercise the directory on small traces).
     #[cfg(test)]
-    pub fn rebuild_dir(&mut self, ev: &Events, per_bucket: usize) {
+    pub(crate) fn rebuild_dir(&mut self, ev: &Events, per_bucket: usize) {
         self.dir = TimeDir::build_from(&ev.start, per_bucket, 1);
     }
 
     /// Fill `out` with one [`CellInfo`] per bucket of `[t0, t0 + span)` split into `width` cells.
     /// `matches` are sorted rows of search matches in this lane.
-    pub fn raster(
+    pub(crate) fn raster(
         &self,
         ev: &Events,
         t0: Ns,
@@ -297,14 +297,14 @@ impl LaneIndex {
 
     /// The same for the cells `[edges[k], edges[k + 1])` (edges ascending): a frame
     /// computes its edges once for every lane.
-    pub fn raster_edges(&self, ev: &Events, edges: &[Ns], matches: Option<&[u32]>, out: &mut Vec<CellInfo>) {
+    pub(crate) fn raster_edges(&self, ev: &Events, edges: &[Ns], matches: Option<&[u32]>, out: &mut Vec<CellInfo>) {
         self.raster_with(&self.dir, ev, edges, matches, out);
     }
 
     /// [`LaneIndex::raster`] with plain binary searches over the whole lane instead of
     /// the time directory: what frames cost before it, and the reference tests compare with.
     #[cfg(test)]
-    pub fn raster_searching(
+    pub(crate) fn raster_searching(
         &self,
         ev: &Events,
         t0: Ns,
@@ -365,21 +365,21 @@ impl LaneIndex {
     }
 
     /// Approximate heap bytes used.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         (self.cum.capacity() + self.maxend.capacity()) * 8
             + self.sparse.iter().map(|v| v.capacity() * 4).sum::<usize>()
             + self.dir.heap_bytes()
     }
 
     /// Bytes of the time directory alone.
-    pub fn dir_bytes(&self) -> usize {
+    pub(crate) fn dir_bytes(&self) -> usize {
         self.dir.heap_bytes()
     }
 }
 
 /// Left edge of bucket `k` when `[t0, t0 + span)` is cut into `width` cells (exact
 /// tiling; saturating at the limits of [`Ns`]).
-pub fn bucket_edge(t0: Ns, span: Ns, width: usize, k: usize) -> Ns {
+pub(crate) fn bucket_edge(t0: Ns, span: Ns, width: usize, k: usize) -> Ns {
     let t = i128::from(t0) + i128::from(span) * k as i128 / width.max(1) as i128;
     t.clamp(i128::from(Ns::MIN), i128::from(Ns::MAX)) as Ns
 }
@@ -387,13 +387,13 @@ pub fn bucket_edge(t0: Ns, span: Ns, width: usize, k: usize) -> Ns {
 /// A busy [`Union`](crate::analysis::Union) with a [`TimeDir`] over its blocks: busy
 /// time before a cell edge is a table read and a block scan.
 #[derive(Debug, Clone, Default)]
-pub struct UnionDir {
+pub(crate) struct UnionDir {
     dir: TimeDir,
 }
 
 impl UnionDir {
     /// Directory over the blocks of `u`.
-    pub fn build(u: &crate::analysis::Union) -> Self {
+    pub(crate) fn build(u: &crate::analysis::Union) -> Self {
         // A block holds 32 intervals: one block per bucket on average.
         Self { dir: TimeDir::build(u.block_starts(), 1) }
     }
@@ -401,33 +401,33 @@ impl UnionDir {
     /// `u.busy_in(a, b)` of each cell `[a, b)` = `[edges[k], edges[k + 1])` (edges
     /// ascending, `u` the union this was built over): the busy time before each edge is
     /// found once, in one pass over the edges.
-    pub fn busy_cells(&self, u: &crate::analysis::Union, edges: &[Ns]) -> Vec<Ns> {
+    pub(crate) fn busy_cells(&self, u: &crate::analysis::Union, edges: &[Ns]) -> Vec<Ns> {
         let before: Vec<Ns> =
             edges.iter().map(|&t| u.busy_before_block(t, self.dir.count_below(u.block_starts(), t))).collect();
         before.windows(2).map(|w| (w[1] - w[0]).max(0)).collect()
     }
 
     /// Heap bytes used.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.dir.heap_bytes()
     }
 }
 
 /// Render index of a whole trace: one [`LaneIndex`] per lane.
 #[derive(Debug, Clone, Default)]
-pub struct Index {
+pub(crate) struct Index {
     /// Per lane, in [`Trace::lanes`] order.
     pub lanes: Vec<LaneIndex>,
 }
 
 impl Index {
     /// Build the index of every lane.
-    pub fn build(trace: &Trace) -> Self {
+    pub(crate) fn build(trace: &Trace) -> Self {
         Self { lanes: trace.lanes.iter().map(|l| LaneIndex::build(&l.ev, l.disjoint)).collect() }
     }
 
     /// Approximate heap bytes used.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.lanes.iter().map(LaneIndex::heap_bytes).sum()
     }
 }

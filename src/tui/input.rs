@@ -233,7 +233,7 @@ use Key::{Char as C, Code as K, Ctrl, Shift as S};
 use When::{Always, EventSelected, List, Metrics, Pair, SearchActive, Steady, Timeline};
 
 /// Keys that work everywhere (except while typing a search).
-pub const GLOBAL: &[Section] = &[
+pub(super) const GLOBAL: &[Section] = &[
     Section {
         title: "Time",
         bindings: &[
@@ -375,7 +375,7 @@ pub const GLOBAL: &[Section] = &[
 
 /// Keys of the two-run view (`lanescope diff A B --view`), tried after the local keys;
 /// every other key goes to the focused run.
-pub const PAIR: Section = Section {
+pub(super) const PAIR: Section = Section {
     title: "Two runs (diff --view)",
     bindings: &[
         h(
@@ -405,7 +405,7 @@ pub const PAIR: Section = Section {
 };
 
 /// Keys of the gap list and the phase table, tried before the global keys.
-pub const LIST: Section = Section {
+pub(super) const LIST: Section = Section {
     title: "In the gap list (g) and phase table (p)",
     bindings: &[
         h(
@@ -434,7 +434,7 @@ pub const LIST: Section = Section {
 };
 
 /// Keys of the help screen, tried before the global keys.
-pub const HELP: Section = Section {
+pub(super) const HELP: Section = Section {
     title: "In this help",
     bindings: &[
         b("j k ↓ ↑", &[C('j'), K(KeyCode::Down)], Action::ListDown, "scroll"),
@@ -446,7 +446,7 @@ pub const HELP: Section = Section {
 };
 
 /// Keys of the search prompt (other characters are typed into it); no global keys.
-pub const SEARCH: Section = Section {
+pub(super) const SEARCH: Section = Section {
     title: "In the search prompt (/)",
     bindings: &[
         h(
@@ -464,7 +464,7 @@ pub const SEARCH: Section = Section {
 };
 
 /// What the mouse does (SGR reporting; `--no-mouse` turns it off).
-pub const MOUSE: &[(&str, &str)] = &[
+pub(super) const MOUSE: &[(&str, &str)] = &[
     ("wheel", "zoom in / out around the pointer"),
     ("S-wheel", "pan (also the horizontal wheel)"),
     ("click", "select the event or gap under the pointer"),
@@ -505,7 +505,7 @@ impl Mode {
 }
 
 /// Every section, in help order.
-pub fn sections() -> impl Iterator<Item = &'static Section> {
+pub(super) fn sections() -> impl Iterator<Item = &'static Section> {
     GLOBAL.iter().chain([&PAIR, &LIST, &HELP, &SEARCH])
 }
 
@@ -514,7 +514,7 @@ fn find(section: &Section, ev: &KeyEvent) -> Option<Action> {
 }
 
 /// The action bound to `ev` in `mode`.
-pub fn action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
+pub(super) fn action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
     let local = mode.local().and_then(|s| find(s, ev)).or_else(|| match (mode, ev.code) {
         (Mode::List, KeyCode::Char(c @ '1'..='9'))
             if !ev.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
@@ -528,7 +528,7 @@ pub fn action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
 
 /// The two-run view's action bound to `ev` in the focused run's `mode`: never while
 /// typing a search or reading the help, nor for a key the mode binds itself.
-pub fn pair_action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
+pub(super) fn pair_action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
     if matches!(mode, Mode::Search | Mode::Help) || mode.local().and_then(|s| find(s, ev)).is_some() {
         return None;
     }
@@ -538,7 +538,7 @@ pub fn pair_action(mode: Mode, ev: &KeyEvent) -> Option<Action> {
 /// Facts that decide which hints show.
 #[derive(Debug, Clone, Copy, Default)]
 #[expect(clippy::struct_excessive_bools, reason = "one flag per `When` condition, read only by `hints`")]
-pub struct Facts {
+pub(crate) struct Facts {
     /// An event is selected.
     pub event_selected: bool,
     /// A search is active.
@@ -552,7 +552,7 @@ pub struct Facts {
 }
 
 /// Status-line hints for `mode`: (keys, what, priority), in line order.
-pub fn hints(mode: Mode, facts: Facts) -> Vec<(&'static str, &'static str, u8)> {
+pub(super) fn hints(mode: Mode, facts: Facts) -> Vec<(&'static str, &'static str, u8)> {
     let holds = |w: When| match w {
         Always => true,
         Timeline => mode != Mode::List,

@@ -4,11 +4,11 @@
 use ratatui::layout::Rect;
 
 /// Smallest usable terminal.
-pub const MIN_SIZE: (u16, u16) = (60, 12);
+pub(super) const MIN_SIZE: (u16, u16) = (60, 12);
 
 /// Where each region goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Areas {
+pub(crate) struct Areas {
     /// True when the terminal is below [`MIN_SIZE`]; nothing else is valid then.
     pub too_small: bool,
     /// Title bar.
@@ -29,7 +29,7 @@ pub struct Areas {
 
 /// What kind of panel is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PanelShape {
+pub(crate) enum PanelShape {
     /// None.
     None,
     /// Text (details): right side on wide terminals, else below the lanes.
@@ -40,7 +40,7 @@ pub enum PanelShape {
 
 impl Areas {
     /// Compute the areas of a `area`-sized screen with a panel of shape `panel`.
-    pub fn new(area: Rect, panel: PanelShape) -> Self {
+    pub(crate) fn new(area: Rect, panel: PanelShape) -> Self {
         let (w, h) = (area.width, area.height);
         if w < MIN_SIZE.0 || h < MIN_SIZE.1 {
             return Self { too_small: true, ..Self::default() };
@@ -83,7 +83,7 @@ impl Areas {
     }
 
     /// The help overlay inside its border.
-    pub fn help_inner(&self) -> Rect {
+    pub(crate) fn help_inner(&self) -> Rect {
         Rect::new(
             self.help.x + 1,
             self.help.y + 1,
@@ -93,12 +93,12 @@ impl Areas {
     }
 
     /// Columns of the timeline (right of the label column and its separator).
-    pub fn timeline_w(&self) -> u16 {
+    pub(crate) fn timeline_w(&self) -> u16 {
         self.lanes.width.saturating_sub(self.label_w + 1)
     }
 
     /// First column of the timeline.
-    pub fn timeline_x(&self) -> u16 {
+    pub(crate) fn timeline_x(&self) -> u16 {
         self.lanes.x + self.label_w + 1
     }
 }

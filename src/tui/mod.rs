@@ -8,7 +8,7 @@
 
 mod actions;
 mod app;
-pub mod compact;
+pub(crate) mod compact;
 pub(crate) mod index;
 mod input;
 mod layout;
@@ -20,8 +20,8 @@ pub(crate) mod rows;
 #[cfg(test)]
 mod scale_tests;
 mod terminal;
-pub mod text;
-pub mod theme;
+pub(crate) mod text;
+pub(crate) mod theme;
 pub(crate) mod viewport;
 
 use std::path::PathBuf;
@@ -50,7 +50,7 @@ use crate::reader::{self, Progress};
 
 /// What to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// An nsys SQLite export.
     Path(PathBuf),
     /// The demo trace embedded in the binary.
@@ -64,7 +64,7 @@ const STAGES: [&str; 3] = ["reading", "analysing", "indexing"];
 
 /// How the viewer talks to the terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Capture the mouse (SGR reporting).
     pub mouse: bool,
 }
@@ -76,7 +76,7 @@ impl Default for Settings {
 }
 
 /// Open the viewer on `source` and run it until the user quits.
-pub fn run(source: Source, options: Options, settings: Settings) -> Result<()> {
+pub(crate) fn run(source: Source, options: Options, settings: Settings) -> Result<()> {
     if let Source::Path(p) = &source {
         reader::check_file(p).with_context(|| p.display().to_string())?;
     }
@@ -93,7 +93,7 @@ pub fn run(source: Source, options: Options, settings: Settings) -> Result<()> {
 }
 
 /// Open the two-run view of `lanescope diff BEFORE AFTER --view` until the user quits.
-pub fn run_pair(before: PathBuf, after: PathBuf, options: Options, settings: Settings) -> Result<()> {
+pub(crate) fn run_pair(before: PathBuf, after: PathBuf, options: Options, settings: Settings) -> Result<()> {
     // Checked before the screen switches: a bad file is one line naming it.
     for p in [&before, &after] {
         reader::check_file(p).with_context(|| p.display().to_string())?;

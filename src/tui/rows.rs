@@ -12,7 +12,7 @@ use super::text;
 
 /// What a group gathers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupKind {
+pub(crate) enum GroupKind {
     /// The lanes of one GPU; its header row is the GPU overview.
     Gpu(u32),
     /// The lanes of one CPU thread; its header row sums them up.
@@ -33,7 +33,7 @@ pub enum GroupKind {
 
 /// A collapsible group of lanes.
 #[derive(Debug, Clone)]
-pub struct Group {
+pub(crate) struct Group {
     /// What the group gathers.
     pub kind: GroupKind,
     /// Sanitized title.
@@ -50,7 +50,7 @@ pub struct Group {
 
 /// One row of the lane area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Row {
+pub(crate) enum Row {
     /// A group header (index into the groups).
     Group(usize),
     /// A lane (index into [`Trace::lanes`]).
@@ -60,13 +60,13 @@ pub enum Row {
 }
 
 /// The metrics shown under each GPU that has them, with their row labels.
-pub const KEY_METRICS: [(&str, &str); 3] =
+pub(crate) const KEY_METRICS: [(&str, &str); 3] =
     [(names::PCIE_RX, "PCIe RX %"), (names::PCIE_TX, "PCIe TX %"), (names::SMS_ACTIVE, "SMs %")];
 
 /// The row label of metric `name`: its short name for a key metric, else the name
 /// without its bracket, then the unit (`DRAM Read Bandwidth %`, `GPC Clock Frequency MHz`),
 /// sanitized.
-pub fn metric_label(name: &str) -> String {
+pub(crate) fn metric_label(name: &str) -> String {
     if let Some((_, label)) = KEY_METRICS.iter().find(|(n, _)| *n == name) {
         return (*label).to_string();
     }
@@ -90,7 +90,7 @@ fn metrics_of(counters: &Counters, device: u32) -> (Vec<u32>, Vec<u32>) {
 /// threads with CUDA or NVTX activity next. Threads with only OS runtime calls share
 /// one group, collapsed; so do threads with only scheduling data (on-CPU intervals,
 /// CPU samples).
-pub fn groups(trace: &Trace) -> Vec<Group> {
+pub(crate) fn groups(trace: &Trace) -> Vec<Group> {
     let mut out = gpu_groups(trace);
     out.extend(thread_groups(trace, ranked_threads(trace)));
     out
@@ -218,7 +218,7 @@ fn thread_title(trace: &Trace, pid: u32, tid: u32, many_processes: bool) -> Stri
 
 /// Flatten groups into rows, honouring collapsed groups: a GPU's header, its key metrics
 /// (all its metrics when `all_metrics`), then its lanes.
-pub fn rows(groups: &[Group], all_metrics: bool) -> Vec<Row> {
+pub(crate) fn rows(groups: &[Group], all_metrics: bool) -> Vec<Row> {
     let mut out = Vec::new();
     for (g, group) in groups.iter().enumerate() {
         out.push(Row::Group(g));
@@ -235,7 +235,7 @@ pub fn rows(groups: &[Group], all_metrics: bool) -> Vec<Row> {
 
 /// Labels of every lane row: the lane title (`kernels s7`, `CUDA API`), or the thread
 /// for lanes in the "more threads" group.
-pub fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
+pub(crate) fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
     let many = {
         let mut p: Vec<u32> = trace.lanes.iter().map(|l| l.pid).collect();
         p.sort_unstable();
@@ -257,7 +257,7 @@ pub fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
 /// The lane area: groups and their rows, pinned lanes, the focused row and the scroll.
 /// Focus indices count pinned lanes first, then the scrolling rows.
 #[derive(Debug, Clone)]
-pub struct LaneList {
+pub(crate) struct LaneList {
     /// Groups in display order.
     pub groups: Vec<Group>,
     /// Scrolling rows (collapsed groups show only their header).
@@ -280,7 +280,7 @@ pub struct LaneList {
 
 impl LaneList {
     /// Lanes of `trace` grouped as [`groups`] does.
-    pub fn new(trace: &Trace, groups: Vec<Group>) -> Self {
+    pub(crate) fn new(trace: &Trace, groups: Vec<Group>) -> Self {
         let rows = rows(&groups, false);
         let labels = lane_labels(trace, &groups);
         let metric_labels = trace.counters.series.iter().map(|s| metric_label(&s.name)).collect();
@@ -298,13 +298,13 @@ impl LaneList {
     }
 
     /// Lay the list out on `height` rows and keep the focus visible.
-    pub fn set_height(&mut self, height: usize) {
+    pub(crate) fn set_height(&mut self, height: usize) {
         self.height = height;
         self.scroll_to_focus();
     }
 
     /// The row at focus index `i`.
-    pub fn row_at(&self, i: usize) -> Option<Row> {
+    pub(crate) fn row_at(&self, i: usize) -> Option<Row> {
         if i < self.pinned.len() {
             Some(Row::Lane(self.pinned[i]))
         } else {
@@ -313,24 +313,24 @@ impl LaneList {
     }
 
     /// The focused row.
-    pub fn focused(&self) -> Option<Row> {
+    pub(crate) fn focused(&self) -> Option<Row> {
         self.row_at(self.focus)
     }
 
     /// Number of focusable rows.
-    pub fn row_count(&self) -> usize {
+    pub(crate) fn row_count(&self) -> usize {
         self.pinned.len() + self.rows.len()
     }
 
     /// Rows visible in the scrolling part of the lane area.
-    pub fn scroll_rows_h(&self) -> usize {
+    pub(crate) fn scroll_rows_h(&self) -> usize {
         let pinned = if self.pinned.is_empty() { 0 } else { self.pinned.len() + 1 };
         self.height.saturating_sub(pinned).max(1)
     }
 
     /// The focus index of the row drawn `dy` rows below the top of the lane area
     /// (None for the separator under pinned lanes and past the last row).
-    pub fn index_at(&self, dy: usize) -> Option<usize> {
+    pub(crate) fn index_at(&self, dy: usize) -> Option<usize> {
         if dy < self.pinned.len() {
             return Some(dy);
         }
@@ -340,7 +340,7 @@ impl LaneList {
     }
 
     /// Scroll so that the focused row is visible.
-    pub fn scroll_to_focus(&mut self) {
+    pub(crate) fn scroll_to_focus(&mut self) {
         self.focus = self.focus.min(self.row_count().saturating_sub(1));
         let h = self.scroll_rows_h();
         self.scroll = self.scroll.min(self.rows.len().saturating_sub(h));
@@ -356,14 +356,14 @@ impl LaneList {
     }
 
     /// Move the focus by `delta` rows.
-    pub fn move_focus(&mut self, delta: isize) {
+    pub(crate) fn move_focus(&mut self, delta: isize) {
         let n = self.row_count() as isize;
         self.focus = (self.focus as isize).saturating_add(delta).clamp(0, (n - 1).max(0)) as usize;
         self.scroll_to_focus();
     }
 
     /// Scroll the rows by `delta` without moving the focus off screen more than needed.
-    pub fn scroll_by(&mut self, delta: isize) {
+    pub(crate) fn scroll_by(&mut self, delta: isize) {
         let max = self.rows.len().saturating_sub(self.scroll_rows_h());
         self.scroll = (self.scroll as isize).saturating_add(delta).clamp(0, max as isize) as usize;
         let (lo, hi) = (self.pinned.len() + self.scroll, self.pinned.len() + self.scroll + self.scroll_rows_h() - 1);
@@ -386,7 +386,7 @@ impl LaneList {
     }
 
     /// The group a row belongs to (a lane's group, a metric's GPU).
-    pub fn group_of(&self, row: Row) -> Option<usize> {
+    pub(crate) fn group_of(&self, row: Row) -> Option<usize> {
         match row {
             Row::Group(g) => Some(g),
             Row::Lane(l) => self.groups.iter().position(|g| g.lanes.contains(&l)),
@@ -397,18 +397,18 @@ impl LaneList {
     }
 
     /// True when some GPU has metrics beyond the key ones.
-    pub fn has_more_metrics(&self) -> bool {
+    pub(crate) fn has_more_metrics(&self) -> bool {
         self.groups.iter().any(|g| !g.more_metrics.is_empty())
     }
 
     /// Show every metric of each GPU, or only the key ones again.
-    pub fn toggle_metrics(&mut self) {
+    pub(crate) fn toggle_metrics(&mut self) {
         self.all_metrics = !self.all_metrics;
         self.rebuild();
     }
 
     /// Focus `row` in the scrolling list (or a pinned copy of it when not listed).
-    pub fn focus_row(&mut self, row: Row) {
+    pub(crate) fn focus_row(&mut self, row: Row) {
         if let Some(i) = self.rows.iter().position(|&r| r == row) {
             self.focus = self.pinned.len() + i;
         } else if let Row::Lane(l) = row
@@ -420,7 +420,7 @@ impl LaneList {
     }
 
     /// Focus lane `lane`, expanding its group when collapsed.
-    pub fn focus_lane(&mut self, lane: u32) {
+    pub(crate) fn focus_lane(&mut self, lane: u32) {
         if let Some(i) = self.pinned.iter().position(|&p| p == lane) {
             self.focus = i;
             return;
@@ -436,7 +436,7 @@ impl LaneList {
 
     /// Focus the first GPU group of the next rank after the focused row's (wrapping);
     /// None when the trace has one rank.
-    pub fn focus_next_rank(&mut self, trace: &Trace) -> Option<u32> {
+    pub(crate) fn focus_next_rank(&mut self, trace: &Trace) -> Option<u32> {
         if trace.ranks.len() < 2 {
             return None;
         }
@@ -458,12 +458,12 @@ impl LaneList {
     }
 
     /// Group index of the GPU `device`.
-    pub fn gpu_group(&self, device: u32) -> Option<usize> {
+    pub(crate) fn gpu_group(&self, device: u32) -> Option<usize> {
         self.groups.iter().position(|g| g.kind == GroupKind::Gpu(device))
     }
 
     /// Lanes behind the focused row (one lane, or a group's lanes; none for a metric).
-    pub fn focused_lanes(&self) -> Vec<u32> {
+    pub(crate) fn focused_lanes(&self) -> Vec<u32> {
         match self.focused() {
             Some(Row::Lane(l)) => vec![l],
             Some(Row::Group(g)) => self.groups[g].lanes.clone(),
@@ -472,7 +472,7 @@ impl LaneList {
     }
 
     /// Collapse or expand the focused group (on a lane: collapse its group).
-    pub fn toggle_group(&mut self) {
+    pub(crate) fn toggle_group(&mut self) {
         match self.focused() {
             Some(Row::Group(g)) => self.toggle_group_at(g),
             Some(r @ (Row::Lane(_) | Row::Metric(_))) if self.focus >= self.pinned.len() => {
@@ -487,7 +487,7 @@ impl LaneList {
     }
 
     /// Collapse or expand group `g`.
-    pub fn toggle_group_at(&mut self, g: usize) {
+    pub(crate) fn toggle_group_at(&mut self, g: usize) {
         if let Some(grp) = self.groups.get_mut(g) {
             grp.collapsed = !grp.collapsed;
             self.rebuild();
@@ -495,7 +495,7 @@ impl LaneList {
     }
 
     /// Collapse every group, or expand them all when all are collapsed.
-    pub fn toggle_all(&mut self) {
+    pub(crate) fn toggle_all(&mut self) {
         let collapse = self.groups.iter().any(|g| !g.collapsed);
         for g in &mut self.groups {
             g.collapsed = collapse;
@@ -504,7 +504,7 @@ impl LaneList {
     }
 
     /// Pin the focused lane, or unpin it; an error message when a group is focused.
-    pub fn toggle_pin(&mut self) -> Result<(), &'static str> {
+    pub(crate) fn toggle_pin(&mut self) -> Result<(), &'static str> {
         let Some(Row::Lane(l)) = self.focused() else {
             return Err("only lanes can be pinned: focus a lane with j/k");
         };

@@ -22,7 +22,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
 /// The terminal the viewer draws on (buffered: one write per frame).
-pub type Term = Terminal<CrosstermBackend<CompactWriter<BufWriter<Stdout>>>>;
+pub(super) type Term = Terminal<CrosstermBackend<CompactWriter<BufWriter<Stdout>>>>;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static MOUSE: AtomicBool = AtomicBool::new(false);
@@ -36,12 +36,12 @@ static SCREEN: Mutex<()> = Mutex::new(());
 static HOOK: Once = Once::new();
 
 /// Lock the screen for drawing.
-pub fn lock() -> MutexGuard<'static, ()> {
+pub(super) fn lock() -> MutexGuard<'static, ()> {
     SCREEN.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Switch to raw mode and the alternate screen, with mouse reporting when `mouse`.
-pub fn init(mouse: bool) -> io::Result<Term> {
+pub(super) fn init(mouse: bool) -> io::Result<Term> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -64,7 +64,7 @@ pub fn init(mouse: bool) -> io::Result<Term> {
 
 /// Leave raw mode and the alternate screen (idempotent, errors ignored: the
 /// terminal may be gone).
-pub fn restore() {
+pub(super) fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         if MOUSE.load(Ordering::SeqCst) {
             let _ = io::stdout().write_all(MOUSE_OFF.as_bytes());
@@ -77,7 +77,7 @@ pub fn restore() {
 
 /// Give the terminal back and stop the process (Ctrl-Z); returns a fresh terminal
 /// once the shell resumes it with `fg`.
-pub fn suspend(term: &mut Term) -> io::Result<()> {
+pub(super) fn suspend(term: &mut Term) -> io::Result<()> {
     {
         let _screen = lock();
         restore();
@@ -89,14 +89,14 @@ pub fn suspend(term: &mut Term) -> io::Result<()> {
 }
 
 /// Restores the terminal and exits on termination signals while alive.
-pub struct SignalGuard {
+pub(super) struct SignalGuard {
     handle: Handle,
     thread: Option<JoinHandle<()>>,
 }
 
 /// Watch termination signals: stop an nsys export in progress, restore the terminal,
 /// say why, exit 128 + signal.
-pub fn watch_signals() -> io::Result<SignalGuard> {
+pub(super) fn watch_signals() -> io::Result<SignalGuard> {
     let mut signals = Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT])?;
     let handle = signals.handle();
     crate::reader::rep::signals_exit_elsewhere(true);

@@ -6,10 +6,10 @@
 
 use crate::model::Ns;
 
-pub use crate::text::{ellipsize, fmt_bytes, fmt_count, fmt_gbps, fmt_ns, sanitize};
+pub(crate) use crate::text::{ellipsize, fmt_bytes, fmt_count, fmt_gbps, fmt_ns, sanitize};
 
 /// Decimal places of seconds needed to show times at `resolution` ns.
-pub fn decimals_for(resolution: Ns) -> usize {
+pub(crate) fn decimals_for(resolution: Ns) -> usize {
     let mut d = 0usize;
     let mut unit: Ns = 1_000_000_000;
     while unit > resolution.max(1) && d < 9 {
@@ -20,7 +20,7 @@ pub fn decimals_for(resolution: Ns) -> usize {
 }
 
 /// Format a timestamp in seconds with `decimals` places, without the unit.
-pub fn secs(t: Ns, decimals: usize) -> String {
+pub(crate) fn secs(t: Ns, decimals: usize) -> String {
     let sign = if t < 0 { "-" } else { "" };
     let v = t.unsigned_abs();
     let whole = v / 1_000_000_000;
@@ -33,12 +33,12 @@ pub fn secs(t: Ns, decimals: usize) -> String {
 }
 
 /// Format a timestamp in seconds precise enough to resolve `resolution` ns: `1.2346 s`.
-pub fn time(t: Ns, resolution: Ns) -> String {
+pub(crate) fn time(t: Ns, resolution: Ns) -> String {
     format!("{} s", secs(t, decimals_for(resolution)))
 }
 
 /// Format a share in `[0, 1]` as a whole percentage.
-pub fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     format!("{:.0}%", (x * 100.0).clamp(0.0, 100.0))
 }
 

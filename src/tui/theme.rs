@@ -48,7 +48,7 @@ pub enum Class {
 }
 
 /// Classify event `i` of `lane`.
-pub fn classify(lane: &Lane, i: usize) -> Class {
+pub(crate) fn classify(lane: &Lane, i: usize) -> Class {
     match lane.kind {
         LaneKind::Kernels { .. } | LaneKind::Graphs { .. } => Class::Kernel,
         LaneKind::Memory { class, .. } => {
@@ -74,40 +74,40 @@ pub fn classify(lane: &Lane, i: usize) -> Class {
 }
 
 /// Glyphs of the timeline.
-pub mod glyph {
+pub(crate) mod glyph {
     /// Busy shades from empty to full.
-    pub const SHADES: [char; 4] = ['░', '▒', '▓', '█'];
+    pub(crate) const SHADES: [char; 4] = ['░', '▒', '▓', '█'];
     /// A copy from or to pageable memory.
-    pub const PAGEABLE: char = '▚';
+    pub(crate) const PAGEABLE: char = '▚';
     /// A call that blocks its thread.
-    pub const SYNC: char = '═';
+    pub(crate) const SYNC: char = '═';
     /// An instant.
-    pub const MARK: char = '│';
+    pub(crate) const MARK: char = '│';
     /// GPU copying with no kernel running (more than half the cell).
-    pub const COPY_ONLY: char = '▄';
+    pub(crate) const COPY_ONLY: char = '▄';
     /// GPU copying with no kernel running (less than half the cell).
-    pub const COPY_ONLY_LOW: char = '▂';
+    pub(crate) const COPY_ONLY_LOW: char = '▂';
     /// An idle gap at least as long as the threshold.
-    pub const GAP: char = '×';
+    pub(crate) const GAP: char = '×';
     /// A GPU mostly waiting inside a collective for another rank (busy for nsys, idle in truth).
-    pub const COLLECTIVE_WAIT: char = '≈';
+    pub(crate) const COLLECTIVE_WAIT: char = '≈';
     /// The cursor in the ruler.
-    pub const CURSOR: char = '▼';
+    pub(crate) const CURSOR: char = '▼';
     /// The mark in the ruler.
-    pub const MARK_POS: char = 'M';
+    pub(crate) const MARK_POS: char = 'M';
     /// Start of the steady-state window on the ruler.
-    pub const STEADY_START: char = '[';
+    pub(crate) const STEADY_START: char = '[';
     /// End of the steady-state window on the ruler.
-    pub const STEADY_END: char = ']';
+    pub(crate) const STEADY_END: char = ']';
 
     /// Bars of a counter row, one eighth to full.
-    pub const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    pub(crate) const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     /// A counter cell with no sample inside (zoomed in past the sampling period).
-    pub const NO_SAMPLE: char = '·';
+    pub(crate) const NO_SAMPLE: char = '·';
 
     /// Bar for `value` on a scale whose top is `full`, to the nearest eighth; blank at
     /// zero, and anything above zero shows.
-    pub fn bar(value: f64, full: f64) -> char {
+    pub(crate) fn bar(value: f64, full: f64) -> char {
         if value <= 0.0 || full <= 0.0 {
             return ' ';
         }
@@ -116,7 +116,7 @@ pub mod glyph {
     }
 
     /// Shade for a busy share in `[0, 1]` (anything above zero shows).
-    pub fn shade(busy: f32) -> char {
+    pub(crate) fn shade(busy: f32) -> char {
         if busy >= 0.875 {
             SHADES[3]
         } else if busy >= 0.5 {
@@ -130,7 +130,7 @@ pub mod glyph {
 }
 
 /// Glyph of a cell holding events of class `class` covering `busy` of it.
-pub fn cell_glyph(class: Class, busy: f32) -> char {
+pub(crate) fn cell_glyph(class: Class, busy: f32) -> char {
     match class {
         Class::Pageable => glyph::PAGEABLE,
         Class::Sync => glyph::SYNC,

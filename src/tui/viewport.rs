@@ -33,7 +33,7 @@ fn sat(x: i128) -> Ns {
 
 /// The time axis of the viewer.
 #[derive(Debug, Clone)]
-pub struct Viewport {
+pub(crate) struct Viewport {
     view: View,
     /// The cursor time (always inside the window).
     pub cursor: Ns,
@@ -46,7 +46,7 @@ pub struct Viewport {
 
 impl Viewport {
     /// A viewport over `[start, end)` showing all of it on `width` columns.
-    pub fn new(start: Ns, end: Ns, width: usize) -> Self {
+    pub(crate) fn new(start: Ns, end: Ns, width: usize) -> Self {
         let mut v = Self {
             view: View { t0: start, span: 1 },
             cursor: start,
@@ -60,17 +60,17 @@ impl Viewport {
     }
 
     /// The visible window.
-    pub fn view(&self) -> View {
+    pub(crate) fn view(&self) -> View {
         self.view
     }
 
     /// Timeline columns.
-    pub fn width(&self) -> usize {
+    pub(crate) fn width(&self) -> usize {
         self.width
     }
 
     /// Lay the axis out on `width` columns (at least one).
-    pub fn set_width(&mut self, width: usize) {
+    pub(crate) fn set_width(&mut self, width: usize) {
         if self.width != width.max(1) {
             self.width = width.max(1);
             self.clamp();
@@ -78,29 +78,29 @@ impl Viewport {
     }
 
     /// Length of the trace (saturating).
-    pub fn duration(&self) -> Ns {
+    pub(crate) fn duration(&self) -> Ns {
         self.end.saturating_sub(self.start)
     }
 
     /// Nanoseconds per cell (at least 1).
-    pub fn ns_per_cell(&self) -> Ns {
+    pub(crate) fn ns_per_cell(&self) -> Ns {
         (self.view.span / self.width as Ns).max(1)
     }
 
     /// Bucket `[a, b)` of column `col`.
-    pub fn bucket(&self, col: usize) -> (Ns, Ns) {
+    pub(crate) fn bucket(&self, col: usize) -> (Ns, Ns) {
         let (t0, span, w) = (self.view.t0, self.view.span, self.width);
         (bucket_edge(t0, span, w, col), bucket_edge(t0, span, w, col + 1))
     }
 
     /// The middle of column `col`.
-    pub fn time_at(&self, col: usize) -> Ns {
+    pub(crate) fn time_at(&self, col: usize) -> Ns {
         let (a, b) = self.bucket(col.min(self.width - 1));
         a + (b - a) / 2
     }
 
     /// Column holding time `t`, if it is in view.
-    pub fn col_of(&self, t: Ns) -> Option<usize> {
+    pub(crate) fn col_of(&self, t: Ns) -> Option<usize> {
         if t < self.view.t0 || t >= self.view.end() {
             return None;
         }
@@ -111,12 +111,12 @@ impl Viewport {
     }
 
     /// Column of the cursor.
-    pub fn cursor_col(&self) -> usize {
+    pub(crate) fn cursor_col(&self) -> usize {
         self.col_of(self.cursor).unwrap_or(0)
     }
 
     /// Mark-to-cursor time, when the mark is set.
-    pub fn measured(&self) -> Option<Ns> {
+    pub(crate) fn measured(&self) -> Option<Ns> {
         self.mark.map(|m| self.cursor.saturating_sub(m))
     }
 
@@ -129,7 +129,7 @@ impl Viewport {
     }
 
     /// Keep the span within limits, the window near the trace and the cursor inside it.
-    pub fn clamp(&mut self) {
+    pub(crate) fn clamp(&mut self) {
         let (min, max) = (self.min_span(), self.max_span());
         let v = &mut self.view;
         v.span = v.span.clamp(min, max);
@@ -140,20 +140,20 @@ impl Viewport {
     }
 
     /// Show `[t0, t0 + span)` and put the cursor in its middle.
-    pub fn set_view(&mut self, t0: Ns, span: Ns) {
+    pub(crate) fn set_view(&mut self, t0: Ns, span: Ns) {
         self.view = View { t0, span };
         self.clamp();
         self.cursor = self.view.t0 + self.view.span / 2;
     }
 
     /// Show the whole trace.
-    pub fn fit_all(&mut self) {
+    pub(crate) fn fit_all(&mut self) {
         let d = self.duration().max(self.min_span());
         self.set_view(self.start, d);
     }
 
     /// Scale the span by `num / den`, keeping time `at` in its column.
-    pub fn zoom_around(&mut self, at: Ns, num: i128, den: i128) {
+    pub(crate) fn zoom_around(&mut self, at: Ns, num: i128, den: i128) {
         let old = self.view.span.max(1);
         let span = sat(i128::from(old) * num / den.max(1)).clamp(self.min_span(), self.max_span());
         let off = (i128::from(at) - i128::from(self.view.t0)) * i128::from(span) / i128::from(old);
@@ -166,12 +166,12 @@ impl Viewport {
     }
 
     /// Scale the span by `num / den` around the cursor.
-    pub fn zoom(&mut self, num: i128, den: i128) {
+    pub(crate) fn zoom(&mut self, num: i128, den: i128) {
         self.zoom_around(self.cursor, num, den);
     }
 
     /// Move the window (and the cursor with it) by `delta` ns.
-    pub fn pan(&mut self, delta: Ns) {
+    pub(crate) fn pan(&mut self, delta: Ns) {
         let t0 = self.view.t0;
         self.view.t0 = t0.saturating_add(delta);
         self.clamp();
@@ -180,17 +180,17 @@ impl Viewport {
     }
 
     /// Pan by `eighths` eighths of the screen (at least a cell each).
-    pub fn pan_eighths(&mut self, eighths: Ns) {
+    pub(crate) fn pan_eighths(&mut self, eighths: Ns) {
         self.pan(eighths.saturating_mul((self.view.span / 8).max(self.ns_per_cell())));
     }
 
     /// Pan by whole screens.
-    pub fn pan_screens(&mut self, screens: Ns) {
+    pub(crate) fn pan_screens(&mut self, screens: Ns) {
         self.pan(screens.saturating_mul(self.view.span));
     }
 
     /// Move the cursor by `cols` cells; past an edge the view pans instead.
-    pub fn move_cursor(&mut self, cols: isize) {
+    pub(crate) fn move_cursor(&mut self, cols: isize) {
         let c = self.cursor_col() as isize + cols;
         if c < 0 || c >= self.width as isize {
             self.pan((cols as Ns).saturating_mul(self.ns_per_cell()));
@@ -200,12 +200,12 @@ impl Viewport {
     }
 
     /// Put the cursor in column `col`.
-    pub fn set_cursor_col(&mut self, col: usize) {
+    pub(crate) fn set_cursor_col(&mut self, col: usize) {
         self.cursor = self.time_at(col);
     }
 
     /// Show the end of the trace at the current zoom.
-    pub fn view_end(&mut self) {
+    pub(crate) fn view_end(&mut self) {
         let span = self.view.span;
         self.view.t0 = self.end.saturating_sub(span).saturating_add(span / 20);
         self.cursor = self.end.saturating_sub(1);
@@ -213,7 +213,7 @@ impl Viewport {
     }
 
     /// Show `[a, b)` over about 60% of the width, cursor in the middle.
-    pub fn zoom_to(&mut self, a: Ns, b: Ns) {
+    pub(crate) fn zoom_to(&mut self, a: Ns, b: Ns) {
         let len = b.saturating_sub(a).max(1);
         let span = sat(i128::from(len) * 5 / 3).max(self.min_span());
         let mid = a.saturating_add(len / 2);
@@ -223,7 +223,7 @@ impl Viewport {
 
     /// Show `[a, b]` with a small margin; keep the cursor when it stays inside the
     /// range and in view, else put it at `a`.
-    pub fn fit_range(&mut self, a: Ns, b: Ns) {
+    pub(crate) fn fit_range(&mut self, a: Ns, b: Ns) {
         let len = b.saturating_sub(a).max(1);
         let span = len.saturating_add(len / 4).max(self.min_span());
         let cursor = self.cursor;
@@ -234,7 +234,7 @@ impl Viewport {
     }
 
     /// Pan so that `t` is in view, keeping the zoom; centre it when it was off screen.
-    pub fn reveal(&mut self, t: Ns) {
+    pub(crate) fn reveal(&mut self, t: Ns) {
         if self.col_of(t).is_none() {
             self.view.t0 = t.saturating_sub(self.view.span / 2);
             self.clamp();
@@ -243,14 +243,14 @@ impl Viewport {
     }
 
     /// Set the extent the window is kept near (the two-run view: both runs on one axis).
-    pub fn set_extent(&mut self, start: Ns, end: Ns) {
+    pub(crate) fn set_extent(&mut self, start: Ns, end: Ns) {
         (self.start, self.end) = (start, end.max(start));
         self.clamp();
     }
 
     /// Copy `other`'s window, cursor and mark shifted by `shift` ns, unclamped: both
     /// axes have the same extent up to the shift, so `other`'s clamp holds here too.
-    pub fn follow(&mut self, other: &Viewport, shift: Ns) {
+    pub(crate) fn follow(&mut self, other: &Viewport, shift: Ns) {
         let at = |t: Ns| sat(i128::from(t) + i128::from(shift));
         let span = other.view.span;
         self.view = View { t0: at(other.view.t0).min(Ns::MAX - span), span };
@@ -260,7 +260,7 @@ impl Viewport {
     }
 
     /// Set the mark at the cursor, or clear it when it is there.
-    pub fn toggle_mark(&mut self) {
+    pub(crate) fn toggle_mark(&mut self) {
         self.mark = if self.mark == Some(self.cursor) { None } else { Some(self.cursor) };
     }
 }

@@ -13,7 +13,7 @@ use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system}
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// lanescope running in a pseudo-terminal of a given size.
-pub struct Session {
+pub(crate) struct Session {
     child: Box<dyn Child + Send + Sync>,
     writer: Box<dyn Write + Send>,
     screen: Arc<Mutex<vt100::Parser>>,
@@ -23,7 +23,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn start(args: &[&str], cols: u16, rows: u16) -> Self {
+    pub(crate) fn start(args: &[&str], cols: u16, rows: u16) -> Self {
         let pty =
             native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("open a pty");
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_lanescope"));
@@ -56,12 +56,12 @@ impl Session {
         Self { child, writer, screen, drained, _master: pty.master }
     }
 
-    pub fn contents(&self) -> String {
+    pub(crate) fn contents(&self) -> String {
         self.screen.lock().expect("screen lock").screen().contents()
     }
 
     /// Wait until the screen shows any of `texts`; fail with the screen on timeout.
-    pub fn wait_for_any(&mut self, texts: &[&str]) -> String {
+    pub(crate) fn wait_for_any(&mut self, texts: &[&str]) -> String {
         let start = Instant::now();
         loop {
             let s = self.contents();
@@ -76,18 +76,18 @@ impl Session {
         }
     }
 
-    pub fn wait_for(&mut self, text: &str) -> String {
+    pub(crate) fn wait_for(&mut self, text: &str) -> String {
         self.wait_for_any(&[text])
     }
 
-    pub fn send(&mut self, keys: &str) {
+    pub(crate) fn send(&mut self, keys: &str) {
         self.writer.write_all(keys.as_bytes()).expect("write keys");
         self.writer.flush().expect("flush keys");
     }
 
     /// Wait for the process to exit and its last output to reach the screen; return its
     /// exit code.
-    pub fn exit_code(&mut self) -> u32 {
+    pub(crate) fn exit_code(&mut self) -> u32 {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -109,18 +109,18 @@ impl Session {
 
 impl Session {
     /// The mouse reporting the terminal was asked for.
-    pub fn mouse_mode(&self) -> (vt100::MouseProtocolMode, vt100::MouseProtocolEncoding) {
+    pub(crate) fn mouse_mode(&self) -> (vt100::MouseProtocolMode, vt100::MouseProtocolEncoding) {
         let p = self.screen.lock().expect("screen lock");
         (p.screen().mouse_protocol_mode(), p.screen().mouse_protocol_encoding())
     }
 
     /// Process id of the child, to signal it.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.process_id().expect("the child has a pid")
     }
 
     /// True while the alternate screen is shown.
-    pub fn alternate_screen(&self) -> bool {
+    pub(crate) fn alternate_screen(&self) -> bool {
         self.screen.lock().expect("screen lock").screen().alternate_screen()
     }
 }

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 /// Path of a committed fixture under `tests/fixtures`. A fixture committed compressed
 /// (`NAME.xz`, to keep the repository small) is unpacked once per test run into a
 /// temporary folder, and that copy's path is returned.
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     let packed = PathBuf::from(format!("{}.xz", path.display()));
     if path.exists() || !packed.exists() {
@@ -38,31 +38,31 @@ fn unpacked(packed: &Path, stem: &str) -> PathBuf {
 }
 
 /// The lanescope binary, without colour and without an `nsys` from the environment.
-pub fn lanescope() -> Command {
+pub(crate) fn lanescope() -> Command {
     let mut c = Command::cargo_bin("lanescope").expect("the lanescope binary is built");
     c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
     c
 }
 
 /// A read-only connection to an export, for the independent SQL the tests compare against.
-pub fn sql(path: &Path) -> Connection {
+pub(crate) fn sql(path: &Path) -> Connection {
     Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// One integer from a query over a read-only export.
-pub fn sql_i64(path: &Path, q: &str) -> i64 {
+pub(crate) fn sql_i64(path: &Path, q: &str) -> i64 {
     sql(path).query_row(q, [], |r| r.get(0)).unwrap_or_else(|e| panic!("{q}: {e}"))
 }
 
 /// A capture of the matrix (`tests/fixtures/matrix/CELL.sqlite.xz`), unpacked once per
 /// test run into a temporary folder; its path.
-pub fn matrix_trace(cell: &str) -> PathBuf {
+pub(crate) fn matrix_trace(cell: &str) -> PathBuf {
     fixture(&format!("matrix/{cell}.sqlite"))
 }
 
 /// Every gap cause the README documents, in its order.
-pub const CAUSES: [&str; 12] = [
+pub(crate) const CAUSES: [&str; 12] = [
     "sync-wait",
     "sync-drain",
     "pageable-copy",
@@ -78,7 +78,7 @@ pub const CAUSES: [&str; 12] = [
 ];
 
 /// The tables every hand-made export in the tests starts from.
-pub const MIN_SCHEMA: &str = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+pub(crate) const MIN_SCHEMA: &str = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
      CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
        correlationId INT, globalPid INT, shortName INT, demangledName INT);
      CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT,
@@ -88,10 +88,10 @@ pub const MIN_SCHEMA: &str = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, va
      CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT);";
 
 /// A name carrying terminal escapes: OSC title, clear screen, 8-bit CSI.
-pub const EVIL: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mx";
+pub(crate) const EVIL: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mx";
 
 /// Write a tiny export in `dir` whose kernel, NVTX, thread, process and GPU names are [`EVIL`].
-pub fn hostile_export(dir: &Path) -> PathBuf {
+pub(crate) fn hostile_export(dir: &Path) -> PathBuf {
     let p = dir.join("hostile.sqlite");
     let evil = EVIL;
     let c = rusqlite::Connection::open(&p).unwrap();

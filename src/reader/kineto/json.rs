@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A `pid` or `tid`: Chrome traces allow numbers and strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Id<'a> {
+pub(super) enum Id<'a> {
     /// Absent, null, or another type.
     #[default]
     None,
@@ -26,7 +26,7 @@ pub enum Id<'a> {
 
 /// The fields of one trace event that the reader uses. Numbers are kept as their text.
 #[derive(Debug, Default)]
-pub struct Event<'a> {
+pub(super) struct Event<'a> {
     /// `ph`: `X`, `s`, `f`, `M`, `i`...
     pub ph: Cow<'a, str>,
     /// `cat`.
@@ -57,7 +57,7 @@ pub struct Event<'a> {
 
 /// Why scanning stopped before the end of a well-formed file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stop {
+pub(super) struct Stop {
     /// Byte offset (in the decompressed text) where the problem is.
     pub offset: u64,
     /// What was wrong.
@@ -75,7 +75,7 @@ enum Err {
 type R<T> = Result<T, Err>;
 
 /// The largest single event (or top-level value) held in memory; larger ones are skipped.
-pub const MAX_ITEM: usize = 64 << 20;
+pub(super) const MAX_ITEM: usize = 64 << 20;
 const CHUNK: usize = 4 << 20;
 
 // What `Scanner::unit` did with the item at the read position.
@@ -86,7 +86,7 @@ enum Unit {
 }
 
 /// The streaming scanner over any reader.
-pub struct Scanner<'c, Rd: Read> {
+pub(super) struct Scanner<'c, Rd: Read> {
     r: Rd,
     buf: Vec<u8>,
     pos: usize,
@@ -113,7 +113,7 @@ pub struct Scanner<'c, Rd: Read> {
 
 impl<Rd: Read> Scanner<'_, Rd> {
     /// Scan `r`.
-    pub fn new(r: Rd) -> Self {
+    pub(super) fn new(r: Rd) -> Self {
         Self {
             r,
             buf: vec![0; CHUNK],
@@ -296,7 +296,7 @@ impl<Rd: Read> Scanner<'_, Rd> {
     /// Scan the whole input: `top(key, value)` for each top-level key but `traceEvents`
     /// (values over the item limit are skipped), `event` for each event. Returns where it stopped
     /// early, if it did; what came before was delivered.
-    pub fn run(
+    pub(super) fn run(
         &mut self,
         mut top: impl FnMut(&str, serde_json::Value),
         mut event: impl FnMut(&Event<'_>),
@@ -328,7 +328,7 @@ impl<Rd: Read> Scanner<'_, Rd> {
     /// Scan from an event of the top-level object's `traceEvents` array (the reader
     /// starts at it, `offset` bytes into the text): the rest of the array, then the
     /// rest of the object, as [`Scanner::run`] would.
-    pub fn run_from_events(
+    pub(super) fn run_from_events(
         &mut self,
         offset: u64,
         mut top: impl FnMut(&str, serde_json::Value),
@@ -419,7 +419,7 @@ impl<Rd: Read> Scanner<'_, Rd> {
     }
 
     /// Give up the boundary (passed inside an event, or the scan stopped before it).
-    pub fn missed(&mut self) {
+    pub(super) fn missed(&mut self) {
         if self.boundary.take().is_some()
             && let Some((part, missed)) = self.split
         {

@@ -46,10 +46,10 @@ use crate::model::Trace;
 use values::decimal;
 
 /// Product label kept in `Meta::nsys_version` for Kineto traces.
-pub const PRODUCT: &str = "PyTorch Profiler (Kineto)";
+pub(crate) const PRODUCT: &str = "PyTorch Profiler (Kineto)";
 
 /// Load the Kineto trace at `path` (plain JSON, or gzip when `gzip`).
-pub fn load(path: &Path, gzip: bool, progress: &Progress) -> Result<Trace> {
+pub(crate) fn load(path: &Path, gzip: bool, progress: &Progress) -> Result<Trace> {
     let t0 = Instant::now();
     let file = std::fs::File::open(path)?;
     let len = file.metadata().map_or(0, |m| m.len());

@@ -14,7 +14,7 @@ pub enum Align {
 
 /// What alignment needs of one run: its extent and its step instances (sorted by start).
 #[derive(Debug, Clone, Copy)]
-pub struct RunSpan<'a> {
+pub(crate) struct RunSpan<'a> {
     /// First event.
     pub start: Ns,
     /// Last event's end.
@@ -24,13 +24,13 @@ pub struct RunSpan<'a> {
 }
 
 /// Step instances both runs have (0 when either has no step phase).
-pub fn common_steps(runs: [RunSpan<'_>; 2]) -> usize {
+pub(crate) fn common_steps(runs: [RunSpan<'_>; 2]) -> usize {
     runs[0].steps.len().min(runs[1].steps.len())
 }
 
 /// The step instance the view opens on: the first of the steady state (the second
 /// step) when both runs have it, else the first.
-pub fn first_step(runs: [RunSpan<'_>; 2]) -> Option<usize> {
+pub(crate) fn first_step(runs: [RunSpan<'_>; 2]) -> Option<usize> {
     match common_steps(runs) {
         0 => None,
         1 => Some(0),
@@ -39,7 +39,7 @@ pub fn first_step(runs: [RunSpan<'_>; 2]) -> Option<usize> {
 }
 
 /// The instant of each run that sits at the axis origin.
-pub fn origins(align: Align, runs: [RunSpan<'_>; 2]) -> [Ns; 2] {
+pub(crate) fn origins(align: Align, runs: [RunSpan<'_>; 2]) -> [Ns; 2] {
     runs.map(|r| match align {
         Align::Step(k) => r.steps.get(k).map_or(r.start, |s| s.0),
         Align::Start => r.start,
@@ -47,7 +47,7 @@ pub fn origins(align: Align, runs: [RunSpan<'_>; 2]) -> [Ns; 2] {
 }
 
 /// Each run's extent on the shared axis, in its own time: the union of both runs.
-pub fn shared_extents(origins: [Ns; 2], runs: [RunSpan<'_>; 2]) -> [(Ns, Ns); 2] {
+pub(crate) fn shared_extents(origins: [Ns; 2], runs: [RunSpan<'_>; 2]) -> [(Ns, Ns); 2] {
     let rel = |t: Ns, o: Ns| i128::from(t) - i128::from(o);
     let lo = rel(runs[0].start, origins[0]).min(rel(runs[1].start, origins[1]));
     let hi = rel(runs[0].end, origins[0]).max(rel(runs[1].end, origins[1]));
@@ -57,7 +57,7 @@ pub fn shared_extents(origins: [Ns; 2], runs: [RunSpan<'_>; 2]) -> [(Ns, Ns); 2]
 
 /// The window (start relative to the origin, span) that shows step `k` of both runs:
 /// the longer of the two instances with a margin, its start a tenth of the way in.
-pub fn step_window(k: usize, runs: [RunSpan<'_>; 2]) -> (Ns, Ns) {
+pub(crate) fn step_window(k: usize, runs: [RunSpan<'_>; 2]) -> (Ns, Ns) {
     let len = runs.iter().filter_map(|r| r.steps.get(k)).map(|s| s.1.saturating_sub(s.0)).max().unwrap_or(1);
     let span = len.saturating_add(len / 4).max(1);
     (-(span / 10), span)

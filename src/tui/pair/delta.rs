@@ -30,7 +30,7 @@ struct Row {
 
 /// The table, built once when opened, and its scroll.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DeltaTable {
+pub(crate) struct DeltaTable {
     verdict: String,
     rows: Vec<Row>,
     scroll: usize,
@@ -68,7 +68,7 @@ fn cells(values: &Compared, wall: &str, idle: &str, status: Status) -> [String; 
 
 impl DeltaTable {
     /// Build the rows of `d`: the steady step of the whole run, then every phase.
-    pub fn new(d: &Diff) -> Self {
+    pub(crate) fn new(d: &Diff) -> Self {
         let run = Row {
             name: "steady step (run)".to_string(),
             cells: cells(&d.overall, "steady_step_mean_ns", "steady.idle_ns", Status::Both),
@@ -85,7 +85,7 @@ impl DeltaTable {
     }
 
     /// Scroll with the wheel over the table at `area`; true when it moved.
-    pub fn on_mouse(&mut self, kind: MouseEventKind, area: Rect) -> bool {
+    pub(crate) fn on_mouse(&mut self, kind: MouseEventKind, area: Rect) -> bool {
         let shown = usize::from(area.height.saturating_sub(3 + VERDICT_LINES as u16)).max(1);
         let max = self.rows.len().saturating_sub(shown);
         let to = match kind {
@@ -108,7 +108,7 @@ impl DeltaTable {
     }
 
     /// Draw the verdict and the rows that fit into `area`.
-    pub fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(Clear, area);
         let block =
             crate::tui::panels::panel_block(app.theme, "before → after: wall per instance, steady GPU idle (P closes)");

@@ -33,7 +33,7 @@ use align::RunSpan;
 use delta::DeltaTable;
 
 /// Which run: 0 is BEFORE, 1 is AFTER.
-pub const RUN_NAMES: [&str; 2] = ["before", "after"];
+pub(crate) const RUN_NAMES: [&str; 2] = ["before", "after"];
 
 /// Where the pair's regions go.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,7 +58,7 @@ pub(crate) struct PairAreas {
 
 impl PairAreas {
     /// Lay a `size` screen out, with a panel under the blocks when `panel` is true.
-    pub fn new(size: (u16, u16), panel: bool) -> Self {
+    pub(crate) fn new(size: (u16, u16), panel: bool) -> Self {
         let one = Areas::new(Rect::new(0, 0, size.0, size.1), super::layout::PanelShape::None);
         if one.too_small {
             return Self { too_small: true, ..Self::default() };
@@ -81,7 +81,7 @@ impl PairAreas {
     }
 
     /// The areas run `i` draws into; only the focused run gets the ruler and the panel.
-    pub fn slot(&self, i: usize, focused: bool, own_panel: bool) -> Areas {
+    pub(crate) fn slot(&self, i: usize, focused: bool, own_panel: bool) -> Areas {
         let b = self.blocks[i];
         Areas {
             too_small: self.too_small,

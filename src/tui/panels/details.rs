@@ -19,7 +19,7 @@ use crate::tui::text::{self, sanitize};
 
 /// Title and key/value lines of the details panel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Details {
+pub(crate) struct Details {
     /// First line, e.g. the event name.
     pub title: String,
     /// Facts as (key, value).
@@ -41,7 +41,7 @@ fn where_label(trace: &Trace, lane: u32) -> String {
 }
 
 /// NVTX ranges of thread `tid` that contain `t`, outermost first: `step 3 › forward`.
-pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
+pub(crate) fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
     let mut found: Vec<(u16, &str)> = Vec::new();
     for l in &trace.lanes {
         let depth = match l.kind {
@@ -63,7 +63,7 @@ pub fn nvtx_around(trace: &Trace, pid: u32, tid: u32, t: Ns) -> Option<String> {
 }
 
 /// Details of one event.
-pub fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
+pub(crate) fn event(trace: &Trace, links: &Index, r: EventRef) -> Details {
     let lane = &trace.lanes[r.lane as usize];
     let ev = &lane.ev;
     let i = r.idx as usize;
@@ -197,7 +197,7 @@ fn metrics_over(trace: &Trace, device: u32, span: (Ns, Ns), d: &mut Details) {
 }
 
 /// Details of gap `g`, number `gi` of `count`.
-pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usize)) -> Details {
+pub(crate) fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usize)) -> Details {
     let mut d = Details {
         title: format!("idle gap {}/{count} on {}", gi + 1, sanitize(&trace.gpu_label(g.device))),
         lines: Vec::new(),
@@ -262,7 +262,7 @@ pub fn gap(trace: &Trace, analysis: &Analysis, g: &Gap, (gi, count): (usize, usi
     d
 }
 /// Draw the details panel.
-pub fn render(frame: &mut Frame, app: &Context, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &Context, area: Rect) {
     frame.render_widget(Clear, area);
     let block = panel_block(app.theme, "Details (i hides, c jumps call↔op, f fits)");
     let inner = block.inner(area);

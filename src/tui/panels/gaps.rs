@@ -18,7 +18,7 @@ const DURATION_COLUMN: u8 = 4;
 
 /// State of the gap list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GapList {
+pub(crate) struct GapList {
     /// Highlighted row (in sorted order).
     pub sel: usize,
     /// Sorted by start instead of duration.
@@ -27,23 +27,23 @@ pub struct GapList {
 
 impl GapList {
     /// Open on the selected gap, if any, sorted by duration.
-    pub fn open(app: &Context) -> Self {
+    pub(crate) fn open(app: &Context) -> Self {
         let sel = app.selected_gap.and_then(|i| app.gaps.length_row(i)).unwrap_or(0);
         Self { sel, by_start: false }
     }
 
     /// Gap id at row `row` of the list's order.
-    pub fn gap_at_row(&self, app: &Context, row: usize) -> Option<usize> {
+    pub(crate) fn gap_at_row(&self, app: &Context, row: usize) -> Option<usize> {
         if self.by_start { (row < app.gaps.len()).then_some(row) } else { app.gaps.by_length(row) }
     }
 
     /// Keep the highlight on a row after the gaps changed.
-    pub fn clamp(&mut self, app: &Context) {
+    pub(crate) fn clamp(&mut self, app: &Context) {
         self.sel = self.sel.min(app.gaps.len().saturating_sub(1));
     }
 
     /// Handle a list action.
-    pub fn on_action(&mut self, action: Action, app: &Context) -> Effect {
+    pub(crate) fn on_action(&mut self, action: Action, app: &Context) -> Effect {
         if super::list_move(&mut self.sel, app.gaps.len(), action) {
             return Effect::None;
         }
@@ -62,13 +62,13 @@ impl GapList {
     }
 
     /// A click on a row highlights it; on the highlighted row, zooms to the gap.
-    pub fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
+    pub(crate) fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
         let row = super::row_at(area, y, app.gaps.len(), self.sel);
         if super::click(&mut self.sel, row) { self.on_action(Action::ListEnter, app) } else { Effect::None }
     }
 
     /// Draw the gap list.
-    pub fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
         let Self { sel, by_start } = *self;
         frame.render_widget(Clear, area);
         let gaps = &app.gaps;

@@ -25,14 +25,14 @@ fn section_lines(app: &Context, s: &Section, out: &mut Vec<Line<'static>>) {
 
 /// State of the help overlay.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Help {
+pub(crate) struct Help {
     /// First line shown.
     pub scroll: usize,
 }
 
 impl Help {
     /// Scroll by a list action (the help keys); true when it was one.
-    pub fn on_action(&mut self, action: Action, app: &Context) -> bool {
+    pub(crate) fn on_action(&mut self, action: Action, app: &Context) -> bool {
         let delta: isize = match action {
             Action::ListUp => -1,
             Action::ListDown => 1,
@@ -45,7 +45,7 @@ impl Help {
     }
 
     /// Scroll by `delta` lines, within what the help rectangle can show.
-    pub fn scroll_by(&mut self, delta: isize, app: &Context) {
+    pub(crate) fn scroll_by(&mut self, delta: isize, app: &Context) {
         let inner = app.help_inner;
         let max = height(app, inner.width).saturating_sub(usize::from(inner.height));
         self.scroll = (self.scroll as isize).saturating_add(delta).clamp(0, max as isize) as usize;
@@ -53,7 +53,7 @@ impl Help {
 }
 
 /// Every help line, in one column.
-pub fn lines(app: &Context) -> Vec<Line<'static>> {
+pub(crate) fn lines(app: &Context) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     for s in input::sections() {
         section_lines(app, s, &mut out);
@@ -85,7 +85,7 @@ pub fn lines(app: &Context) -> Vec<Line<'static>> {
 }
 
 /// Lines the help shows in one column at `width` (for scrolling limits).
-pub fn height(app: &Context, width: u16) -> usize {
+pub(crate) fn height(app: &Context, width: u16) -> usize {
     let all = lines(app);
     if width >= 100 { split(&all).0.max(all.len() - split(&all).0) } else { all.len() }
 }
@@ -98,7 +98,7 @@ fn split(all: &[Line]) -> (usize, usize) {
 }
 
 /// Draw the help overlay into `r` (`layout::Areas::help`).
-pub fn render(frame: &mut Frame, app: &Context, help: Help, r: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &Context, help: Help, r: Rect) {
     frame.render_widget(Clear, r);
     let block = panel_block(app.theme, "Help: j/k scroll, ? or Esc close, q quit");
     let inner = block.inner(r);

@@ -30,15 +30,15 @@ use super::input::{Action, Mode};
 use super::layout::PanelShape;
 use super::theme::Theme;
 
-pub use details::Details;
-pub use gaps::GapList;
-pub use help::Help;
-pub use phases::PhaseTable;
-pub use search::Search;
+pub(super) use details::Details;
+pub(super) use gaps::GapList;
+pub(super) use help::Help;
+pub(super) use phases::PhaseTable;
+pub(super) use search::Search;
 
 /// The app as panels see it (`App::panel_context`): what they read to open, answer keys and draw.
 #[derive(Debug, Clone, Copy)]
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The analysis (phases).
     pub analysis: &'a Analysis,
     /// Gaps at the current threshold.
@@ -59,14 +59,14 @@ pub struct Context<'a> {
 
 impl Context<'_> {
     /// Time `t` as every screen shows it (`App::rel`).
-    pub fn rel(&self, t: Ns) -> Ns {
+    pub(crate) fn rel(&self, t: Ns) -> Ns {
         t.saturating_sub(self.time_base)
     }
 }
 
 /// The slide-in panel that is open.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Panel {
+pub(crate) enum Panel {
     /// Details of the selection.
     Details,
     /// Per-phase table.
@@ -77,7 +77,7 @@ pub enum Panel {
 
 /// What the app does after a panel handled an action.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Nothing more.
     None,
     /// Select gap `i` and zoom to it.
@@ -88,7 +88,7 @@ pub enum Effect {
 
 impl Panel {
     /// The panel `action` opens, if it opens one.
-    pub fn for_action(action: Action, app: &Context) -> Option<Self> {
+    pub(crate) fn for_action(action: Action, app: &Context) -> Option<Self> {
         match action {
             Action::Details => Some(Panel::Details),
             Action::Phases => Some(Panel::Phases(PhaseTable::open(app))),
@@ -98,12 +98,12 @@ impl Panel {
     }
 
     /// True when both are the same kind of panel.
-    pub fn same_kind(&self, other: &Self) -> bool {
+    pub(crate) fn same_kind(&self, other: &Self) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
 
     /// Where it goes on screen.
-    pub fn shape(&self) -> PanelShape {
+    pub(crate) fn shape(&self) -> PanelShape {
         match self {
             Panel::Details => PanelShape::Text,
             Panel::Phases(_) | Panel::Gaps(_) => PanelShape::Table,
@@ -111,7 +111,7 @@ impl Panel {
     }
 
     /// The key mode while it is open.
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         match self {
             Panel::Details => Mode::Timeline,
             Panel::Phases(_) | Panel::Gaps(_) => Mode::List,
@@ -119,7 +119,7 @@ impl Panel {
     }
 
     /// Handle an action of its mode.
-    pub fn on_action(&mut self, action: Action, app: &Context) -> Effect {
+    pub(crate) fn on_action(&mut self, action: Action, app: &Context) -> Effect {
         match self {
             Panel::Details => Effect::None,
             Panel::Phases(p) => p.on_action(action, app),
@@ -128,7 +128,7 @@ impl Panel {
     }
 
     /// Handle a click at row `y` of the screen, inside the panel's `area`.
-    pub fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
+    pub(crate) fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
         match self {
             Panel::Details => Effect::None,
             Panel::Phases(p) => p.on_click(area, y, app),
@@ -137,14 +137,14 @@ impl Panel {
     }
 
     /// Keep the state valid after the gaps changed (new threshold).
-    pub fn gaps_changed(&mut self, app: &Context) {
+    pub(crate) fn gaps_changed(&mut self, app: &Context) {
         if let Panel::Gaps(g) = self {
             g.clamp(app);
         }
     }
 
     /// Draw it into `area`.
-    pub fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
         match self {
             Panel::Details => details::render(frame, app, area),
             Panel::Phases(p) => p.render(frame, app, area),

@@ -87,7 +87,7 @@ impl PhaseColumn {
 
 /// State of the phase table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PhaseTable {
+pub(crate) struct PhaseTable {
     /// Highlighted row (in sorted order).
     pub sel: usize,
     /// Sort column (an index into the columns, left to right).
@@ -100,7 +100,7 @@ pub struct PhaseTable {
 
 impl PhaseTable {
     /// Open sorted by total wall time, largest first.
-    pub fn open(app: &Context) -> Self {
+    pub(crate) fn open(app: &Context) -> Self {
         let mut t = Self { sel: 0, sort: DEFAULT_SORT, desc: true, order: Vec::new() };
         t.sort_by(app, DEFAULT_SORT, true);
         t
@@ -117,7 +117,7 @@ impl PhaseTable {
     }
 
     /// Handle a list action.
-    pub fn on_action(&mut self, action: Action, app: &Context) -> Effect {
+    pub(crate) fn on_action(&mut self, action: Action, app: &Context) -> Effect {
         if super::list_move(&mut self.sel, self.order.len(), action) {
             return Effect::None;
         }
@@ -149,13 +149,13 @@ impl PhaseTable {
     }
 
     /// A click on a row highlights it; on the highlighted row, zooms to its slowest instance.
-    pub fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
+    pub(crate) fn on_click(&mut self, area: Rect, y: u16, app: &Context) -> Effect {
         let row = super::row_at(area, y, self.order.len(), self.sel);
         if super::click(&mut self.sel, row) { self.enter(app) } else { Effect::None }
     }
 
     /// Draw the phase table.
-    pub fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, app: &Context, area: Rect) {
         frame.render_widget(Clear, area);
         let block = panel_block(app.theme, "Phases (Enter: slowest instance, o/1-9 sort, Esc close)");
         let inner = block.inner(area);

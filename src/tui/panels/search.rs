@@ -24,7 +24,7 @@ use crate::tui::theme::Theme;
 const MAX_QUERY: usize = 200;
 
 /// Traces with fewer events are searched at once, on the caller's thread.
-pub const SYNC_EVENTS: usize = 1 << 18;
+pub(crate) const SYNC_EVENTS: usize = 1 << 18;
 
 /// Rows of one lane looked at per message of the worker.
 const CHUNK_ROWS: usize = 1 << 18;
@@ -44,7 +44,7 @@ impl Drop for SearchJob {
 
 /// The state of the search.
 #[derive(Debug, Default)]
-pub struct Search {
+pub(crate) struct Search {
     /// Text being typed after `/`, when the prompt is open.
     pub input: Option<String>,
     /// The active query (empty: none).
@@ -79,7 +79,7 @@ fn scan(trace: &Trace, hit: &[bool], li: usize, rows: std::ops::Range<usize>) ->
 
 impl Search {
     /// Run `query` (case-insensitive substring of the name, or of a kernel's demangled name).
-    pub fn run(trace: &Trace, query: &str) -> Self {
+    pub(crate) fn run(trace: &Trace, query: &str) -> Self {
         let hit = hits(trace, query);
         let matches: Vec<Vec<u32>> =
             (0..trace.lanes.len()).map(|li| scan(trace, &hit, li, 0..trace.lanes[li].ev.len())).collect();
@@ -89,7 +89,7 @@ impl Search {
 
     /// Start `query`: at once on a small trace, else on a worker thread whose matches
     /// [`Search::poll`] takes in.
-    pub fn start(trace: &Arc<Trace>, query: &str) -> Self {
+    pub(crate) fn start(trace: &Arc<Trace>, query: &str) -> Self {
         if trace.event_count() < SYNC_EVENTS || query.is_empty() {
             return Self::run(trace, query);
         }
@@ -120,13 +120,13 @@ impl Search {
     }
 
     /// True while matches are still being looked for.
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         self.job.is_some()
     }
 
     /// Take in the matches found since the last call; returns true when some arrived
     /// or the search finished.
-    pub fn poll(&mut self) -> bool {
+    pub(crate) fn poll(&mut self) -> bool {
         let Some(job) = &self.job else { return false };
         let mut changed = false;
         loop {
@@ -146,25 +146,25 @@ impl Search {
     }
 
     /// True when a query is active.
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         !self.query.is_empty()
     }
 
     /// Matching rows of `lane`, if a query is active.
-    pub fn lane(&self, lane: usize) -> Option<&[u32]> {
+    pub(crate) fn lane(&self, lane: usize) -> Option<&[u32]> {
         if self.active() { self.matches.get(lane).map(Vec::as_slice) } else { None }
     }
 }
 
 impl Search {
     /// Open the prompt.
-    pub fn open_prompt(&mut self) {
+    pub(crate) fn open_prompt(&mut self) {
         self.input = Some(String::new());
     }
 
     /// Handle a key while the prompt is open: the query to run when Enter was pressed,
     /// and whether the user asked to quit.
-    pub fn on_key(&mut self, key: &KeyEvent) -> (Option<String>, bool) {
+    pub(crate) fn on_key(&mut self, key: &KeyEvent) -> (Option<String>, bool) {
         let Some(buf) = self.input.as_mut() else { return (None, false) };
         match input::action(Mode::Search, key) {
             Some(Action::SearchRun) => return (self.input.take(), false),
@@ -190,7 +190,7 @@ impl Search {
 }
 
 /// Draw the prompt on the last row of `area` (the status lines).
-pub fn render_prompt(frame: &mut Frame, theme: Theme, area: Rect, q: &str) {
+pub(crate) fn render_prompt(frame: &mut Frame, theme: Theme, area: Rect, q: &str) {
     let hints: Vec<String> =
         input::hints(Mode::Search, Facts::default()).iter().map(|(k, what, _)| format!("{k} {what}")).collect();
     let prompt = Line::from(vec![

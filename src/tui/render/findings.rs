@@ -12,10 +12,10 @@ use crate::tui::app::App;
 use crate::tui::text;
 
 /// Rows the findings need before they are worth showing.
-pub const MIN_ROWS: u16 = 5;
+pub(super) const MIN_ROWS: u16 = 5;
 
 /// Draw the findings into `area` (the free rows under the lanes).
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+pub(super) fn render(frame: &mut Frame, app: &App, area: Rect) {
     let findings = &app.analysis.findings;
     if findings.is_empty() || area.height < MIN_ROWS {
         return;

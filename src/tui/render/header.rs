@@ -8,7 +8,7 @@ use crate::tui::app::App;
 use crate::tui::text;
 
 /// Draw the title bar.
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+pub(super) fn render(frame: &mut Frame, app: &App, area: Rect) {
     let t = &app.trace;
     let v = app.viewport.view();
     let res = app.viewport.ns_per_cell();

@@ -42,7 +42,7 @@ impl Ctx<'_> {
 }
 
 /// Draw the pinned rows and the visible scrolling rows; returns the first row left free.
-pub fn render(frame: &mut Frame, app: &App, a: &Areas) -> u16 {
+pub(crate) fn render(frame: &mut Frame, app: &App, a: &Areas) -> u16 {
     let w = usize::from(a.timeline_w());
     let v = app.viewport.view();
     let mut ctx = Ctx {

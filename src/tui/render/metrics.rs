@@ -12,7 +12,7 @@ use crate::tui::theme::{Class, Theme, glyph};
 
 /// What one cell of a metric row shows.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Cell {
+pub(super) enum Cell {
     /// Before the first sample or after the last: blank.
     Outside,
     /// Inside the sampled time, but no sample falls in the bucket (zoomed in past the
@@ -23,7 +23,7 @@ pub enum Cell {
 }
 
 /// Per bucket `[edges[k], edges[k + 1])`, what the row of `s` shows.
-pub fn cells(s: &Series, edges: &[Ns]) -> Vec<Cell> {
+pub(super) fn cells(s: &Series, edges: &[Ns]) -> Vec<Cell> {
     let (Some(&first), Some(&last)) = (s.times.first(), s.times.last()) else {
         return vec![Cell::Outside; edges.len().saturating_sub(1)];
     };
@@ -42,7 +42,7 @@ pub fn cells(s: &Series, edges: &[Ns]) -> Vec<Cell> {
 }
 
 /// The top of a series' bar scale: 100 for a percentage, else its largest sample.
-pub fn full_scale(s: &Series) -> f64 {
+pub(super) fn full_scale(s: &Series) -> f64 {
     if s.unit() == "%" { 100.0 } else { s.max() as f64 }
 }
 
@@ -57,7 +57,7 @@ fn style(theme: Theme, s: &Series) -> Style {
 }
 
 /// Draw the row of `s` on screen row `y` from column `x0`, one cell per bucket of `edges`.
-pub fn draw(buf: &mut Buffer, theme: Theme, s: &Series, edges: &[Ns], (x0, y): (u16, u16)) {
+pub(super) fn draw(buf: &mut Buffer, theme: Theme, s: &Series, edges: &[Ns], (x0, y): (u16, u16)) {
     let (full, bar_style) = (full_scale(s), style(theme, s));
     for (k, c) in cells(s, edges).into_iter().enumerate() {
         let (ch, st) = match c {

@@ -12,7 +12,7 @@ use crate::tui::text;
 use crate::tui::theme::glyph;
 
 /// Pick a tick step (ns) and the decimals of its labels so labels do not collide.
-pub fn ticks(t0: Ns, span: Ns, width: usize) -> (Ns, usize) {
+pub(crate) fn ticks(t0: Ns, span: Ns, width: usize) -> (Ns, usize) {
     let mut step: Ns = 1;
     loop {
         for m in [1, 2, 5] {
@@ -53,7 +53,7 @@ fn steady(buf: &mut ratatui::buffer::Buffer, app: &App, a: &Areas) {
 }
 
 /// Draw the ruler.
-pub fn render(frame: &mut Frame, app: &App, a: &Areas) {
+pub(crate) fn render(frame: &mut Frame, app: &App, a: &Areas) {
     let theme = app.theme;
     let y = a.ruler.y;
     let x0 = a.timeline_x();

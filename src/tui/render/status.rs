@@ -123,7 +123,7 @@ fn keys_line(app: &App, width: usize) -> Line<'static> {
 }
 
 /// Draw the status lines (one or two).
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, area: Rect) {
     let width = usize::from(area.width);
     let theme = app.theme;
     if let Some(q) = &app.search.input {
