@@ -27,14 +27,18 @@ fn kineto(c: &mut Criterion) {
     use std::io::Read;
     // Unpacked once: the scanner, not gunzip, is what is measured.
     let dir = tempfile::tempdir().expect("temporary directory");
-    let p = std::env::var("LANESCOPE_BENCH_KINETO").map(std::path::PathBuf::from).unwrap_or_else(|_| {
-        let gz = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kineto/step_prefetch.json.gz");
-        let mut text = Vec::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("fixture")).read_to_end(&mut text).expect("gunzip");
-        let p = dir.path().join("step_prefetch.json");
-        std::fs::write(&p, text).expect("unpacked fixture");
-        p
-    });
+    let p = std::env::var("LANESCOPE_BENCH_KINETO").map_or_else(
+        |_| {
+            let gz = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kineto/step_prefetch.json.gz");
+            let mut text = Vec::new();
+            let file = std::fs::File::open(gz).expect("fixture");
+            flate2::read::GzDecoder::new(file).read_to_end(&mut text).expect("gunzip");
+            let p = dir.path().join("step_prefetch.json");
+            std::fs::write(&p, text).expect("unpacked fixture");
+            p
+        },
+        std::path::PathBuf::from,
+    );
     let mut g = c.benchmark_group("kineto");
     g.sample_size(10);
     g.bench_function("load", |b| b.iter(|| lanescope::load(&p).expect("trace loads")));
