@@ -237,7 +237,7 @@ impl Union {
     }
 
     /// A [`Cursor`] for lookups in increasing time order.
-    pub fn cursor(&self) -> Cursor<'_> {
+    pub(crate) fn cursor(&self) -> Cursor<'_> {
         Cursor { u: self, k: 0, it: self.iter_from(0), at: None, idx: 0, cum: 0, last: Ns::MIN }
     }
 
@@ -352,7 +352,7 @@ pub(crate) fn partition_near<T>(v: &[T], hint: usize, pred: impl Fn(&T) -> bool)
 /// next, so a sweep over `m` instants costs O(m + intervals passed) rather than a block
 /// scan each. An instant before the previous one starts again from its block.
 #[derive(Debug, Clone)]
-pub struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     u: &'a Union,
     // Blocks starting before the last instant asked (the search hint).
     k: usize,
@@ -367,7 +367,7 @@ pub struct Cursor<'a> {
 
 impl Cursor<'_> {
     /// Busy time in `(-inf, t)`.
-    pub fn busy_before(&mut self, t: Ns) -> Ns {
+    pub(crate) fn busy_before(&mut self, t: Ns) -> Ns {
         let u = self.u;
         let bs = &u.block_start;
         // Most instants fall in the block of the previous one: check that before searching.
@@ -402,7 +402,7 @@ impl Cursor<'_> {
     }
 
     /// Busy time within `[a, b)` (0 when `b <= a`).
-    pub fn busy_in(&mut self, a: Ns, b: Ns) -> Ns {
+    pub(crate) fn busy_in(&mut self, a: Ns, b: Ns) -> Ns {
         if b <= a {
             return 0;
         }

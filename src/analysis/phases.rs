@@ -420,25 +420,34 @@ pub(crate) fn stats(ctx: &PhaseCtx<'_>, groups: Vec<(String, Vec<Instance>)>, la
         seen += g.1.len();
         seen * 2 >= total
     });
-    let second = first.split_off(half.map_or(first.len(), |k| k + 1));
+    // A thread is worth it only for many instances (a Kineto trace's Python stacks).
+    let second = if total < 1 << 16 { Vec::new() } else { first.split_off(half.map_or(first.len(), |k| k + 1)) };
     let measure = |v: Vec<((String, Vec<Instance>), Launched)>| -> Vec<Phase> {
         v.into_iter().map(|((name, inst), l)| ctx.phase(name, &inst, l)).collect()
     };
-    let mut out = std::thread::scope(|s| {
+    if second.is_empty() {
+        return sorted(measure(first));
+    }
+    let out = std::thread::scope(|s| {
         let side = s.spawn(|| measure(second));
         let mut out = measure(first);
         out.extend(side.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         out
     });
+    sorted(out)
+}
+
+// Largest total wall time first, then by name.
+fn sorted(mut out: Vec<Phase>) -> Vec<Phase> {
     out.sort_by(|a, b| b.wall.sum_ns.cmp(&a.wall.sum_ns).then_with(|| a.name.cmp(&b.name)));
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Instance, copies_in, gallop, instances, project, prorated};
+    use super::{Instance, PhaseCtx, copies_in, gallop, instances, project, prorated, sorted};
     use crate::analysis::index::{Hints, Index};
-    use crate::analysis::{Launched, Options, Union, analyze};
+    use crate::analysis::{Launched, Options, Phase, Union, analyze};
     use crate::model::{ApiKind, Events, Lane, LaneKind, MemClass, MemFlags, Ns, Strings, Trace};
     use proptest::prelude::*;
 
@@ -479,6 +488,29 @@ mod tests {
         assert!(p.starved_share.abs() < f64::EPSILON);
         let exact = analyze(&t, &Options { min_gap_ns: 1, exact_names: true, step_phase: None });
         assert_eq!(exact.phases.len(), 2);
+    }
+
+    #[test]
+    fn phases_measured_on_two_threads_are_those_measured_one_by_one() {
+        // Over 65,536 ranges (the statistics split), in names of very different counts.
+        let names = ["alpha", "beta", "gamma", "delta", "epsilon"];
+        let rows: Vec<(i64, i64, &str, u32)> =
+            (0..70_000i64).map(|i| (i * 100, i * 100 + 60, names[(i as usize % 7).min(4)], 0)).collect();
+        let kernels: Vec<(i64, i64, &str, u32)> = (0..5_000i64).map(|i| (i * 1_300, i * 1_300 + 700, "k", 0)).collect();
+        let mut t = Trace { strings: Strings::new(), ..Trace::default() };
+        lane(&mut t, LaneKind::Kernels { device: 0, stream: 1 }, &kernels);
+        lane(&mut t, LaneKind::Nvtx { tid: 7, depth: 0 }, &rows);
+        let opts = Options { min_gap_ns: 50, ..Options::default() };
+        let a = analyze(&t, &opts);
+        let index = Index::build(&t);
+        let ctx = PhaseCtx::new(&t, &index, &a.devices, &a.gaps, opts.min_gap_ns);
+        let groups = instances(&t, false);
+        let launched = project(&t, &index, &groups);
+        let one_by_one: Vec<Phase> =
+            sorted(groups.into_iter().zip(launched).map(|((n, inst), l)| ctx.phase(n, &inst, l)).collect());
+        assert_eq!(a.phases.len(), names.len());
+        assert!(a.phases.iter().any(|p| p.gpu_busy_ns > 0 && p.starved_share > 0.0));
+        assert_eq!(a.phases, one_by_one);
     }
 
     // The projection as first written: every operation with its launching call, sorted
