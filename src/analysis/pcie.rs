@@ -117,9 +117,44 @@ impl CopyVerdict {
 // (start, end, group) of an instance span.
 type Span = (Ns, Ns, usize);
 
+// (call start, call end, H2D?, copy) of a copy's launching call.
+type Call = (Ns, Ns, bool, CopyOp);
+
 /// The copies each group of `groups` launched (same order).
 pub(crate) fn launched_copies(trace: &Trace, index: &Index, groups: &[(String, Vec<Instance>)]) -> Vec<PhaseCopies> {
-    // Per thread: every group's instance spans (outermost, disjoint within a group).
+    let spans = thread_spans(groups);
+    // Per thread: every copy launched there.
+    let mut calls: HashMap<(u32, u32), Vec<Call>> = HashMap::new();
+    let mut hints = Hints::new(trace);
+    for l in &trace.lanes {
+        let LaneKind::Memory { class: class @ (MemClass::H2D | MemClass::D2H), device, .. } = l.kind else { continue };
+        for i in 0..l.ev.len() {
+            let Some(call) = index.api_call(trace, l.pid, l.ev.corr(i), &mut hints) else { continue };
+            if !spans.contains_key(&(l.pid, call.tid)) {
+                continue;
+            }
+            let op = CopyOp::of(l, i, device);
+            calls.entry((l.pid, call.tid)).or_default().push((call.start, call.end, class == MemClass::H2D, op));
+        }
+    }
+    let mut out = vec![PhaseCopies::default(); groups.len()];
+    for (k, mut v) in calls {
+        v.sort_unstable_by_key(|c| (c.0, c.1));
+        sweep(&spans[&k], &v, |g, h2d, op| {
+            let p = &mut out[g];
+            if h2d { p.h2d.push(op) } else { p.d2h.push(op) }
+        });
+    }
+    for p in &mut out {
+        p.h2d.sort_unstable_by_key(|c| c.start);
+        p.d2h.sort_unstable_by_key(|c| c.start);
+    }
+    out
+}
+
+/// Per thread: every group's instance spans (outermost, so disjoint within a group),
+/// sorted by start.
+fn thread_spans(groups: &[(String, Vec<Instance>)]) -> HashMap<(u32, u32), Vec<Span>> {
     let mut spans: HashMap<(u32, u32), Vec<Span>> = HashMap::new();
     for (g, (_, inst)) in groups.iter().enumerate() {
         let mut by_thread: HashMap<(u32, u32), Vec<(Ns, Ns)>> = HashMap::new();
@@ -133,38 +168,27 @@ pub(crate) fn launched_copies(trace: &Trace, index: &Index, groups: &[(String, V
     for v in spans.values_mut() {
         v.sort_unstable();
     }
-    let mut out = vec![PhaseCopies::default(); groups.len()];
-    let mut hints = Hints::new(trace);
-    for l in &trace.lanes {
-        let LaneKind::Memory { class: class @ (MemClass::H2D | MemClass::D2H), device, .. } = l.kind else { continue };
-        for i in 0..l.ev.len() {
-            let Some(call) = index.api_call(trace, l.pid, l.ev.corr(i), &mut hints) else { continue };
-            let Some(v) = spans.get(&(l.pid, call.tid)) else { continue };
-            let op = CopyOp::of(l, i, device);
-            // Spans starting at or before the call; a group's spans are disjoint, so per
-            // group only its last such span can hold the call.
-            let upto = v.partition_point(|s| s.0 <= call.start);
-            let mut seen: Vec<usize> = Vec::new();
-            for &(_, e, g) in v[..upto].iter().rev() {
-                if seen.contains(&g) {
-                    continue;
-                }
-                seen.push(g);
-                if call.end <= e {
-                    let p = &mut out[g];
-                    if class == MemClass::H2D { p.h2d.push(op) } else { p.d2h.push(op) }
-                }
-                if seen.len() == groups.len() {
-                    break;
-                }
-            }
+    spans
+}
+
+/// Call `hit(group, h2d, copy)` for every span of `spans` that holds a call of `calls`
+/// (both sorted by start). One sweep: the spans open at a call's start are those of
+/// the enclosing ranges (a stack's depth), not every span before it, so a trace with
+/// thousands of Python-function groups costs what its copies and spans cost.
+fn sweep(spans: &[Span], calls: &[Call], mut hit: impl FnMut(usize, bool, CopyOp)) {
+    let mut open: Vec<Span> = Vec::new();
+    let mut next = 0;
+    for &(start, end, h2d, op) in calls {
+        while next < spans.len() && spans[next].0 <= start {
+            open.push(spans[next]);
+            next += 1;
+        }
+        // A span that ended before this call starts cannot hold any later call either.
+        open.retain(|s| s.1 >= start);
+        for s in open.iter().filter(|s| end <= s.1) {
+            hit(s.2, h2d, op);
         }
     }
-    for p in &mut out {
-        p.h2d.sort_unstable_by_key(|c| c.start);
-        p.d2h.sort_unstable_by_key(|c| c.start);
-    }
-    out
 }
 
 /// The GPU a phase's copies ran on (most H2D then D2H bytes), else `fallback`.
@@ -348,6 +372,47 @@ pub(crate) fn annotate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    // Spans per group disjoint (as `thread_spans` makes them), calls possibly nested.
+    fn arb_case() -> impl Strategy<Value = (Vec<Span>, Vec<(Ns, Ns)>)> {
+        let group = prop::collection::vec((0i64..40, 1i64..30), 0..12);
+        let groups = prop::collection::vec(group, 1..5);
+        let calls = prop::collection::vec((0i64..600, 0i64..25), 0..25);
+        (groups, calls).prop_map(|(groups, calls)| {
+            let mut spans: Vec<Span> = Vec::new();
+            for (g, steps) in groups.iter().enumerate() {
+                let mut t = 0;
+                for &(gap, len) in steps {
+                    spans.push((t + gap, t + gap + len, g));
+                    t += gap + len + 1;
+                }
+            }
+            spans.sort_unstable();
+            let mut calls: Vec<(Ns, Ns)> = calls.into_iter().map(|(s, d)| (s, s + d)).collect();
+            calls.sort_unstable();
+            (spans, calls)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_sweep_finds_every_span_that_holds_a_call((spans, calls) in arb_case()) {
+            let ops: Vec<Call> =
+                calls.iter().map(|&(a, b)| (a, b, true, op(a, b - a, 1, false))).collect();
+            let mut got: Vec<(usize, Ns, Ns)> = Vec::new();
+            sweep(&spans, &ops, |g, _, c| got.push((g, c.start, c.end)));
+            let mut want: Vec<(usize, Ns, Ns)> = Vec::new();
+            for &(a, b) in &calls {
+                for s in spans.iter().filter(|s| s.0 <= a && b <= s.1) {
+                    want.push((s.2, a, b));
+                }
+            }
+            got.sort_unstable();
+            want.sort_unstable();
+            prop_assert_eq!(got, want);
+        }
+    }
 
     fn op(start: Ns, dur: Ns, bytes: u64, pageable: bool) -> CopyOp {
         CopyOp { device: 0, start, end: start + dur, bytes, pageable }

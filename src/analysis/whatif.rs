@@ -112,10 +112,8 @@ pub(crate) fn model(x: &Inputs<'_>) -> Option<StepModel> {
     let input_gaps: Vec<&Gap> = steady().filter(|g| INPUT.contains(&g.cause)).collect();
     // A pipeline faster than the loop builds a queue of ready batches, and the loop stops
     // waiting after warm-up: waits that recur mean the pipeline sets the pace.
-    let waited = x.steps[first + 1..=last]
-        .iter()
-        .filter(|s| input_gaps.iter().any(|g| g.start < s.end && g.end > s.start))
-        .count();
+    let waits = Union::from_pairs(input_gaps.iter().map(|g| (g.start, g.end)));
+    let waited = x.steps[first + 1..=last].iter().filter(|s| waits.busy_in(s.start, s.end) > 0).count();
     let input_wait: Ns = input_gaps.iter().map(|g| overlap(g.start, g.end, host_span)).sum();
     m.input_bound = waited >= 2 && input_wait * 20 >= host_span.1 - host_span.0;
     let launcher = x.steps[last].pid;
