@@ -125,6 +125,11 @@ struct Frames {
     max_ms: f64,
     full_frame_bytes: usize,
     pan_bytes: usize,
+    /// Frames during which the drawing thread waited for a CPU (runnable, not running),
+    /// and the longest such wait: a slow frame with a wait was preempted, not slow work.
+    /// Null where `/proc/thread-self/schedstat` cannot be read.
+    preempted_frames: Option<usize>,
+    runqueue_wait_max_ms: Option<f64>,
     levels: Vec<Level>,
 }
 
@@ -327,6 +332,21 @@ fn frame(term: &mut Term, bytes: &Counter, app: &App) -> Result<(f64, usize)> {
     Ok((ms(t), bytes.0.get() - before))
 }
 
+// Nanoseconds this thread has spent runnable but waiting for a CPU (the second field
+// of the kernel's schedstat), or None off Linux.
+fn runqueue_wait_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().nth(1)?.parse().ok()
+}
+
+// [`frame`], with the time the thread waited for a CPU while drawing it.
+fn timed_frame(term: &mut Term, bytes: &Counter, app: &App, waits: &mut Vec<Option<u64>>) -> Result<(f64, usize)> {
+    let before = runqueue_wait_ns();
+    let r = frame(term, bytes, app)?;
+    waits.push(before.zip(runqueue_wait_ns()).map(|(a, b)| b.saturating_sub(a)));
+    Ok(r)
+}
+
 // The script: whole trace, 10x, 1000x and the deepest zoom; at each level 40 views
 // spread across the trace, each followed by a one-step pan (the `d` key).
 fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
@@ -344,6 +364,7 @@ fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
     let mut levels = Vec::new();
     let mut all = Vec::new();
     let mut pan_max = 0;
+    let mut waits = Vec::new();
     for (name, span) in
         [("whole", dur), ("10x", dur / 10), ("1000x", dur / 1000), ("deepest", i64::from(size.0).max(1))]
     {
@@ -353,9 +374,9 @@ fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
         for k in 0..40 {
             let t0 = start + (dur - span).max(0) * k / 39;
             app.set_view(t0, span);
-            times.push(frame(&mut term, &bytes, app)?.0);
+            times.push(timed_frame(&mut term, &bytes, app, &mut waits)?.0);
             app.apply(Action::PanRight);
-            let (t, bytes) = frame(&mut term, &bytes, app)?;
+            let (t, bytes) = timed_frame(&mut term, &bytes, app, &mut waits)?;
             times.push(t);
             pan_bytes_max = pan_bytes_max.max(bytes);
         }
@@ -373,7 +394,10 @@ fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
         });
     }
     let (p50, p95, max) = quantiles(&mut all);
+    let waits: Option<Vec<u64>> = waits.into_iter().collect();
     Ok(Frames {
+        preempted_frames: waits.as_ref().map(|w| w.iter().filter(|&&n| n > 0).count()),
+        runqueue_wait_max_ms: waits.as_ref().map(|w| w.iter().max().copied().unwrap_or(0) as f64 / 1e6),
         size: format!("{}x{}", size.0, size.1),
         count: all.len(),
         p50_ms: p50,
@@ -486,6 +510,9 @@ pub(crate) fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
         "frames   {} at {}: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms; full frame {} bytes, one-step pan <= {} bytes",
         f.count, f.size, f.p50_ms, f.p95_ms, f.max_ms, f.full_frame_bytes, f.pan_bytes
     )?;
+    if let (Some(n), Some(longest)) = (f.preempted_frames, f.runqueue_wait_max_ms) {
+        writeln!(w, "           {n} frames waited for a CPU while drawing (longest wait {longest:.2} ms)")?;
+    }
     for lv in &f.levels {
         writeln!(
             w,
