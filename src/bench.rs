@@ -130,6 +130,11 @@ struct Frames {
     /// Null where `/proc/thread-self/schedstat` cannot be read.
     preempted_frames: Option<usize>,
     runqueue_wait_max_ms: Option<f64>,
+    /// CPU time of the drawing thread per frame (its p95 and max), without the time it
+    /// waited for a CPU and, in a guest with steal-time accounting, without the time the
+    /// host took the virtual CPU away: what the frame code itself cost. Null off Linux.
+    cpu_p95_ms: Option<f64>,
+    cpu_max_ms: Option<f64>,
     levels: Vec<Level>,
 }
 
@@ -141,6 +146,9 @@ struct Level {
     p50_ms: f64,
     p95_ms: f64,
     max_ms: f64,
+    /// The same CPU-time figures as [`Frames`], for this level's frames.
+    cpu_p95_ms: Option<f64>,
+    cpu_max_ms: Option<f64>,
     pan_bytes_max: usize,
 }
 
@@ -339,12 +347,48 @@ fn runqueue_wait_ns() -> Option<u64> {
     s.split_whitespace().nth(1)?.parse().ok()
 }
 
-// [`frame`], with the time the thread waited for a CPU while drawing it.
-fn timed_frame(term: &mut Term, bytes: &Counter, app: &App, waits: &mut Vec<Option<u64>>) -> Result<(f64, usize)> {
-    let before = runqueue_wait_ns();
+// CPU time of this thread in ns (`CLOCK_THREAD_CPUTIME_ID`, exact to the call, unlike
+// schedstat's first field, which lags by up to a tick), or None off Linux.
+#[cfg(target_os = "linux")]
+fn thread_cpu_ns() -> Option<u64> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Some(u64::try_from(t.tv_sec).ok()? * 1_000_000_000 + u64::try_from(t.tv_nsec).ok()?)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_ns() -> Option<u64> {
+    None
+}
+
+/// What the scheduler says about one frame: the time the thread waited for a CPU and
+/// the CPU time it ran, in ns (None where the system does not say).
+#[derive(Clone, Copy)]
+struct Sched {
+    wait: Option<u64>,
+    cpu: Option<u64>,
+}
+
+// [`frame`], with what the scheduler says about it.
+fn timed_frame(term: &mut Term, bytes: &Counter, app: &App, sched: &mut Vec<Sched>) -> Result<(f64, usize)> {
+    let (wait, cpu) = (runqueue_wait_ns(), thread_cpu_ns());
     let r = frame(term, bytes, app)?;
-    waits.push(before.zip(runqueue_wait_ns()).map(|(a, b)| b.saturating_sub(a)));
+    let cpu_after = thread_cpu_ns();
+    let wait_after = runqueue_wait_ns();
+    let since = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| b.saturating_sub(a));
+    sched.push(Sched { wait: since(wait, wait_after), cpu: since(cpu, cpu_after) });
     Ok(r)
+}
+
+// p95 and max of the frames' CPU time in ms, when every frame has one.
+fn cpu_quantiles(sched: &[Sched]) -> (Option<f64>, Option<f64>) {
+    let cpu: Option<Vec<f64>> = sched.iter().map(|s| s.cpu.map(|n| n as f64 / 1e6)).collect();
+    match cpu {
+        Some(mut v) if !v.is_empty() => {
+            let (_, p95, max) = quantiles(&mut v);
+            (Some(p95), Some(max))
+        }
+        _ => (None, None),
+    }
 }
 
 // The script: whole trace, 10x, 1000x and the deepest zoom; at each level 40 views
@@ -364,25 +408,27 @@ fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
     let mut levels = Vec::new();
     let mut all = Vec::new();
     let mut pan_max = 0;
-    let mut waits = Vec::new();
+    let mut sched = Vec::new();
     for (name, span) in
         [("whole", dur), ("10x", dur / 10), ("1000x", dur / 1000), ("deepest", i64::from(size.0).max(1))]
     {
         let span = span.max(1);
         let mut times = Vec::new();
         let mut pan_bytes_max = 0;
+        let first = sched.len();
         for k in 0..40 {
             let t0 = start + (dur - span).max(0) * k / 39;
             app.set_view(t0, span);
-            times.push(timed_frame(&mut term, &bytes, app, &mut waits)?.0);
+            times.push(timed_frame(&mut term, &bytes, app, &mut sched)?.0);
             app.apply(Action::PanRight);
-            let (t, bytes) = timed_frame(&mut term, &bytes, app, &mut waits)?;
+            let (t, bytes) = timed_frame(&mut term, &bytes, app, &mut sched)?;
             times.push(t);
             pan_bytes_max = pan_bytes_max.max(bytes);
         }
         pan_max = pan_max.max(pan_bytes_max);
         all.extend_from_slice(&times);
         let (p50, p95, max) = quantiles(&mut times);
+        let (cpu_p95_ms, cpu_max_ms) = cpu_quantiles(&sched[first..]);
         levels.push(Level {
             name,
             span_ns: span,
@@ -390,14 +436,19 @@ fn frames(app: &mut App, size: (u16, u16)) -> Result<Frames> {
             p50_ms: p50,
             p95_ms: p95,
             max_ms: max,
+            cpu_p95_ms,
+            cpu_max_ms,
             pan_bytes_max,
         });
     }
     let (p50, p95, max) = quantiles(&mut all);
-    let waits: Option<Vec<u64>> = waits.into_iter().collect();
+    let (cpu_p95_ms, cpu_max_ms) = cpu_quantiles(&sched);
+    let waits: Option<Vec<u64>> = sched.iter().map(|s| s.wait).collect();
     Ok(Frames {
         preempted_frames: waits.as_ref().map(|w| w.iter().filter(|&&n| n > 0).count()),
         runqueue_wait_max_ms: waits.as_ref().map(|w| w.iter().max().copied().unwrap_or(0) as f64 / 1e6),
+        cpu_p95_ms,
+        cpu_max_ms,
         size: format!("{}x{}", size.0, size.1),
         count: all.len(),
         p50_ms: p50,
@@ -513,15 +564,19 @@ pub(crate) fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
     if let (Some(n), Some(longest)) = (f.preempted_frames, f.runqueue_wait_max_ms) {
         writeln!(w, "           {n} frames waited for a CPU while drawing (longest wait {longest:.2} ms)")?;
     }
+    if let (Some(p95), Some(max)) = (f.cpu_p95_ms, f.cpu_max_ms) {
+        writeln!(w, "           CPU time of the drawing thread: p95 {p95:.2} ms, max {max:.2} ms")?;
+    }
     for lv in &f.levels {
         writeln!(
             w,
-            "           {:<8} span {:>14}: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms, pan <= {} bytes",
+            "           {:<8} span {:>14}: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms (CPU max {}), pan <= {} bytes",
             lv.name,
             crate::text::fmt_ns(lv.span_ns),
             lv.p50_ms,
             lv.p95_ms,
             lv.max_ms,
+            lv.cpu_max_ms.map_or_else(|| "-".to_string(), |m| format!("{m:.2} ms")),
             lv.pan_bytes_max
         )?;
     }

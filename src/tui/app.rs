@@ -142,7 +142,8 @@ impl App {
         let title = std::path::Path::new(&trace.meta.path)
             .file_name()
             .map_or_else(|| trace.meta.path.clone(), |n| n.to_string_lossy().into_owned());
-        let viewport = Viewport::new(trace.meta.start_ns, trace.meta.end_ns, 1);
+        let mut viewport = Viewport::new(trace.meta.start_ns, trace.meta.end_ns, 1);
+        viewport.set_grid(index.grid());
         let mut app = Self {
             host,
             cpu_rows,

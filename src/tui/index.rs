@@ -16,6 +16,7 @@
 //! Cost: about 2.5 bytes per event for the tables, 0.125 for the directory.
 //! [`GapIndex`] finds the gap of a cell the same way.
 
+use super::pyramid::Pyramid;
 use crate::model::{Events, Ns, Trace};
 
 /// Events per block of the prefix tables.
@@ -109,7 +110,7 @@ pub(crate) struct CellInfo {
 
 impl CellInfo {
     /// Marker for "no event".
-    pub(crate) const NONE: u32 = u32::MAX;
+    pub(crate) const NONE: u32 = super::pyramid::NONE;
     /// An empty cell.
     pub(crate) const EMPTY: Self = Self { busy: 0.0, any: false, dom: Self::NONE, matched: false };
 }
@@ -126,6 +127,8 @@ pub(crate) struct LaneIndex {
     sparse: Vec<Vec<u32>>,
     // rows by start time
     dir: TimeDir,
+    // per-bucket summaries for wide aligned cells; large lanes only
+    pyramid: Option<Pyramid>,
 }
 
 // Index of the first largest of `durs` (0 when empty).
@@ -182,7 +185,61 @@ impl LaneIndex {
             w *= 2;
         }
         let dir = TimeDir::build(&ev.start, EVENTS_PER_BUCKET);
-        Self { disjoint, cum, maxend, sparse, dir }
+        let mut index = Self { disjoint, cum, maxend, sparse, dir, pyramid: None };
+        index.pyramid = Pyramid::build(ev, |edges| index.level_cells(ev, edges));
+        index
+    }
+
+    // The cells of a pyramid's finest level: one pass over the events when they do not
+    // overlap, else the exact raster.
+    fn level_cells(&self, ev: &Events, edges: &[Ns]) -> (Vec<u64>, Vec<u32>) {
+        if self.disjoint { super::pyramid::disjoint_cells(ev, edges) } else { self.exact_cells(ev, edges) }
+    }
+
+    /// Rebuild the pyramid with about `per_bucket` events per finest bucket, whatever the
+    /// lane's length (tests use it on small lanes).
+    #[cfg(test)]
+    pub(crate) fn rebuild_pyramid(&mut self, ev: &Events, per_bucket: usize) {
+        self.pyramid = Pyramid::build_with(ev, per_bucket, 1, |edges| self.level_cells(ev, edges));
+    }
+
+    /// log2 of the finest pyramid bucket, for lanes that have a pyramid.
+    pub(crate) fn pyramid_shift(&self) -> Option<u32> {
+        self.pyramid.as_ref().map(Pyramid::shift)
+    }
+
+    // Per edge of a frame: the rows starting before it and the busy time before it.
+    // Edge by edge in separate passes: the iterations of a pass are independent, so
+    // the reads of different edges (cache misses on a large lane) overlap.
+    fn edge_pass(&self, dir: &TimeDir, ev: &Events, edges: &[Ns]) -> (Vec<usize>, Vec<Ns>) {
+        let counts: Vec<usize> = edges.iter().map(|&t| dir.count_below(&ev.start, t)).collect();
+        let busy: Vec<Ns> = edges.iter().zip(&counts).map(|(&t, &i)| self.busy_before_at(ev, t, i)).collect();
+        (counts, busy)
+    }
+
+    // The first row that can touch a cell starting at `a`, of which `ia` start before it.
+    fn first_touching(&self, ev: &Events, a: Ns, ia: usize) -> usize {
+        if ia == 0 {
+            0
+        } else if self.disjoint {
+            if ev.end(ia - 1) > a { ia - 1 } else { ia }
+        } else {
+            self.first_ending_after_near(ev, a, ia / BLOCK).min(ia)
+        }
+    }
+
+    // Busy ns and longest touching event (`CellInfo::NONE` if none) of each cell
+    // `[edges[k], edges[k + 1])`, the exact way: what the pyramid's finest level holds.
+    fn exact_cells(&self, ev: &Events, edges: &[Ns]) -> (Vec<u64>, Vec<u32>) {
+        let (counts, busy) = self.edge_pass(&self.dir, ev, edges);
+        let cells = edges.len().saturating_sub(1);
+        let mut dom = Vec::with_capacity(cells);
+        for k in 0..cells {
+            let any = busy[k + 1] > busy[k] || counts[k + 1] > counts[k];
+            let longest = any.then(|| self.longest(ev, self.first_touching(ev, edges[k], counts[k]), counts[k + 1]));
+            dom.push(longest.flatten().map_or(CellInfo::NONE, |d| d as u32));
+        }
+        (busy.windows(2).map(|w| (w[1] - w[0]).max(0) as u64).collect(), dom)
     }
 
     /// Union measure and latest end of events `[0, i)`.
@@ -297,7 +354,21 @@ impl LaneIndex {
 
     /// The same for the cells `[edges[k], edges[k + 1])` (edges ascending): a frame
     /// computes its edges once for every lane.
+    /// Cells whose edges are all multiples of the pyramid's finest bucket come from the
+    /// pyramid (the same cells, read from small arrays), unless a search marks matches.
     pub(crate) fn raster_edges(&self, ev: &Events, edges: &[Ns], matches: Option<&[u32]>, out: &mut Vec<CellInfo>) {
+        if let Some(p) = &self.pyramid
+            && matches.is_none()
+            && edges.iter().all(|&t| p.aligned(t))
+        {
+            out.clear();
+            out.extend(edges.windows(2).map(|w| {
+                let (busy, dom) = p.cell(ev, w[0], w[1]);
+                let share = busy as f64 / (w[1] - w[0]).max(1) as f64;
+                CellInfo { busy: share as f32, any: dom != CellInfo::NONE, dom, matched: false }
+            }));
+            return;
+        }
         self.raster_with(&self.dir, ev, edges, matches, out);
     }
 
@@ -327,24 +398,11 @@ impl LaneIndex {
             out.resize(width, CellInfo::EMPTY);
             return;
         }
-        // Edge by edge in separate passes: the iterations of a pass are independent, so
-        // the reads of different edges (cache misses on a large lane) overlap.
-        let counts: Vec<usize> = edges.iter().map(|&t| dir.count_below(&ev.start, t)).collect();
-        let busy: Vec<Ns> = edges.iter().zip(&counts).map(|(&t, &i)| self.busy_before_at(ev, t, i)).collect();
+        let (counts, busy) = self.edge_pass(dir, ev, edges);
         // Per cell that holds anything: the first row that can touch it.
         let any = |k: usize| busy[k + 1] > busy[k] || counts[k + 1] > counts[k];
-        let lo: Vec<usize> = (0..width)
-            .map(|k| {
-                let (a, ia) = (edges[k], counts[k]);
-                if ia == 0 || !any(k) {
-                    0
-                } else if self.disjoint {
-                    if ev.end(ia - 1) > a { ia - 1 } else { ia }
-                } else {
-                    self.first_ending_after_near(ev, a, ia / BLOCK).min(ia)
-                }
-            })
-            .collect();
+        let lo: Vec<usize> =
+            (0..width).map(|k| if any(k) { self.first_touching(ev, edges[k], counts[k]) } else { 0 }).collect();
         // Where the last search in `matches` ended; cells go forward in time.
         let mut mp = 0;
         for k in 0..width {
@@ -369,6 +427,7 @@ impl LaneIndex {
         (self.cum.capacity() + self.maxend.capacity()) * 8
             + self.sparse.iter().map(|v| v.capacity() * 4).sum::<usize>()
             + self.dir.heap_bytes()
+            + self.pyramid.as_ref().map_or(0, Pyramid::heap_bytes)
     }
 
     /// Bytes of the time directory alone.
@@ -382,6 +441,29 @@ impl LaneIndex {
 pub(crate) fn bucket_edge(t0: Ns, span: Ns, width: usize, k: usize) -> Ns {
     let t = i128::from(t0) + i128::from(span) * k as i128 / width.max(1) as i128;
     t.clamp(i128::from(Ns::MIN), i128::from(Ns::MAX)) as Ns
+}
+
+/// A cell holds at least this many grid steps before its edges are rounded to the grid.
+pub(crate) const SNAP_STEPS: Ns = 16;
+
+/// Edge `k` of the cells of `[t0, t0 + span)` on `width` columns, rounded to the nearest
+/// multiple of the largest power of two ns that a cell holds [`SNAP_STEPS`] times, when
+/// that power is at least `2^grid` (the finest pyramid bucket of the trace): then the
+/// lanes with a pyramid read each cell from it. `None`: the exact edge.
+pub(crate) fn snap_edge(t0: Ns, span: Ns, width: usize, k: usize, grid: Option<u32>) -> Ns {
+    let e = bucket_edge(t0, span, width, k);
+    let Some(g) = grid else { return e };
+    let steps = span / width.max(1) as Ns / SNAP_STEPS;
+    if steps < 1 {
+        return e;
+    }
+    let j = Ns::BITS - 1 - steps.leading_zeros();
+    if j < g {
+        return e;
+    }
+    let half = if j == 0 { 0 } else { 1i128 << (j - 1) };
+    let r = ((i128::from(e) + half) >> j) << j;
+    r.clamp(i128::from(Ns::MIN >> j << j), i128::from(Ns::MAX >> j << j)) as Ns
 }
 
 /// A busy [`Union`](crate::analysis::Union) with a [`TimeDir`] over its blocks: busy
@@ -429,6 +511,12 @@ impl Index {
     /// Approximate heap bytes used.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.lanes.iter().map(LaneIndex::heap_bytes).sum()
+    }
+
+    /// The finest pyramid bucket of any lane (log2 ns): the viewport rounds wide cells
+    /// to a grid no finer. None when no lane is large enough to have a pyramid.
+    pub(crate) fn grid(&self) -> Option<u32> {
+        self.lanes.iter().filter_map(LaneIndex::pyramid_shift).min()
     }
 }
 
@@ -497,6 +585,29 @@ mod tests {
                 c
             })
             .collect()
+    }
+
+    // The pyramid's cells over edges `from`, then `steps` finest buckets each (empty
+    // cells included), against the brute-force cells.
+    fn check_pyramid(ev: &Events, disjoint: bool, per: usize, from: Ns, steps: &[Ns]) -> Result<(), TestCaseError> {
+        let mut idx = LaneIndex::build(ev, disjoint);
+        idx.rebuild_pyramid(ev, per);
+        let shift = idx.pyramid_shift().expect("a pyramid");
+        let mut edges = vec![from << shift];
+        for s in steps {
+            edges.push(edges[edges.len() - 1] + (s << shift));
+        }
+        let mut fast = Vec::new();
+        idx.raster_edges(ev, &edges, None, &mut fast);
+        for (k, w) in edges.windows(2).enumerate() {
+            if w[1] > w[0] {
+                let want = brute_cells(ev, w[0], w[1] - w[0], 1, None)[0];
+                prop_assert_eq!(fast[k], want, "cell {} [{}, {}) shift {}", k, w[0], w[1], shift);
+            } else {
+                prop_assert!(!fast[k].any);
+            }
+        }
+        Ok(())
     }
 
     fn arb() -> impl Strategy<Value = Vec<(Ns, Ns)>> {
@@ -572,6 +683,33 @@ mod tests {
         }
 
         #[test]
+        fn pyramid_cells_equal_brute_force_cells(
+            p in prop::collection::vec((0i64..4000, 0i64..300), 1..400),
+            per in 1usize..9,
+            from in -40i64..60,
+            steps in prop::collection::vec(0i64..90, 1..40),
+        ) {
+            let ev = events(&p);
+            let disjoint = (1..ev.len()).all(|i| ev.end(i - 1) <= ev.start[i]);
+            for d in [disjoint, false] {
+                check_pyramid(&ev, d, per, from, &steps)?;
+            }
+        }
+
+        #[test]
+        fn pyramid_cells_of_a_lane_without_overlaps_equal_brute_force_cells(
+            gaps in prop::collection::vec((0i64..50, 0i64..40), 1..400),
+            per in 1usize..9,
+            from in -40i64..60,
+            steps in prop::collection::vec(0i64..90, 1..40),
+        ) {
+            // Back to back, apart or instants: the one-pass build of the finest level.
+            let mut t = -300;
+            let p: Vec<(Ns, Ns)> = gaps.iter().map(|&(g, d)| { t += g; let e = (t, d); t += d; e }).collect();
+            check_pyramid(&events(&p), true, per, from, &steps)?;
+        }
+
+        #[test]
         fn cells_tile_the_view_and_nothing_vanishes(p in arb(), t0 in -20i64..200, span in 1i64..600, w in 1usize..90) {
             let ev = events(&p);
             let span = span.max(w as i64);
@@ -594,6 +732,41 @@ mod tests {
                     prop_assert!(ev.end(d) > a || ev.start[d] >= a, "dominant event touches the cell");
                 }
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn snapped_edges_ascend_on_the_grid_near_the_exact_ones(
+            t0 in -1_000_000_000i64..1_000_000_000,
+            span in 1i64..10_000_000_000,
+            w in 1usize..300,
+            grid in 0u32..30,
+        ) {
+            let cell = span / w as i64;
+            let snapped: Vec<Ns> = (0..=w).map(|k| snap_edge(t0, span, w, k, Some(grid))).collect();
+            let exact: Vec<Ns> = (0..=w).map(|k| bucket_edge(t0, span, w, k)).collect();
+            let step = cell / SNAP_STEPS;
+            if step < 1 || (Ns::BITS - 1 - step.leading_zeros()) < grid {
+                prop_assert_eq!(&snapped, &exact);
+            } else {
+                let g = 1i64 << (Ns::BITS - 1 - step.leading_zeros());
+                prop_assert!(g * SNAP_STEPS <= cell && cell < 2 * g * SNAP_STEPS);
+                for (s, e) in snapped.iter().zip(&exact) {
+                    prop_assert_eq!(s.rem_euclid(g), 0);
+                    prop_assert!((s - e).abs() <= g / 2, "{} is more than half a step from {}", s, e);
+                }
+                prop_assert!(snapped.windows(2).all(|p| p[0] < p[1]));
+            }
+            prop_assert_eq!(snap_edge(t0, span, w, 3, None), bucket_edge(t0, span, w, 3));
+        }
+    }
+
+    #[test]
+    fn edges_at_the_limits_of_time_stay_in_range() {
+        for (t0, span) in [(Ns::MIN, Ns::MAX), (0, Ns::MAX), (Ns::MAX - 1_000_000, 1_000_000)] {
+            let e: Vec<Ns> = (0..=7).map(|k| snap_edge(t0, span, 7, k, Some(0))).collect();
+            assert!(e.windows(2).all(|p| p[0] <= p[1]), "{e:?}");
         }
     }
 }

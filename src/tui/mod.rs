@@ -15,6 +15,7 @@ mod layout;
 mod mouse;
 pub(crate) mod pair;
 mod panels;
+pub(crate) mod pyramid;
 mod render;
 pub(crate) mod rows;
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use crate::model::Ns;
 
-use super::index::bucket_edge;
+use super::index::snap_edge;
 
 /// The visible time window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +42,9 @@ pub(crate) struct Viewport {
     width: usize,
     start: Ns,
     end: Ns,
+    /// The trace's finest pyramid bucket (log2 ns): wide cells get edges on a grid no
+    /// finer, so that large lanes read them from their pyramids.
+    grid: Option<u32>,
 }
 
 impl Viewport {
@@ -54,6 +57,7 @@ impl Viewport {
             width: width.max(1),
             start,
             end: end.max(start),
+            grid: None,
         };
         v.fit_all();
         v
@@ -87,10 +91,25 @@ impl Viewport {
         (self.view.span / self.width as Ns).max(1)
     }
 
+    /// Round wide cells to the pyramid grid `2^grid` ns (see [`snap_edge`]).
+    pub(crate) fn set_grid(&mut self, grid: Option<u32>) {
+        self.grid = grid;
+    }
+
+    /// Left edge of column `col` (`col == width`: the right edge of the last).
+    fn edge(&self, col: usize) -> Ns {
+        snap_edge(self.view.t0, self.view.span, self.width, col, self.grid)
+    }
+
     /// Bucket `[a, b)` of column `col`.
     pub(crate) fn bucket(&self, col: usize) -> (Ns, Ns) {
-        let (t0, span, w) = (self.view.t0, self.view.span, self.width);
-        (bucket_edge(t0, span, w, col), bucket_edge(t0, span, w, col + 1))
+        (self.edge(col), self.edge(col + 1))
+    }
+
+    /// The `w + 1` edges of the window cut into `w` columns (the viewport's own width
+    /// once laid out): what every row of a frame is drawn over.
+    pub(crate) fn edges_on(&self, w: usize) -> Vec<Ns> {
+        (0..=w).map(|k| snap_edge(self.view.t0, self.view.span, w, k, self.grid)).collect()
     }
 
     /// The middle of column `col`.
@@ -105,9 +124,15 @@ impl Viewport {
             return None;
         }
         let off = i128::from(t) - i128::from(self.view.t0);
-        let c = (off * self.width as i128 / i128::from(self.view.span.max(1))) as usize;
-        // Integer edges: step back if t is left of the computed bucket.
-        Some(if self.bucket(c).0 > t { c.saturating_sub(1) } else { c }.min(self.width - 1))
+        let mut c = ((off * self.width as i128 / i128::from(self.view.span.max(1))) as usize).min(self.width - 1);
+        // Integer edges, rounded to the grid when cells are wide: step to the bucket that
+        // holds t (one step at most either way).
+        if c > 0 && self.bucket(c).0 > t {
+            c -= 1;
+        } else if c + 1 < self.width && self.bucket(c).1 <= t {
+            c += 1;
+        }
+        Some(c)
     }
 
     /// Column of the cursor.
@@ -285,8 +310,9 @@ mod tests {
         for (start, end) in
             [(Ns::MIN, Ns::MAX), (Ns::MIN + 1, Ns::MIN + 5), (Ns::MAX - 5, Ns::MAX), (0, Ns::MAX), (Ns::MIN, 0)]
         {
-            for width in [1, 7, 200] {
+            for (width, grid) in [(1, None), (7, None), (200, None), (7, Some(0)), (200, Some(20))] {
                 let mut v = Viewport::new(start, end, width);
+                v.set_grid(grid);
                 check(&v);
                 for _ in 0..80 {
                     v.zoom(1, 2);
@@ -339,6 +365,28 @@ mod tests {
         assert_eq!(follow.cursor_col(), lead.cursor_col());
         follow.follow(&Viewport::new(Ns::MAX - 10, Ns::MAX, 3), Ns::MAX);
         check(&follow);
+    }
+
+    #[test]
+    fn on_the_pyramid_grid_every_column_holds_its_times() {
+        let mut v = Viewport::new(-3_000_000_000, 1_650_000_000_000, 200);
+        v.set_grid(Some(18));
+        for k in 0..40 {
+            let span = 1_650_000_000_000 >> (k % 20);
+            v.set_view(-3_000_000_000 + 41_000_000_007 * k, span);
+            let edges = v.edges_on(v.width());
+            assert!(edges.windows(2).all(|p| p[0] < p[1]));
+            for col in 0..v.width() {
+                assert_eq!(v.bucket(col), (edges[col], edges[col + 1]));
+                assert_eq!(v.col_of(v.time_at(col)), Some(col), "view {:?} column {col}", v.view());
+                let (a, b) = v.bucket(col);
+                for t in [a, b - 1] {
+                    if v.col_of(t).is_some() {
+                        assert_eq!(v.col_of(t), Some(col), "t {t} view {:?}", v.view());
+                    }
+                }
+            }
+        }
     }
 
     #[test]

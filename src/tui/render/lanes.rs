@@ -10,7 +10,7 @@ use super::metrics;
 use crate::analysis::DeviceActivity;
 use crate::model::Ns;
 use crate::tui::app::{App, Selection};
-use crate::tui::index::{CellInfo, bucket_edge};
+use crate::tui::index::CellInfo;
 use crate::tui::layout::Areas;
 use crate::tui::rows::{GroupKind, Row};
 use crate::tui::text;
@@ -44,14 +44,8 @@ impl Ctx<'_> {
 /// Draw the pinned rows and the visible scrolling rows; returns the first row left free.
 pub(crate) fn render(frame: &mut Frame, app: &App, a: &Areas) -> u16 {
     let w = usize::from(a.timeline_w());
-    let v = app.viewport.view();
-    let mut ctx = Ctx {
-        app,
-        x0: a.timeline_x(),
-        w,
-        edges: (0..=w).map(|k| bucket_edge(v.t0, v.span, w, k)).collect(),
-        cache: vec![None; app.trace.lanes.len()],
-    };
+    let mut ctx =
+        Ctx { app, x0: a.timeline_x(), w, edges: app.viewport.edges_on(w), cache: vec![None; app.trace.lanes.len()] };
     let buf = frame.buffer_mut();
     let bottom = a.lanes.y + a.lanes.height;
     let mut y = a.lanes.y;
