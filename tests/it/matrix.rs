@@ -164,6 +164,13 @@ fn every_committed_third_round_cell_matches_its_expectation() {
 }
 
 #[test]
+fn every_fourth_round_cell_matches_its_expectation() {
+    // Fourteen cells with numbers and combinations no earlier round used, expectations
+    // committed before the capture (5e141aa).
+    check_all("expected_r4.json", 14);
+}
+
+#[test]
 fn python_sampler_marks_are_counted_and_kept_out_of_the_nvtx_lanes() {
     let path = matrix_trace("w0_mainpy");
     let want = sql_i64(
