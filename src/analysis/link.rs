@@ -101,15 +101,19 @@ pub(crate) fn findings(phases: &[Phase], step_phase: Option<&str>, model: Option
 pub(crate) fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a WhatIf> {
     let cause = f.evidence.iter().find(|(k, _)| k == "cause" || k == "dominant_cause").map(|(_, v)| v.as_str());
     // The fix the finding proposes: by rule, else by the words of its fix, else its cause.
+    // Contention's fix names num_workers only to warn against more of them, and no
+    // what-if prices its fix (more CPUs): it gets none.
     let fx = f.fix.as_str();
+    let cause = cause.and_then(Cause::from_label);
     let fix = match f.rule {
         "cuda_memcpy_async" | "pageable_bandwidth" => "pin_memory",
         "link_bound" => "prefetch",
         "launch_bound" => "cuda_graphs",
+        _ if cause == Some(Cause::CpuContention) => return None,
         _ if fx.contains("pin_memory") => "pin_memory",
         _ if fx.contains("num_workers") => "more_workers",
         _ if fx.contains("CUDA graph") => "cuda_graphs",
-        _ => match cause.and_then(Cause::from_label) {
+        _ => match cause {
             Some(Cause::WorkerBusy) => "more_workers",
             Some(Cause::SyncDrain) => "drop_sync",
             Some(Cause::LaunchBound) => "cuda_graphs",
@@ -159,4 +163,37 @@ pub(crate) fn whatif_line(f: &Finding) -> Option<String> {
         fmt_ns(after + save),
         fmt_ns(after)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(cause: Cause) -> Finding {
+        Finding {
+            rule: "gpu_gaps",
+            severity: Severity::Critical,
+            message: String::new(),
+            evidence: vec![ev("cause", &cause.label())],
+            fix: super::super::findings::cause_fix(cause).to_string(),
+            weight: 0,
+        }
+    }
+
+    #[test]
+    fn a_fix_that_warns_against_more_workers_gets_no_more_workers_what_if() {
+        let w = WhatIf {
+            fix: "more_workers",
+            saving_per_step_ns: 5,
+            step_ns_after: 10,
+            limited_by: "host",
+            basis: String::new(),
+        };
+        // Contention's fix says "keep num_workers at or below them": no what-if prices its fix.
+        assert!(finding(Cause::CpuContention).fix.contains("num_workers"));
+        assert_eq!(whatif_of(&finding(Cause::CpuContention), std::slice::from_ref(&w)), None);
+        // The input pipeline's own causes do propose more workers.
+        assert_eq!(whatif_of(&finding(Cause::WorkerBusy), std::slice::from_ref(&w)), Some(&w));
+        assert_eq!(whatif_of(&finding(Cause::IoWait), std::slice::from_ref(&w)), Some(&w));
+    }
 }

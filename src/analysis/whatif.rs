@@ -58,6 +58,11 @@ pub struct StepModel {
     pub input_bound: bool,
     /// Producers (input pipeline processes or threads) seen in the input gaps.
     pub producers: usize,
+    /// CPUs the job may use, when the input waits show them full (`cpu-contention` for at
+    /// least half of their time): producers beyond them share those CPUs and add no
+    /// throughput. 0 otherwise: the CPUs a job's threads happened to run on say nothing
+    /// of its affinity while CPUs are spare.
+    pub usable_cpus: usize,
     /// Pageable H2D copies per step: (bytes, GPU time).
     pub pageable_h2d: (u64, Ns),
     /// H2D copy time per step with no kernel running.
@@ -109,7 +114,8 @@ pub(crate) fn model(x: &Inputs<'_>) -> Option<StepModel> {
     let h2d = Union::from_pairs(copies.iter().map(|c| (c.start.max(a), c.end.min(b))));
     m.exposed_h2d_ns = per(h2d.total() - h2d.overlap_with(&x.device.kernels));
     let steady = || x.gaps.iter().filter(|g| g.window == Window::Steady && g.device == x.device.device);
-    let input_gaps: Vec<&Gap> = steady().filter(|g| INPUT.contains(&g.cause)).collect();
+    // A sleep is the loop's own pacing, not a wait for input.
+    let input_gaps: Vec<&Gap> = steady().filter(|g| INPUT.contains(&g.cause) && g.hint != Hint::Sleep).collect();
     // A pipeline faster than the loop builds a queue of ready batches, and the loop stops
     // waiting after warm-up: waits that recur mean the pipeline sets the pace.
     let waits = Union::from_pairs(input_gaps.iter().map(|g| (g.start, g.end)));
@@ -126,6 +132,11 @@ pub(crate) fn model(x: &Inputs<'_>) -> Option<StepModel> {
     producers.sort_unstable();
     producers.dedup();
     m.producers = producers.len();
+    let contended: Ns = input_gaps.iter().filter(|g| g.cause == Cause::CpuContention).map(|g| g.dur()).sum();
+    if 2 * contended >= input_gaps.iter().map(|g| g.dur()).sum::<Ns>() {
+        m.usable_cpus =
+            input_gaps.iter().filter_map(|g| g.host.as_ref()).map(|h| h.cpus.usable.len()).max().unwrap_or(0);
+    }
     let blocked = x.index.api_lane(launcher, x.steps[last].tid).map_or(0, |l| blocked_ns(x.trace, l, host_span, x.h2d));
     m.host_ns = per((host_span.1 - host_span.0 - blocked - input_wait).max(0));
     m.sync_idle_ns = per(steady().filter(|g| g.cause == Cause::SyncDrain && g.hint == Hint::None).map(Gap::dur).sum());
@@ -226,17 +237,22 @@ pub(crate) fn prefetch(m: &StepModel) -> Option<WhatIf> {
     Some(price(m, "prefetch", raw, m.gpu_ns - raw, input_floor(m), basis))
 }
 
-/// `workers` producers instead of today's: the pipeline's period scales down with them.
+/// `workers` producers instead of today's: the pipeline's period scales down with the
+/// producers that get a CPU of their own. None when no more of them would (today's
+/// producers already fill the usable CPUs): more workers would only contend.
 pub(crate) fn more_workers(m: &StepModel, workers: usize) -> Option<WhatIf> {
-    if !m.input_bound || m.producers == 0 || workers <= m.producers {
+    let cap = |n: usize| if m.usable_cpus > 0 { n.min(m.usable_cpus) } else { n };
+    let (now, after) = (cap(m.producers), cap(workers));
+    if !m.input_bound || now == 0 || after <= now {
         return None;
     }
-    let input_after = (m.step_ns as f64 * m.producers as f64 / workers as f64).round() as Ns;
+    let input_after = (m.step_ns as f64 * now as f64 / after as f64).round() as Ns;
     let basis = format!(
-        "a batch every {} from {} producer(s) now; {} from {workers}",
+        "a batch every {} from {} producer(s) now; {} from {workers}{}",
         crate::text::fmt_ns(m.step_ns),
         m.producers,
-        crate::text::fmt_ns(input_after)
+        crate::text::fmt_ns(input_after),
+        if m.usable_cpus > 0 { format!(" on {} usable CPUs", m.usable_cpus) } else { String::new() }
     );
     Some(price(m, "more_workers", m.step_ns - input_after, m.gpu_ns, input_after, basis))
 }
@@ -328,7 +344,8 @@ pub(crate) fn steady_model(
 /// Every fix the trace holds the numbers for, priced on `m` (`h2d` as for [`steady_model`]).
 pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
     let rate = super::pcie::link_or_pinned(&trace.counters, m.device, h2d);
-    let cpus = trace.host.cpus.len().max(trace.host.cpu_cores.unwrap_or(0) as usize);
+    let machine = trace.host.cpus.len().max(trace.host.cpu_cores.unwrap_or(0) as usize);
+    let cpus = if m.usable_cpus > 0 { m.usable_cpus } else { machine };
     [
         pin_memory(m, rate),
         prefetch(m),
@@ -386,6 +403,21 @@ mod tests {
             exposed_h2d_ns: 15_000,
             ..StepModel::default()
         }
+    }
+
+    #[test]
+    fn workers_beyond_full_cpus_are_not_priced() {
+        let step = StepModel { step_ns: 40_000, gpu_ns: 1_000, host_ns: 1_000, input_bound: true, ..m() };
+        // Five producers on three full CPUs: more workers would only share them.
+        let full = StepModel { producers: 5, usable_cpus: 3, ..step.clone() };
+        assert_eq!(more_workers(&full, 8), None);
+        // Two producers on four full CPUs: two more get a CPU each, no more than that.
+        let room = StepModel { producers: 2, usable_cpus: 4, ..step.clone() };
+        assert_eq!(more_workers(&room, 4).unwrap().saving_per_step_ns, 20_000);
+        assert_eq!(more_workers(&room, 8).unwrap().saving_per_step_ns, 20_000);
+        // CPUs not known to be full: the producers scale as asked.
+        let free = StepModel { producers: 2, ..step };
+        assert_eq!(more_workers(&free, 8).unwrap().saving_per_step_ns, 30_000);
     }
 
     #[test]

@@ -171,6 +171,35 @@ fn every_fourth_round_cell_matches_its_expectation() {
 }
 
 #[test]
+fn no_cell_starved_by_full_cpus_or_a_sleep_is_told_that_more_workers_help() {
+    // A contention headline's fix says workers beyond the usable CPUs only contend, and a
+    // sleep is the loop's own pacing: a what-if pricing more workers would point the other
+    // way (the cause each cell was built with, from every round's expectations).
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for file in ["expected.json", "expected_validation.json", "expected_r3.json", "expected_r4.json"] {
+        let e = expected_in(file);
+        for (cell, want) in e["cells"].as_object().unwrap() {
+            let sleep = want["fix"].to_string().contains("sleep");
+            if !(want["cause"] == "cpu-contention" || sleep) || !fixture(&format!("matrix/{cell}.sqlite.xz")).exists() {
+                continue;
+            }
+            checked += 1;
+            let a = analysis(cell);
+            let f = &a.findings[0];
+            if f.evidence.iter().any(|(k, v)| k == "whatif_fix" && v == "more_workers") {
+                bad.push(format!("{cell}: the headline's what-if is more_workers"));
+            }
+            if a.whatif.iter().any(|w| w.fix == "more_workers" && w.saving_per_step_ns > 0) {
+                bad.push(format!("{cell}: the what-ifs price more workers"));
+            }
+        }
+    }
+    assert!(checked >= 10, "{checked} cells checked");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
 fn python_sampler_marks_are_counted_and_kept_out_of_the_nvtx_lanes() {
     let path = matrix_trace("w0_mainpy");
     let want = sql_i64(
