@@ -344,8 +344,8 @@ pub(crate) fn steady_model(
 /// Every fix the trace holds the numbers for, priced on `m` (`h2d` as for [`steady_model`]).
 pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
     let rate = super::pcie::link_or_pinned(&trace.counters, m.device, h2d);
-    let machine = trace.host.cpus.len().max(trace.host.cpu_cores.unwrap_or(0) as usize);
-    let cpus = if m.usable_cpus > 0 { m.usable_cpus } else { machine };
+    // On full CPUs `more_workers` itself caps the producers at the usable ones.
+    let cpus = trace.host.cpus.len().max(trace.host.cpu_cores.unwrap_or(0) as usize);
     [
         pin_memory(m, rate),
         prefetch(m),

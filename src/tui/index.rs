@@ -353,9 +353,9 @@ impl LaneIndex {
     }
 
     /// The same for the cells `[edges[k], edges[k + 1])` (edges ascending): a frame
-    /// computes its edges once for every lane.
-    /// Cells whose edges are all multiples of the pyramid's finest bucket come from the
-    /// pyramid (the same cells, read from small arrays), unless a search marks matches.
+    /// computes its edges once for every lane. When every edge is a multiple of the
+    /// pyramid's finest bucket and no search marks matches, the cells come from the
+    /// pyramid (the same cells, read from small arrays).
     pub(crate) fn raster_edges(&self, ev: &Events, edges: &[Ns], matches: Option<&[u32]>, out: &mut Vec<CellInfo>) {
         if let Some(p) = &self.pyramid
             && matches.is_none()

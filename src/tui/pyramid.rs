@@ -1,6 +1,6 @@
 //! Summary pyramid of a large lane: per power-of-two time bucket, its busy time and
 //! the longest event touching it, at every level from a finest bucket of about
-//! [`EVENTS_PER_BUCKET`] events up to one bucket for the whole lane.
+//! [`EVENTS_PER_FINEST`] events up to one bucket for the whole lane.
 //!
 //! A cell whose edges are multiples of the finest bucket width is a union of at most
 //! two buckets per level (as in a segment tree), so it costs O(levels) reads of small
@@ -17,10 +17,10 @@ use crate::model::{Events, Ns};
 pub(crate) const NONE: u32 = u32::MAX;
 
 /// Average events per finest bucket: memory is about 2 x 16 bytes per this many events.
-pub(crate) const EVENTS_PER_BUCKET: usize = 128;
+pub(crate) const EVENTS_PER_FINEST: usize = 128;
 
 /// Lanes with fewer events get no pyramid: their columns stay in cache.
-pub(crate) const MIN_EVENTS: usize = 16 * EVENTS_PER_BUCKET;
+pub(crate) const MIN_EVENTS: usize = 16 * EVENTS_PER_FINEST;
 
 /// One bucket: its busy ns, the longest event touching it (`NONE`: none)
 /// and that event's duration (saturated to `u32::MAX`), kept here so that comparing
@@ -92,7 +92,7 @@ impl Pyramid {
     /// by `cells`: given ascending edges, each cell's busy ns and longest touching
     /// event. None for lanes shorter than [`MIN_EVENTS`].
     pub(crate) fn build(ev: &Events, cells: impl FnOnce(&[Ns]) -> (Vec<u64>, Vec<u32>)) -> Option<Self> {
-        Self::build_with(ev, EVENTS_PER_BUCKET, MIN_EVENTS, cells)
+        Self::build_with(ev, EVENTS_PER_FINEST, MIN_EVENTS, cells)
     }
 
     /// The same with about `per_bucket` events per finest bucket, for lanes of at least
