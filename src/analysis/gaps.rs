@@ -113,21 +113,34 @@ impl NameClass {
 }
 
 // Reads and syncs that wait on storage (or, for `read`, on a pipe): both blocking and
-// storage calls.
-const BLOCKING_READS: &[&str] = &["read", "readv", "pread", "pread64", "preadv", "fread", "fsync", "fdatasync"];
+// storage calls. Base names: see `libc_base`.
+const BLOCKING_READS: &[&str] = &["read", "readv", "pread", "preadv", "preadv2", "fread", "fsync", "fdatasync"];
+
+/// The call a libc symbol stands for: glibc's large-file (`pread64`, `preadv64v2`,
+/// `fopen64`) and fortified (`__read_chk`, `__pread64_chk`) entry points are the same
+/// calls as `pread`, `preadv2`, `fopen` and `read`.
+pub(crate) fn libc_base(name: &str) -> std::borrow::Cow<'_, str> {
+    let n = name.strip_prefix("__").unwrap_or(name);
+    let n = n.strip_suffix("_chk").unwrap_or(n);
+    // nsys names the symbol it hooked, and Python's os.preadv reaches `preadv64v2`.
+    match n.strip_suffix("64v2") {
+        Some(stem) => format!("{stem}2").into(),
+        None => n.strip_suffix("64").unwrap_or(n).into(),
+    }
+}
 
 /// True for OS runtime calls that touch storage: file reads, opens, stats and syncs.
 pub(crate) fn is_io_call(name: &str) -> bool {
-    const EXACT: &[&str] =
-        &["preadv2", "sendfile", "sendfile64", "copy_file_range", "readahead", "posix_fadvise", "posix_fadvise64"];
+    const EXACT: &[&str] = &["sendfile", "copy_file_range", "readahead", "posix_fadvise"];
     const PREFIX: &[&str] = &["open", "fopen", "stat", "fstat", "lstat", "newfstatat", "statx", "access", "getdents"];
+    let name = &*libc_base(name);
     BLOCKING_READS.contains(&name) || EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
 }
 
 /// True for storage calls that only touch files: [`is_io_call`] but `read` and `readv`,
 /// which may read a pipe (a DataLoader worker's queue).
 pub(crate) fn is_file_call(name: &str) -> bool {
-    is_io_call(name) && !matches!(name, "read" | "readv")
+    is_io_call(name) && !matches!(&*libc_base(name), "read" | "readv")
 }
 
 /// True for OS runtime calls that block waiting for another thread, a process or I/O.
@@ -147,6 +160,7 @@ pub(crate) fn is_blocking_os_call(name: &str) -> bool {
         "lockf",
     ];
     const PARTS: &[&str] = &["wait", "poll", "select", "sleep", "_lock", "sigsuspend"];
+    let name = &*libc_base(name);
     BLOCKING_READS.contains(&name)
         || EXACT.contains(&name)
         || (PARTS.iter().any(|p| name.contains(p)) && !name.contains("unlock") && !name.contains("trylock"))
@@ -1306,6 +1320,17 @@ mod tests {
         for n in ["read", "pread64", "openat", "open64", "fopen", "stat", "fstat", "newfstatat", "fsync"] {
             assert!(is_io_call(n), "{n}");
         }
+        // glibc's large-file and fortified symbols, as nsys names them (`os.preadv` in
+        // Python reaches preadv64v2): storage calls that block, on files only.
+        for n in ["preadv64v2", "preadv64", "pread64", "__pread64_chk", "__read_chk", "fopen64", "stat64", "fread"] {
+            assert!(is_io_call(n), "{n}");
+        }
+        for n in ["preadv64v2", "preadv64", "pread64", "__pread64_chk", "__fread_chk"] {
+            assert!(is_blocking_os_call(n) && is_file_call(n), "{n}");
+        }
+        assert!(!is_file_call("__read_chk"), "read may read a pipe");
+        assert_eq!(libc_base("preadv64v2"), "preadv2");
+        assert_eq!(libc_base("mmap64"), "mmap");
         for n in ["poll", "pthread_cond_wait", "munmap", "ioctl", "write", "mmap", "sem_wait"] {
             assert!(!is_io_call(n), "{n}");
         }

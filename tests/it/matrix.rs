@@ -171,13 +171,24 @@ fn every_fourth_round_cell_matches_its_expectation() {
 }
 
 #[test]
+fn every_fifth_round_cell_matches_its_expectation() {
+    // Loading on the main thread, workers as many as the CPUs, storage on few CPUs, two
+    // causes in one loop, ResNet-50 starved and fed; expectations committed before the
+    // capture (066c5b1, 1da816f). Two cells whose premise the capture did not build are
+    // not committed (`after_the_run` in the file).
+    check_all("expected_r5.json", 13);
+}
+
+#[test]
 fn no_cell_starved_by_full_cpus_or_a_sleep_is_told_that_more_workers_help() {
     // A contention headline's fix says workers beyond the usable CPUs only contend, and a
     // sleep is the loop's own pacing: a what-if pricing more workers would point the other
     // way (the cause each cell was built with, from every round's expectations).
     let mut bad = Vec::new();
     let mut checked = 0;
-    for file in ["expected.json", "expected_validation.json", "expected_r3.json", "expected_r4.json"] {
+    for file in
+        ["expected.json", "expected_validation.json", "expected_r3.json", "expected_r4.json", "expected_r5.json"]
+    {
         let e = expected_in(file);
         for (cell, want) in e["cells"].as_object().unwrap() {
             let sleep = want["fix"].to_string().contains("sleep");
@@ -219,4 +230,51 @@ fn python_sampler_marks_are_counted_and_kept_out_of_the_nvtx_lanes() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["host"]["python_samples"].as_i64(), Some(want));
     assert!(!v["host"]["missing"].to_string().contains("python-sampling"), "{}", v["host"]["missing"]);
+}
+
+#[test]
+fn main_thread_reads_through_preadv64v2_are_io_wait_by_the_raw_rows() {
+    // r5_w0_disk64_b8 loads its batches on the main thread (num_workers=0, 16 CPUs) with
+    // os.preadv, which glibc names preadv64v2. From SCHED_EVENTS and OSRT_API alone: a
+    // steady gap in which that thread was off CPU inside those reads for half of it or
+    // more is a wait on storage, whatever else it did.
+    let path = matrix_trace("r5_w0_disk64_b8");
+    let c = crate::util::sql(&path);
+    let tid: i64 =
+        c.query_row("SELECT globalTid FROM NVTX_EVENTS WHERE text = 'next batch' LIMIT 1", [], |r| r.get(0)).unwrap();
+    let rows = |q: &str| -> Vec<(i64, i64)> {
+        let mut st = c.prepare(q).unwrap();
+        st.query_map([tid], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    };
+    let switches = rows("SELECT start, isSchedIn FROM SCHED_EVENTS WHERE globalTid = ?1 ORDER BY start");
+    let reads = rows(
+        "SELECT o.start, o.end FROM OSRT_API o JOIN StringIds s ON o.nameId = s.id \
+         WHERE o.globalTid = ?1 AND s.value = 'preadv64v2' ORDER BY o.start",
+    );
+    // The thread's off-CPU stretches: from each switch out to the next switch in.
+    let off: Vec<(i64, i64)> =
+        switches.windows(2).filter(|w| w[0].1 == 0 && w[1].1 == 1).map(|w| (w[0].0, w[1].0)).collect();
+    let off_in = |a: i64, b: i64| -> i64 {
+        let from = off.partition_point(|&(_, e)| e <= a);
+        off[from..].iter().take_while(|&&(s, _)| s < b).map(|&(s, e)| e.min(b) - s.max(a)).filter(|&d| d > 0).sum()
+    };
+    let a = analysis("r5_w0_disk64_b8");
+    let (mut waits, mut bad) = (0, Vec::new());
+    for g in a.gaps.iter().filter(|g| g.window == lanescope::Window::Steady) {
+        let (gs, ge) = (g.start, g.end);
+        let off_reading: i64 =
+            reads.iter().filter(|&&(s, e)| s < ge && e > gs).map(|&(s, e)| off_in(s.max(gs), e.min(ge))).sum();
+        if 2 * off_reading >= ge - gs {
+            waits += 1;
+            if g.cause.label() != "io-wait" {
+                bad.push(format!(
+                    "gap at {gs}: off CPU in reads {off_reading} of {} ns, cause {}",
+                    ge - gs,
+                    g.cause.label()
+                ));
+            }
+        }
+    }
+    assert!(waits >= 10, "{waits} gaps were mostly reads");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
