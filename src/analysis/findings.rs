@@ -13,7 +13,7 @@
 //! | `cuda_memcpy_sync` | a synchronous memcpy API issued a copy (H2D <= 64 KB left out, as nsys does; without GPU records, every synchronous memcpy call) | same as above |
 //! | `cuda_api_sync` | `cudaDeviceSynchronize*` / `cudaStreamSynchronize*` were called (as nsys) | by the steady idle of sync-drain and sync-wait gaps: critical >= 25% of the steady span, warning >= 5%, else info; info when at most one gap is due to a sync (a single sync before reading results is no per-step sync) |
 //! | `gpu_gaps` | a steady gap >= min-gap (ours: 100 us by default; nsys: 500 ms) | critical if steady gaps are >= 50% of the steady span, warning >= 20%, else info; startup idle is told apart |
-//! | `gpu_time_util` | a GPU's span, cut into 30 chunks, has chunks under 50% busy; consecutive low chunks merge into one region | warning if half the chunks or more are low, else info |
+//! | `gpu_time_util` | a GPU's span, cut into 30 chunks, has chunks under 50% busy; consecutive low chunks merge into one region | warning if half the chunks or more are low, else info; info, with a start-up fix, when the worst region lies mostly outside the steady window and holds under half of it |
 //! | `starvation` | a steady instance of the step phase (all but the first) holds >= min-gap of gaps | the lower of: by the share of steps starved and by their idle's share of the steady span (critical >= 50%, warning >= 20%, else info); no step phase, no finding |
 //! | `launch_bound` | idle in holes under min-gap plus launch-bound gaps is at least half of the steady idle, and the median kernel is shorter than the median launch period | by that idle's share of the steady span: critical >= 50%, warning >= 20% |
 //! | `teardown_loop` | after the last step the GPU was busy and idled more than in the steady state (gaps and short holes) | warning |
@@ -537,24 +537,39 @@ pub(crate) fn low_util_regions(d: &DeviceActivity) -> (usize, Vec<(Ns, Ns, f64)>
     (low, regions)
 }
 
+// A low-utilisation region: (device, start, end, utilisation %).
+type Region = (u32, Ns, Ns, f64);
+
 fn time_util(x: &Inputs<'_>) -> Option<Finding> {
-    let mut worst: Option<(u32, Ns, Ns, f64)> = None;
+    let w = x.steps.windows;
+    // Worst regions by idle area: of the loop, and of start-up or teardown.
+    let (mut worst, mut worst_outside): (Option<Region>, Option<Region>) = (None, None);
     let (mut low, mut chunks, mut nregions) = (0usize, 0usize, 0usize);
+    let area = |r: &Region| (r.2 - r.1) as f64 * (100.0 - r.3);
     for d in x.devices {
         let (l, regions) = low_util_regions(d);
         low += l;
         chunks += if d.extent().is_some() { UTIL_CHUNKS as usize } else { 0 };
         nregions += regions.len();
-        for r in regions {
-            if worst.is_none_or(|w| (r.1 - r.0) as f64 * (100.0 - r.2) > (w.2 - w.1) as f64 * (100.0 - w.3)) {
-                worst = Some((d.device, r.0, r.1, r.2));
+        let steady_len = d.extent().map_or(0, |(lo, hi)| w.steady_part(lo, hi));
+        for (a, b, util) in regions {
+            // A region mostly before the second step or after the last, holding under half
+            // of the loop, is one-time start-up or teardown: on a short capture of a fed
+            // loop it fills most chunks, and a loop fix would point the wrong way.
+            let in_loop = w.steady_part(a, b);
+            let outside = x.steps.name.is_some() && 2 * in_loop < b - a && 2 * in_loop < steady_len;
+            let slot = if outside { &mut worst_outside } else { &mut worst };
+            let r = (d.device, a, b, util);
+            if slot.is_none_or(|s| area(&r) > area(&s)) {
+                *slot = Some(r);
             }
         }
     }
-    let (device, a, b, util) = worst?;
+    let Some((device, a, b, util)) = worst else {
+        return worst_outside.map(|r| outside_steady(x, (low, chunks, nregions), r));
+    };
     // The cause comes from steady gaps: start-up idle (context creation, the first batch)
     // says nothing about the loop.
-    let w = x.steps.windows;
     let in_low =
         || x.gaps.iter().filter(|g| g.device == device && g.start < b && g.end > a && g.cause != Cause::Profiler);
     let steady_low = || in_low().filter(|g| g.window == Window::Steady);
@@ -583,6 +598,41 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
         ],
         fix: fix(x, cause, hint),
     })
+}
+
+/// What to do about a GPU idle outside the steady window: start-up or teardown.
+const OUTSIDE_STEADY_FIX: &str = "This idle is one-time start-up or teardown (CUDA context, lazy module loading, \
+     cuDNN autotuning, JIT compiles, the first batches), not the loop: warm up before the measured run, keep JIT \
+     and autotuning caches (TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_PATH), and capture the loop alone (nsys profile \
+     --capture-range=cudaProfilerApi around torch.cuda.profiler.start()/stop(), or --delay).";
+
+// `gpu_time_util` when its worst region lies mostly outside the steady window: info, with
+// how much of the region that is.
+fn outside_steady(x: &Inputs<'_>, counts: (usize, usize, usize), worst: Region) -> Finding {
+    let ((low, chunks, nregions), (device, a, b, util)) = (counts, worst);
+    let outside_ns = (b - a) - x.steps.windows.steady_part(a, b);
+    Finding {
+        rule: "gpu_time_util",
+        weight: 0,
+        severity: Severity::Info,
+        message: format!(
+            "{low} of {chunks} time chunks ran the GPU under {UTIL_LOW_PCT:.0}% busy, in {nregions} region{}; \
+             the worst: {} at {util:.1}% on GPU {device}, {} of it before the second step or after the last",
+            if nregions == 1 { "" } else { "s" },
+            fmt_ns(b - a),
+            fmt_ns(outside_ns)
+        ),
+        evidence: vec![
+            ev("low_chunks", &low),
+            ev("chunks", &chunks),
+            ev("regions", &nregions),
+            ev("worst_offset_ns", &(a - x.trace.meta.start_ns)),
+            ev("worst_dur_ns", &(b - a)),
+            ev("worst_util_pct", &format!("{util:.1}")),
+            ev("worst_outside_steady_ns", &outside_ns),
+        ],
+        fix: OUTSIDE_STEADY_FIX.to_string(),
+    }
 }
 
 fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> {

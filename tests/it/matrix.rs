@@ -278,3 +278,27 @@ fn main_thread_reads_through_preadv64v2_are_io_wait_by_the_raw_rows() {
     assert!(waits >= 10, "{waits} gaps were mostly reads");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+#[test]
+fn a_fed_loop_s_start_up_is_not_its_headline() {
+    // Two fed loops (a prefetching copy loop, ResNet-50 from 8 quick workers) whose captures
+    // are mostly start-up: the GPU's low-utilisation region is one-time start-up, so it is
+    // told as such, at info, with a start-up fix. The steady window comes from the NVTX
+    // step ranges by SQL.
+    for cell in ["g_prefetch", "r5_rn50_pinned_w8_cpu1_b64"] {
+        let path = matrix_trace(cell);
+        let steady = sql_i64(
+            &path,
+            "SELECT (SELECT MAX(\"end\") FROM NVTX_EVENTS WHERE text LIKE 'step %') - \
+             (SELECT start FROM NVTX_EVENTS WHERE text LIKE 'step %' ORDER BY start LIMIT 1 OFFSET 1)",
+        );
+        let a = analysis(cell);
+        let f = a.findings.iter().find(|f| f.rule == "gpu_time_util").expect(cell);
+        let ev = |k: &str| f.evidence.iter().find(|(n, _)| n == k).map(|(_, v)| v.parse::<i64>().unwrap()).unwrap();
+        assert!(2 * steady < ev("worst_dur_ns"), "{cell}: the steady window ({steady} ns) is not short");
+        assert_eq!(f.severity, lanescope::Severity::Info, "{cell}");
+        assert!(f.fix.contains("start-up") && f.fix.contains("--capture-range"), "{cell}: {}", f.fix);
+        assert!(2 * ev("worst_outside_steady_ns") > ev("worst_dur_ns"), "{cell}");
+        assert_ne!(a.findings[0].rule, "gpu_time_util", "{cell}");
+    }
+}
