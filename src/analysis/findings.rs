@@ -33,7 +33,7 @@ use super::index::Index;
 use super::phases::PhaseCtx;
 use super::steps::Steps;
 use super::transfers::{CallSet, CopyFacts, size_class_label};
-use super::{Cause, DeviceActivity, Finding, Gap, Hint, Options, Severity, Transfer, Window};
+use super::{Cause, DeviceActivity, Finding, Gap, Hint, Options, Severity, Transfer, Window, Windows};
 use crate::model::{ApiKind, LaneKind, MemClass, MemKind, Ns, Trace};
 use crate::text::{fmt_bytes, fmt_ns, gbps};
 
@@ -540,33 +540,55 @@ pub(crate) fn low_util_regions(d: &DeviceActivity) -> (usize, Vec<(Ns, Ns, f64)>
 // A low-utilisation region: (device, start, end, utilisation %).
 type Region = (u32, Ns, Ns, f64);
 
-fn time_util(x: &Inputs<'_>) -> Option<Finding> {
-    let w = x.steps.windows;
-    // Worst regions by idle area: of the loop, and of start-up or teardown.
-    let (mut worst, mut worst_outside): (Option<Region>, Option<Region>) = (None, None);
-    let (mut low, mut chunks, mut nregions) = (0usize, 0usize, 0usize);
+// What `gpu_time_util` reads: low chunks, chunks and regions over all GPUs, and the worst
+// region by idle area of the loop and of start-up or teardown.
+#[derive(Debug, Default)]
+struct LowUtil {
+    low: usize,
+    chunks: usize,
+    regions: usize,
+    of_loop: Option<Region>,
+    outside: Option<Region>,
+}
+
+// Low regions of `devices`, each told as the loop's or as start-up and teardown's
+// (`windows` when the trace has a step phase).
+fn low_util(devices: &[DeviceActivity], windows: Option<&Windows>) -> LowUtil {
+    let mut u = LowUtil::default();
     let area = |r: &Region| (r.2 - r.1) as f64 * (100.0 - r.3);
-    for d in x.devices {
+    for d in devices {
         let (l, regions) = low_util_regions(d);
-        low += l;
-        chunks += if d.extent().is_some() { UTIL_CHUNKS as usize } else { 0 };
-        nregions += regions.len();
-        let steady_len = d.extent().map_or(0, |(lo, hi)| w.steady_part(lo, hi));
+        u.low += l;
+        u.chunks += if d.extent().is_some() { UTIL_CHUNKS as usize } else { 0 };
+        u.regions += regions.len();
+        let steady_len = match (windows, d.extent()) {
+            (Some(w), Some((lo, hi))) => w.steady_part(lo, hi),
+            _ => 0,
+        };
         for (a, b, util) in regions {
             // A region mostly before the second step or after the last, holding under half
             // of the loop, is one-time start-up or teardown: on a short capture of a fed
             // loop it fills most chunks, and a loop fix would point the wrong way.
-            let in_loop = w.steady_part(a, b);
-            let outside = x.steps.name.is_some() && 2 * in_loop < b - a && 2 * in_loop < steady_len;
-            let slot = if outside { &mut worst_outside } else { &mut worst };
+            let outside = windows.is_some_and(|w| {
+                let in_loop = w.steady_part(a, b);
+                2 * in_loop < b - a && 2 * in_loop < steady_len
+            });
+            let slot = if outside { &mut u.outside } else { &mut u.of_loop };
             let r = (d.device, a, b, util);
             if slot.is_none_or(|s| area(&r) > area(&s)) {
                 *slot = Some(r);
             }
         }
     }
-    let Some((device, a, b, util)) = worst else {
-        return worst_outside.map(|r| outside_steady(x, (low, chunks, nregions), r));
+    u
+}
+
+fn time_util(x: &Inputs<'_>) -> Option<Finding> {
+    let w = x.steps.windows;
+    let u = low_util(x.devices, x.steps.name.is_some().then_some(&w));
+    let (low, chunks, nregions) = (u.low, u.chunks, u.regions);
+    let Some((device, a, b, util)) = u.of_loop else {
+        return u.outside.map(|r| outside_steady(x, (low, chunks, nregions), r));
     };
     // The cause comes from steady gaps: start-up idle (context creation, the first batch)
     // says nothing about the loop.
@@ -1005,6 +1027,33 @@ mod tests {
         let mut v = make();
         order(&mut v, true);
         assert_eq!(rules(&v), ["starvation", "straggler", "pageable_bandwidth", "gpu_gaps", "gpu_time_util"]);
+    }
+
+    #[test]
+    fn a_low_region_of_start_up_gives_way_to_one_of_the_loop() {
+        // Span [0, 300): chunks of 10. A first copy, idle start-up to 200, then the loop
+        // [200, 300) with one idle stretch [250, 270).
+        let busy = Union::from_pairs([(0, 6), (200, 250), (270, 300)]);
+        let d = DeviceActivity { device: 0, busy: busy.clone(), kernels: busy, copies: Union::default() };
+        let w = Windows { steady_start: 200, steady_end: 300 };
+        let u = low_util(std::slice::from_ref(&d), Some(&w));
+        assert_eq!((u.low, u.chunks, u.regions), (21, 30, 2));
+        assert_eq!(u.outside.map(|r| (r.1, r.2)), Some((10, 200)));
+        assert_eq!(u.of_loop.map(|r| (r.1, r.2)), Some((250, 270)));
+        // A fed loop: only the start-up region is low, and it is told apart.
+        let busy = Union::from_pairs([(0, 6), (200, 300)]);
+        let d = DeviceActivity { device: 0, busy: busy.clone(), kernels: busy, copies: Union::default() };
+        let u = low_util(std::slice::from_ref(&d), Some(&w));
+        assert!(u.of_loop.is_none());
+        assert_eq!(u.outside.map(|r| (r.1, r.2)), Some((10, 200)));
+        // Without a step phase every region is the loop's.
+        let u = low_util(std::slice::from_ref(&d), None);
+        assert_eq!(u.of_loop.map(|r| (r.1, r.2)), Some((10, 200)));
+        // A low region holding most of the loop is the loop's, however much start-up it holds.
+        let busy = Union::from_pairs([(0, 6), (290, 300)]);
+        let d = DeviceActivity { device: 0, busy: busy.clone(), kernels: busy, copies: Union::default() };
+        let u = low_util(std::slice::from_ref(&d), Some(&w));
+        assert_eq!(u.of_loop.map(|r| (r.1, r.2)), Some((10, 290)));
     }
 
     #[test]
