@@ -587,25 +587,36 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
     let w = x.steps.windows;
     let u = low_util(x.devices, x.steps.name.is_some().then_some(&w));
     let (low, chunks, nregions) = (u.low, u.chunks, u.regions);
-    let Some((device, a, b, util)) = u.of_loop else {
-        return u.outside.map(|r| outside_steady(x, (low, chunks, nregions), r));
+    // A loop region leads; a start-up or teardown one is told as such, at info.
+    let ((device, a, b, util), of_loop) = match (u.of_loop, u.outside) {
+        (Some(r), _) => (r, true),
+        (None, Some(r)) => (r, false),
+        (None, None) => return None,
     };
-    // The cause comes from steady gaps: start-up idle (context creation, the first batch)
-    // says nothing about the loop.
-    let in_low =
-        || x.gaps.iter().filter(|g| g.device == device && g.start < b && g.end > a && g.cause != Cause::Profiler);
-    let steady_low = || in_low().filter(|g| g.window == Window::Steady);
-    let (cause, hint) = match dominant_cause(steady_low(), |g| w.steady_part(g.start, g.end)) {
-        Some((c, _)) => (c, dominant_hint(steady_low(), c, |g| w.steady_part(g.start, g.end))),
-        None => (dominant_cause(in_low(), Gap::dur).map_or(Cause::Unknown, |c| c.0), Hint::None),
+    let (severity, last, fix, outside) = if of_loop {
+        // The cause comes from steady gaps: start-up idle (context creation, the first
+        // batch) says nothing about the loop.
+        let in_low =
+            || x.gaps.iter().filter(|g| g.device == device && g.start < b && g.end > a && g.cause != Cause::Profiler);
+        let steady_low = || in_low().filter(|g| g.window == Window::Steady);
+        let (cause, hint) = match dominant_cause(steady_low(), |g| w.steady_part(g.start, g.end)) {
+            Some((c, _)) => (c, dominant_hint(steady_low(), c, |g| w.steady_part(g.start, g.end))),
+            None => (dominant_cause(in_low(), Gap::dur).map_or(Cause::Unknown, |c| c.0), Hint::None),
+        };
+        let severity = if 2 * low >= chunks { Severity::Warning } else { Severity::Info };
+        (severity, ev("worst_cause", &cause.label()), fix(x, cause, hint), String::new())
+    } else {
+        let outside_ns = (b - a) - w.steady_part(a, b);
+        let note = format!(", {} of it before the second step or after the last", fmt_ns(outside_ns));
+        (Severity::Info, ev("worst_outside_steady_ns", &outside_ns), OUTSIDE_STEADY_FIX.to_string(), note)
     };
     Some(Finding {
         rule: "gpu_time_util",
         weight: 0,
-        severity: if 2 * low >= chunks { Severity::Warning } else { Severity::Info },
+        severity,
         message: format!(
             "{low} of {chunks} time chunks ran the GPU under {UTIL_LOW_PCT:.0}% busy, in {nregions} region{}; \
-             the worst: {} at {util:.1}% on GPU {device}",
+             the worst: {} at {util:.1}% on GPU {device}{outside}",
             if nregions == 1 { "" } else { "s" },
             fmt_ns(b - a)
         ),
@@ -616,9 +627,9 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
             ev("worst_offset_ns", &(a - x.trace.meta.start_ns)),
             ev("worst_dur_ns", &(b - a)),
             ev("worst_util_pct", &format!("{util:.1}")),
-            ev("worst_cause", &cause.label()),
+            last,
         ],
-        fix: fix(x, cause, hint),
+        fix,
     })
 }
 
@@ -627,35 +638,6 @@ const OUTSIDE_STEADY_FIX: &str = "This idle is one-time start-up or teardown (CU
      cuDNN autotuning, JIT compiles, the first batches), not the loop: warm up before the measured run, keep JIT \
      and autotuning caches (TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_PATH), and capture the loop alone (nsys profile \
      --capture-range=cudaProfilerApi around torch.cuda.profiler.start()/stop(), or --delay).";
-
-// `gpu_time_util` when its worst region lies mostly outside the steady window: info, with
-// how much of the region that is.
-fn outside_steady(x: &Inputs<'_>, counts: (usize, usize, usize), worst: Region) -> Finding {
-    let ((low, chunks, nregions), (device, a, b, util)) = (counts, worst);
-    let outside_ns = (b - a) - x.steps.windows.steady_part(a, b);
-    Finding {
-        rule: "gpu_time_util",
-        weight: 0,
-        severity: Severity::Info,
-        message: format!(
-            "{low} of {chunks} time chunks ran the GPU under {UTIL_LOW_PCT:.0}% busy, in {nregions} region{}; \
-             the worst: {} at {util:.1}% on GPU {device}, {} of it before the second step or after the last",
-            if nregions == 1 { "" } else { "s" },
-            fmt_ns(b - a),
-            fmt_ns(outside_ns)
-        ),
-        evidence: vec![
-            ev("low_chunks", &low),
-            ev("chunks", &chunks),
-            ev("regions", &nregions),
-            ev("worst_offset_ns", &(a - x.trace.meta.start_ns)),
-            ev("worst_dur_ns", &(b - a)),
-            ev("worst_util_pct", &format!("{util:.1}")),
-            ev("worst_outside_steady_ns", &outside_ns),
-        ],
-        fix: OUTSIDE_STEADY_FIX.to_string(),
-    }
-}
 
 fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> {
     let name = x.steps.name.as_deref()?;

@@ -131,16 +131,21 @@ pub(crate) fn libc_base(name: &str) -> std::borrow::Cow<'_, str> {
 
 /// True for OS runtime calls that touch storage: file reads, opens, stats and syncs.
 pub(crate) fn is_io_call(name: &str) -> bool {
+    is_io_base(&libc_base(name))
+}
+
+// `is_io_call` of a base name.
+fn is_io_base(name: &str) -> bool {
     const EXACT: &[&str] = &["sendfile", "copy_file_range", "readahead", "posix_fadvise"];
     const PREFIX: &[&str] = &["open", "fopen", "stat", "fstat", "lstat", "newfstatat", "statx", "access", "getdents"];
-    let name = &*libc_base(name);
     BLOCKING_READS.contains(&name) || EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
 }
 
 /// True for storage calls that only touch files: [`is_io_call`] but `read` and `readv`,
 /// which may read a pipe (a DataLoader worker's queue).
 pub(crate) fn is_file_call(name: &str) -> bool {
-    is_io_call(name) && !matches!(&*libc_base(name), "read" | "readv")
+    let base = libc_base(name);
+    is_io_base(&base) && !matches!(&*base, "read" | "readv")
 }
 
 /// True for OS runtime calls that block waiting for another thread, a process or I/O.

@@ -150,3 +150,47 @@ fn traces_without_host_data_keep_their_causes_and_ask_for_samples() {
     let drain = a.findings.iter().find(|f| f.rule == "cuda_api_sync").unwrap();
     assert!(drain.fix.contains("nsys profile -s process-tree"), "{}", drain.fix);
 }
+
+#[test]
+fn main_thread_reads_through_preadv64v2_are_io_wait() {
+    // The matrix cell r5_w0_disk64_b8 loads its batches on the main thread (num_workers=0,
+    // 16 CPUs) with os.preadv, which glibc names preadv64v2. From SCHED_EVENTS and OSRT_API
+    // alone: a steady gap in which that thread was off CPU inside those reads for half of
+    // it or more is a wait on storage, whatever else it did.
+    let path = crate::util::matrix_trace("r5_w0_disk64_b8");
+    let c = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let g: i64 =
+        c.query_row("SELECT globalTid FROM NVTX_EVENTS WHERE text = 'next batch' LIMIT 1", [], |r| r.get(0)).unwrap();
+    let me = (((g >> 24) & 0xFF_FFFF) as u32, (g & 0xFF_FFFF) as u32);
+    let on: Vec<(i64, i64)> =
+        on_cpu(&c).into_iter().filter(|&(p, t, ..)| (p, t) == me).map(|(.., s, e)| (s, e)).collect();
+    let mut st = c
+        .prepare(
+            "SELECT o.start, o.end FROM OSRT_API o JOIN StringIds s ON o.nameId = s.id \
+             WHERE o.globalTid = ?1 AND s.value = 'preadv64v2'",
+        )
+        .unwrap();
+    let reads: Vec<(i64, i64)> =
+        st.query_map([g], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    let a = analyze(&lanescope::load(&path).unwrap(), &Options::default());
+    let (mut waits, mut bad) = (0, Vec::new());
+    for gap in a.gaps.iter().filter(|g| g.window == Window::Steady) {
+        let (gs, ge) = (gap.start, gap.end);
+        let off_reading: i64 = reads
+            .iter()
+            .filter(|&&(s, e)| s < ge && e > gs)
+            .map(|&(s, e)| {
+                let (s, e) = (s.max(gs), e.min(ge));
+                (e - s) - on.iter().map(|&(a, b)| clip(a, b, s, e)).sum::<i64>()
+            })
+            .sum();
+        if 2 * off_reading >= ge - gs {
+            waits += 1;
+            if gap.cause != Cause::IoWait {
+                bad.push(format!("gap at {gs}: off CPU in reads {off_reading} of {} ns, {:?}", ge - gs, gap.cause));
+            }
+        }
+    }
+    assert!(waits >= 10, "{waits} gaps were mostly reads");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -233,53 +233,6 @@ fn python_sampler_marks_are_counted_and_kept_out_of_the_nvtx_lanes() {
 }
 
 #[test]
-fn main_thread_reads_through_preadv64v2_are_io_wait_by_the_raw_rows() {
-    // r5_w0_disk64_b8 loads its batches on the main thread (num_workers=0, 16 CPUs) with
-    // os.preadv, which glibc names preadv64v2. From SCHED_EVENTS and OSRT_API alone: a
-    // steady gap in which that thread was off CPU inside those reads for half of it or
-    // more is a wait on storage, whatever else it did.
-    let path = matrix_trace("r5_w0_disk64_b8");
-    let c = crate::util::sql(&path);
-    let tid: i64 =
-        c.query_row("SELECT globalTid FROM NVTX_EVENTS WHERE text = 'next batch' LIMIT 1", [], |r| r.get(0)).unwrap();
-    let rows = |q: &str| -> Vec<(i64, i64)> {
-        let mut st = c.prepare(q).unwrap();
-        st.query_map([tid], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
-    };
-    let switches = rows("SELECT start, isSchedIn FROM SCHED_EVENTS WHERE globalTid = ?1 ORDER BY start");
-    let reads = rows(
-        "SELECT o.start, o.end FROM OSRT_API o JOIN StringIds s ON o.nameId = s.id \
-         WHERE o.globalTid = ?1 AND s.value = 'preadv64v2' ORDER BY o.start",
-    );
-    // The thread's off-CPU stretches: from each switch out to the next switch in.
-    let off: Vec<(i64, i64)> =
-        switches.windows(2).filter(|w| w[0].1 == 0 && w[1].1 == 1).map(|w| (w[0].0, w[1].0)).collect();
-    let off_in = |a: i64, b: i64| -> i64 {
-        let from = off.partition_point(|&(_, e)| e <= a);
-        off[from..].iter().take_while(|&&(s, _)| s < b).map(|&(s, e)| e.min(b) - s.max(a)).filter(|&d| d > 0).sum()
-    };
-    let a = analysis("r5_w0_disk64_b8");
-    let (mut waits, mut bad) = (0, Vec::new());
-    for g in a.gaps.iter().filter(|g| g.window == lanescope::Window::Steady) {
-        let (gs, ge) = (g.start, g.end);
-        let off_reading: i64 =
-            reads.iter().filter(|&&(s, e)| s < ge && e > gs).map(|&(s, e)| off_in(s.max(gs), e.min(ge))).sum();
-        if 2 * off_reading >= ge - gs {
-            waits += 1;
-            if g.cause.label() != "io-wait" {
-                bad.push(format!(
-                    "gap at {gs}: off CPU in reads {off_reading} of {} ns, cause {}",
-                    ge - gs,
-                    g.cause.label()
-                ));
-            }
-        }
-    }
-    assert!(waits >= 10, "{waits} gaps were mostly reads");
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
-}
-
-#[test]
 fn a_fed_loop_s_start_up_is_not_its_headline() {
     // Two fed loops (a prefetching copy loop, ResNet-50 from 8 quick workers) whose captures
     // are mostly start-up: the GPU's low-utilisation region is one-time start-up, so it is
