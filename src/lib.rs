@@ -26,7 +26,9 @@ mod tui;
 pub use analysis::host::{HostIndex, cpu_load};
 pub use analysis::pcie::{CopyVerdict, Pcie};
 pub use analysis::whatif::{StepModel, WhatIf, applied as applied_fix};
-pub use analysis::{Analysis, Cause, Finding, Gap, Hint, Options, Severity, Window, analyze, find_gaps};
+pub use analysis::{
+    Analysis, Cause, Finding, Fix, Gap, Hint, Options, Rule, Severity, Steady, Window, analyze, find_gaps,
+};
 pub use cli::{Cli, Exit, run};
 pub use diff::{Diff, Run as DiffRun, Status as DiffStatus, diff};
 pub use model::counters::{Counters, Series as CounterSeries};

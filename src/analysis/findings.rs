@@ -19,7 +19,7 @@
 //! | `teardown_loop` | after the last step the GPU was busy and idled more than in the steady state (gaps and short holes) | warning |
 //!
 //! Copy rules (`cuda_memcpy_*`, `pageable_bandwidth`) are graded on the steady window
-//! where the trace has a step phase. The first finding is the headline: see [`order`].
+//! where the trace has a step phase. The first finding is the headline: see [`super::rule::rank`].
 //! | `pageable_bandwidth` | one per direction (H2D, D2H) that moved >= 1 MB pageable | warning when pinned copies of the same size class run >= 2x faster, or pageable copies of that direction took >= 10% of the GPU span (critical >= 30%), else info |
 //!
 //! `gpu_time_util` uses the busy union (at most 100% per chunk), where nsys sums
@@ -33,7 +33,9 @@ use super::index::Index;
 use super::phases::PhaseCtx;
 use super::steps::Steps;
 use super::transfers::{CallSet, CopyFacts, size_class_label};
-use super::{Cause, DeviceActivity, Finding, Gap, Hint, Options, Severity, Transfer, Window, Windows};
+use super::{
+    Cause, DeviceActivity, Finding, Fix, Gap, Hint, Options, Rule, Severity, Steady, Transfer, Window, Windows,
+};
 use crate::model::{ApiKind, LaneKind, MemClass, MemKind, Ns, Trace};
 use crate::text::{fmt_bytes, fmt_ns, gbps};
 
@@ -54,6 +56,8 @@ pub(crate) struct Inputs<'a> {
     pub devices: &'a [DeviceActivity],
     /// Gaps with causes.
     pub gaps: &'a [Gap],
+    /// The steady window's idle, summed once.
+    pub steady: &'a Steady,
     /// Transfer rows.
     pub transfers: &'a [Transfer],
     /// Copy facts.
@@ -70,8 +74,8 @@ pub(crate) struct Inputs<'a> {
     pub options: &'a Options,
 }
 
-/// Run every rule; most severe first, rule order within a severity. `explainer` is the
-/// one that found the gaps.
+/// Run every rule, in rule order (the pipeline sorts them once, [`super::rule::order`]).
+/// `explainer` is the one that found the gaps.
 pub(crate) fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Finding> {
     let span: Ns = x.devices.iter().filter_map(DeviceActivity::extent).map(|(a, b)| b - a).sum();
     let host_span = if span > 0 { span } else { x.trace.duration() };
@@ -90,32 +94,22 @@ pub(crate) fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Fin
             pageable_bandwidth(x, MemClass::D2H, span),
         ]);
     }
-    let mut out: Vec<Finding> = out.into_iter().flatten().collect();
-    let pageable_sync = counted(x)
-        .any(|g| g.window == Window::Steady && (g.hint == Hint::PageableSync || g.cause == Cause::PageableCopy));
-    order(&mut out, pageable_sync);
-    out
+    out.into_iter().flatten().collect()
 }
 
-/// Put the headline first: most severe first; within a severity, a straggler, then (when
-/// steady gaps wait on the sync of pageable copies, `pageable_sync`) the pinned-memory
-/// fix, then the finding that explains the most steady idle; rule order breaks ties.
-pub(crate) fn order(findings: &mut [Finding], pageable_sync: bool) {
-    let pinned = cause_fix(Cause::PageableCopy);
-    findings.sort_by_cached_key(|f| {
-        let first = match f.rule {
-            "straggler" => 2,
-            _ if pageable_sync && f.fix == pinned => 1,
-            _ => 0,
-        };
-        (std::cmp::Reverse(f.severity), std::cmp::Reverse(first), std::cmp::Reverse(f.weight))
-    });
+/// True when steady gaps wait on copies from pageable memory or on their syncs: the
+/// pinned-memory fix then leads its severity ([`super::rule::rank`]).
+pub(crate) fn waits_on_pageable_sync(gaps: &[Gap]) -> bool {
+    gaps.iter().any(|g| {
+        g.cause != Cause::Profiler
+            && g.window == Window::Steady
+            && (g.hint == Hint::PageableSync || g.cause == Cause::PageableCopy)
+    })
 }
 
 // The steady window's length on each GPU between its first and last operation, summed.
 fn steady_span(x: &Inputs<'_>) -> Ns {
-    let w = x.steps.windows;
-    x.devices.iter().filter_map(DeviceActivity::extent).map(|(a, b)| w.steady_part(a, b)).sum()
+    x.steady.span_ns
 }
 
 // Gaps that findings count: all but profiler overhead.
@@ -143,7 +137,7 @@ fn gpu_records_missing(x: &Inputs<'_>) -> Option<Finding> {
     names.sort_by_key(|&(name, c)| (std::cmp::Reverse(c), name));
     let list = names.iter().take(3).map(|(name, c)| format!("{name} x{c}")).collect::<Vec<_>>().join(", ");
     Some(Finding {
-        rule: "gpu_records_missing",
+        rule: Rule::GpuRecordsMissing,
         weight: Ns::MAX,
         severity: Severity::Warning,
         message: format!(
@@ -151,9 +145,9 @@ fn gpu_records_missing(x: &Inputs<'_>) -> Option<Finding> {
              GPU activity was not recorded, so GPU busy and idle time cannot be measured"
         ),
         evidence: vec![ev("launch_calls", &n), ev("top_launch_calls", &list)],
-        fix: "Capture with CUDA tracing on (nsys profile --trace=cuda,...) using an nsys version that supports \
-              this GPU driver; check `nsys status -e` and the capture's diagnostics for CUPTI errors."
-            .to_string(),
+        fix: Some(Fix::CaptureGpu),
+        fix_note: String::new(),
+        whatif: None,
     })
 }
 
@@ -175,111 +169,24 @@ fn pct(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }
 
-/// What to do about gaps of each cause.
-pub(crate) fn cause_fix(cause: Cause) -> &'static str {
-    match cause {
-        Cause::SyncWait => {
-            "Remove per-step synchronization (loss.item(), .cpu(), torch.cuda.synchronize(), cudaDeviceSynchronize) \
-             or do it every N steps; order streams with events (cudaStreamWaitEvent) instead of host waits."
-        }
-        Cause::PageableCopy => {
-            "Copy from pinned memory: DataLoader(pin_memory=True) or cudaHostAlloc/cudaHostRegister, then \
-             .to(device, non_blocking=True) / cudaMemcpyAsync so the copy overlaps compute."
-        }
-        Cause::HostWait => {
-            "The launching thread waited in an OS call for something the trace does not show being produced: \
-             look at what it waits for (a queue from DataLoader workers: raise num_workers and prefetch_factor; \
-             a lock or another thread: see the evidence)."
-        }
-        Cause::HostBusy => {
-            "CPU work on the launching thread delays the launches: move the hot functions off the loop \
-             (preprocessing into DataLoader workers or onto the GPU, no Python loops over tensors, metrics and \
-             logging every N steps or on another thread)."
-        }
-        Cause::WorkerBusy => {
-            "The input pipeline's workers compute too slowly while CPUs the job may use are idle: raise DataLoader \
-             num_workers (up to the idle CPUs), make transforms and collate cheaper (decode on the GPU: DALI, \
-             torchvision v2), or cache decoded samples."
-        }
-        Cause::CpuContention => {
-            "Threads were ready to run but every CPU the job may use was busy: give the job more CPUs (affinity, \
-             cgroup quota) or make the per-sample work cheaper; workers beyond the usable CPUs only contend \
-             (keep num_workers at or below them), and set OMP_NUM_THREADS=1 / torch.set_num_threads(1) in workers."
-        }
-        Cause::IoWait => {
-            "The input pipeline waited on I/O (storage or network) while CPUs were free: read from faster or local \
-             storage, cache the dataset in RAM or the page cache, read larger sequential chunks (sharded formats \
-             such as WebDataset), and raise num_workers / prefetch_factor so that reads overlap compute."
-        }
-        Cause::LaunchBound => {
-            "Kernels are shorter than their launch overhead: capture the step in a CUDA graph \
-             (torch.cuda.graphs / torch.compile mode=\"reduce-overhead\"), fuse small kernels, or raise the batch size."
-        }
-        Cause::SyncDrain => {
-            "A host sync emptied the GPU's queue and the host then did CPU work before launching more: drop \
-             per-step .item()/.cpu()/torch.cuda.synchronize() or move them after the next step's launches, copy \
-             results with non_blocking=True into pinned memory, and log every N steps."
-        }
-        Cause::Queued => {
-            "The work was already queued: look at what it waited for (lazy module loading: warm up or set \
-             CUDA_MODULE_LOADING=EAGER; a stream wait or host function: reorder or remove it; another GPU: balance \
-             the work)."
-        }
-        Cause::Profiler => {
-            "Profiler overhead, not the application: nsys flushed its buffers. Capture fewer events (narrower \
-             --trace, --capture-range) or raise buffer sizes; this time is not counted in findings."
-        }
-        Cause::Unknown => {
-            "Trace the CPU side to explain the idle time: nsys profile --trace=cuda,nvtx,osrt --sample=cpu, and \
-             check cross-stream dependencies (cudaStreamWaitEvent)."
-        }
-    }
-}
-
-/// What to do about gaps of `cause` whose evidence says `hint` (a sleep, the sync of a
-/// pageable copy, a JIT compile): the evidence decides where it knows more than the cause.
-pub(crate) fn hinted_fix(cause: Cause, hint: Hint) -> &'static str {
-    match hint {
-        Hint::Sleep => {
-            "The launching thread sleeps (time.sleep, a rate limiter or a polling loop): remove the sleep, or wait \
-             on the event that it stands for."
-        }
-        Hint::PageableSync => cause_fix(Cause::PageableCopy),
-        Hint::Compile => {
-            "A one-time JIT compile (Triton / torch.compile, nvFuser, NVRTC) ran inside the loop: warm up before \
-             the measured or production run, keep the compile cache (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, \
-             CUDA_CACHE_PATH), and avoid recompiles on new shapes (fixed batch shapes, drop_last=True, \
-             torch._dynamo.mark_dynamic)."
-        }
-        Hint::Gil => {
-            "The launching thread waited for Python's GIL while another thread of the process held it (named in \
-             the evidence): move that work out of the process (DataLoader worker processes rather than threads), \
-             make it release the GIL (native code, fewer Python-level loops), or use a free-threaded Python."
-        }
-        Hint::None => cause_fix(cause),
-    }
-}
-
-/// The fix for gaps of `cause` in this trace: [`cause_fix`], and for CPU work the
-/// hottest sampled functions, or how to capture them when the trace has no samples.
-fn fix(x: &Inputs<'_>, cause: Cause, hint: Hint) -> String {
-    let base = hinted_fix(cause, hint);
+/// The fix for gaps of `cause` with `hint` in this trace ([`Fix::for_gaps`]), and what
+/// the trace adds to it: for CPU work the hottest sampled functions, or how to capture
+/// them when the trace has no samples.
+fn fix(x: &Inputs<'_>, cause: Cause, hint: Hint) -> (Option<Fix>, String) {
+    let fix = Fix::for_gaps(cause, hint);
     if hint != Hint::None
         || !matches!(cause, Cause::HostBusy | Cause::WorkerBusy | Cause::SyncDrain | Cause::CpuContention)
     {
-        return base.to_string();
+        return (Some(fix), String::new());
     }
     if x.trace.host.samples == 0 {
-        return format!("{base} Capture with nsys profile -s process-tree to see which functions run.");
+        return (Some(fix), "Capture with nsys profile -s process-tree to see which functions run.".to_string());
     }
-    match x.hot.get(&cause).filter(|v| !v.is_empty()) {
-        Some(top) => {
-            let list: Vec<String> =
-                top.iter().take(3).map(|t| format!("{} {:.0}%", t.label(), t.share * 100.0)).collect();
-            format!("{base} Hottest sampled functions in these gaps: {}.", list.join(", "))
-        }
-        None => base.to_string(),
-    }
+    let note = x.hot.get(&cause).filter(|v| !v.is_empty()).map_or_else(String::new, |top| {
+        let list: Vec<String> = top.iter().take(3).map(|t| format!("{} {:.0}%", t.label(), t.share * 100.0)).collect();
+        format!("Hottest sampled functions in these gaps: {}.", list.join(", "))
+    });
+    (Some(fix), note)
 }
 
 fn call_set_evidence(s: &CallSet, trace: &Trace) -> Vec<(String, String)> {
@@ -306,7 +213,7 @@ fn run_share(x: &Inputs<'_>, intervals: impl Iterator<Item = (Ns, Ns)>, span: Ns
 fn memcpy_async(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     let s = &x.copies.async_pageable;
     (s.count > 0).then(|| Finding {
-        rule: "cuda_memcpy_async",
+        rule: Rule::CudaMemcpyAsync,
         weight: s.api_ns,
         severity: by_share(run_share(x, s.calls.iter().copied(), span), 0.10, 0.01),
         message: format!(
@@ -316,7 +223,9 @@ fn memcpy_async(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
             fmt_ns(s.api_ns)
         ),
         evidence: call_set_evidence(s, x.trace),
-        fix: cause_fix(Cause::PageableCopy).to_string(),
+        fix: Some(Fix::PinMemory),
+        fix_note: String::new(),
+        whatif: None,
     })
 }
 
@@ -337,7 +246,7 @@ fn memcpy_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
     let from_api = no_copies.then(|| sync_copy_calls(x.trace));
     let s = from_api.as_ref().unwrap_or(&x.copies.sync);
     (s.count > 0).then(|| Finding {
-        rule: "cuda_memcpy_sync",
+        rule: Rule::CudaMemcpySync,
         weight: s.api_ns,
         severity: by_share(run_share(x, s.calls.iter().copied(), span), 0.10, 0.01),
         message: format!(
@@ -347,9 +256,9 @@ fn memcpy_sync(x: &Inputs<'_>, span: Ns) -> Option<Finding> {
             fmt_ns(s.api_ns)
         ),
         evidence: call_set_evidence(s, x.trace),
-        fix: "Use cudaMemcpyAsync on a non-default stream with pinned host memory (PyTorch: \
-              .to(device, non_blocking=True) from pinned tensors) and synchronize only where the result is needed."
-            .to_string(),
+        fix: Some(Fix::AsyncCopy),
+        fix_note: String::new(),
+        whatif: None,
     })
 }
 
@@ -386,8 +295,9 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
     // One sync before reading results is necessary, not per-step synchronization.
     let severity =
         if gaps <= 1 || steady <= 0 { Severity::Info } else { by_share(idle as f64 / steady as f64, 0.25, 0.05) };
+    let (fix, fix_note) = fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }, Hint::None);
     Some(Finding {
-        rule: "cuda_api_sync",
+        rule: Rule::CudaApiSync,
         weight: idle,
         severity,
         message: format!(
@@ -403,7 +313,9 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
             ev("sync_idle_ns", &idle),
             ev("longest_call", &format!("{name} {} on {}", fmt_ns(d), x.trace.thread_label(pid, tid))),
         ],
-        fix: fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }, Hint::None),
+        fix,
+        fix_note,
+        whatif: None,
     })
 }
 
@@ -439,7 +351,7 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
     let startup: Ns = counted(x).filter(|g| g.window == Window::Startup).map(Gap::dur).sum();
     let profiler: Ns = x.gaps.iter().filter(|g| g.cause == Cause::Profiler).map(Gap::dur).sum();
     let longest = steady_gaps.iter().copied().max_by_key(|g| in_steady(g));
-    let idle: Ns = steady_gaps.iter().map(|g| in_steady(g)).sum();
+    let idle = x.steady.counted_idle_ns();
     let startup_note = if startup > 0 {
         format!("; start-up (before the second step) adds {} idle", fmt_ns(startup))
     } else {
@@ -448,8 +360,9 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
     let Some(longest) = longest else {
         // Only start-up or profiler gaps: say so, as information.
         let g = counted(x).max_by_key(|g| g.dur())?;
+        let (fix, fix_note) = fix(x, g.cause, g.hint);
         return Some(Finding {
-            rule: "gpu_gaps",
+            rule: Rule::GpuGaps,
             weight: 0,
             severity: Severity::Info,
             message: format!(
@@ -460,16 +373,19 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 g.window.label()
             ),
             evidence: vec![ev("steady_gaps", &0), ev("startup_idle_ns", &startup), ev("profiler_idle_ns", &profiler)],
-            fix: fix(x, g.cause, g.hint),
+            fix,
+            fix_note,
+            whatif: None,
         });
     };
     let share = if steady > 0 { idle as f64 / steady as f64 } else { 0.0 };
-    let (cause, cause_ns) = dominant_cause(steady_gaps.iter().copied(), in_steady)?;
+    let (cause, cause_ns) = x.steady.dominant()?;
     let hint = dominant_hint(steady_gaps.iter().copied(), cause, in_steady);
     let place = longest.phase.as_deref().map_or("outside any NVTX range".to_string(), |p| format!("in `{p}`"));
     let n = steady_gaps.len();
+    let (fix, fix_note) = fix(x, cause, hint);
     Some(Finding {
-        rule: "gpu_gaps",
+        rule: Rule::GpuGaps,
         weight: cause_ns,
         severity: by_share(share, 0.5, 0.2),
         message: format!(
@@ -502,7 +418,9 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 ),
             ),
         ],
-        fix: fix(x, cause, hint),
+        fix,
+        fix_note,
+        whatif: None,
     })
 }
 
@@ -593,7 +511,7 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
         (None, Some(r)) => (r, false),
         (None, None) => return None,
     };
-    let (severity, last, fix, outside) = if of_loop {
+    let (severity, last, (fix, fix_note), outside) = if of_loop {
         // The cause comes from steady gaps: start-up idle (context creation, the first
         // batch) says nothing about the loop.
         let in_low =
@@ -608,10 +526,10 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
     } else {
         let outside_ns = (b - a) - w.steady_part(a, b);
         let note = format!(", {} of it before the second step or after the last", fmt_ns(outside_ns));
-        (Severity::Info, ev("worst_outside_steady_ns", &outside_ns), OUTSIDE_STEADY_FIX.to_string(), note)
+        (Severity::Info, ev("worst_outside_steady_ns", &outside_ns), (Some(Fix::StartupOnly), String::new()), note)
     };
     Some(Finding {
-        rule: "gpu_time_util",
+        rule: Rule::GpuTimeUtil,
         weight: 0,
         severity,
         message: format!(
@@ -630,14 +548,10 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
             last,
         ],
         fix,
+        fix_note,
+        whatif: None,
     })
 }
-
-/// What to do about a GPU idle outside the steady window: start-up or teardown.
-const OUTSIDE_STEADY_FIX: &str = "This idle is one-time start-up or teardown (CUDA context, lazy module loading, \
-     cuDNN autotuning, JIT compiles, the first batches), not the loop: warm up before the measured run, keep JIT \
-     and autotuning caches (TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_PATH), and capture the loop alone (nsys profile \
-     --capture-range=cudaProfilerApi around torch.cuda.profiler.start()/stop(), or --delay).";
 
 fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> {
     let name = x.steps.name.as_deref()?;
@@ -697,8 +611,9 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
     // Severity is what the starvation costs: a step counts as starved from one gap of
     // min-gap, so the share of starved steps alone would call 1% idle critical.
     let idle_share = total as f64 / steady_span(x).max(1) as f64;
+    let (fix, fix_note) = fix(x, cause, hint);
     Some(Finding {
-        rule: "starvation",
+        rule: Rule::Starvation,
         weight: idle[cause as usize],
         severity: by_share(share, 0.5, 0.2).min(by_share(idle_share, 0.5, 0.2)),
         message: format!(
@@ -719,25 +634,10 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
             ev("cause_ns", &idle[cause as usize]),
             ev("phase", &phase.unwrap_or_default()),
         ],
-        fix: fix(x, cause, hint),
+        fix,
+        fix_note,
+        whatif: None,
     })
-}
-
-/// GPU idle inside the steady window in holes shorter than `--min-gap`, summed over GPUs.
-pub(crate) fn short_idle_ns(devices: &[DeviceActivity], gaps: &[Gap], w: super::Windows) -> Ns {
-    devices
-        .iter()
-        .filter_map(|d| Some((d, d.extent()?)))
-        .map(|(d, (a, b))| {
-            let (a, b) = (a.max(w.steady_start), b.min(w.steady_end));
-            if b <= a {
-                return 0;
-            }
-            let idle = (b - a) - d.busy.busy_in(a, b);
-            let long: Ns = gaps.iter().filter(|g| g.device == d.device).map(|g| w.steady_part(g.start, g.end)).sum();
-            (idle - long).max(0)
-        })
-        .sum()
 }
 
 // Median of a list (the lower middle).
@@ -799,11 +699,10 @@ fn graphs_replayed(x: &Inputs<'_>) -> bool {
 // Idle in holes shorter than the threshold, or in launch-bound gaps, dominates the
 // steady window: kernels shorter than their launch period, launched back to back.
 fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
-    let w = x.steps.windows;
     let steady = steady_span(x);
-    let short = short_idle_ns(x.devices, x.gaps, w);
-    let gaps_idle: Ns = counted(x).map(|g| w.steady_part(g.start, g.end)).sum();
-    let lb: Ns = counted(x).filter(|g| g.cause == Cause::LaunchBound).map(|g| w.steady_part(g.start, g.end)).sum();
+    let short = x.steady.short_idle_ns;
+    let gaps_idle = x.steady.counted_idle_ns();
+    let lb = x.steady.by_cause[Cause::LaunchBound as usize].1;
     let explained = short + lb;
     if steady <= 0 || 2 * explained < short + gaps_idle || explained <= 0 {
         return None;
@@ -817,7 +716,7 @@ fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
     let share = explained as f64 / steady as f64;
     let steps = x.steps.instances.len().saturating_sub(1).max(1);
     Some(Finding {
-        rule: "launch_bound",
+        rule: Rule::LaunchBound,
         weight: short + lb,
         severity: by_share(share, 0.5, 0.2),
         message: format!(
@@ -841,17 +740,9 @@ fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
             ev("median_launch_period_ns", &p),
             ev("dominant_cause", &Cause::LaunchBound.label()),
         ],
-        fix: if graphs_replayed(x) {
-            "The steps already replay CUDA graphs; the idle is the host between replays: drop per-token or \
-             per-step host syncs (.item(), .cpu()) so that the host runs ahead, capture more work per graph \
-             (several tokens or steps), and use larger batches."
-        } else {
-            "Kernels are shorter than the time to launch them: capture the step in a CUDA graph \
-             (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), fuse small kernels, use larger \
-             batches, and drop per-token or per-step host syncs (.item(), .cpu()) that stop the host from \
-             running ahead."
-        }
-        .to_string(),
+        fix: Some(if graphs_replayed(x) { Fix::HostAheadOfGraphs } else { Fix::GraphTheStep }),
+        fix_note: String::new(),
+        whatif: None,
     })
 }
 
@@ -870,15 +761,14 @@ fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
             (busy, idle, span) = (busy + bz, idle + (b - a - bz), span + (b - a));
         }
     }
-    let steady_idle: Ns =
-        short_idle_ns(x.devices, x.gaps, w) + counted(x).map(|g| w.steady_part(g.start, g.end)).sum::<Ns>();
+    let steady_idle = x.steady.short_idle_ns + x.steady.counted_idle_ns();
     if busy <= 0 || idle <= steady_idle {
         return None;
     }
     let teardown: Vec<&Gap> = counted(x).filter(|g| g.window == Window::Teardown).collect();
     let cause = dominant_cause(teardown.iter().copied(), Gap::dur).map_or(Cause::Unknown, |c| c.0);
     Some(Finding {
-        rule: "teardown_loop",
+        rule: Rule::TeardownLoop,
         weight: idle,
         severity: Severity::Warning,
         message: format!(
@@ -898,11 +788,9 @@ fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
             ev("steady_idle_ns", &steady_idle),
             ev("dominant_cause", &cause.label()),
         ],
-        fix: format!(
-            "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase NAME (or \
-             open the window in the viewer); for its gaps: {}",
-            cause_fix(cause)
-        ),
+        fix: Some(Fix::SecondLoop(cause)),
+        fix_note: String::new(),
+        whatif: None,
     })
 }
 
@@ -964,52 +852,14 @@ fn pageable_bandwidth(x: &Inputs<'_>, dir: MemClass, span: Ns) -> Option<Finding
             let _ = write!(message, "; no pinned {d} copies of a like size to compare with");
         }
     }
-    let fix = if dir == MemClass::D2H {
-        "Copy results into pinned host memory: preallocate a pinned buffer (torch.empty(..., pin_memory=True)) and \
-         .copy_(out, non_blocking=True), or cudaHostAlloc; read it after an event, not a device sync."
-            .to_string()
-    } else {
-        cause_fix(Cause::PageableCopy).to_string()
-    };
-    Some(Finding { rule: "pageable_bandwidth", severity, message, evidence, fix, weight: pns })
+    let fix = if dir == MemClass::D2H { Fix::PinnedResults } else { Fix::PinMemory };
+    Some(Finding::new(Rule::PageableBandwidth, severity, message, evidence).with_fix(fix, String::new()).weighing(pns))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::Union;
-
-    fn finding(rule: &'static str, severity: Severity, weight: (&str, Ns), fix: &str) -> Finding {
-        Finding {
-            rule,
-            severity,
-            message: String::new(),
-            evidence: vec![(weight.0.to_string(), weight.1.to_string())],
-            fix: fix.to_string(),
-            weight: weight.1,
-        }
-    }
-
-    #[test]
-    fn the_headline_is_the_most_severe_then_the_straggler_the_pinned_fix_and_the_most_idle() {
-        let pinned = cause_fix(Cause::PageableCopy);
-        let make = || {
-            vec![
-                finding("gpu_time_util", Severity::Warning, ("x", 0), "a"),
-                finding("pageable_bandwidth", Severity::Warning, ("pageable_ns", 5), pinned),
-                finding("gpu_gaps", Severity::Warning, ("cause_ns", 10), "b"),
-                finding("starvation", Severity::Critical, ("cause_ns", 1), "c"),
-                finding("straggler", Severity::Warning, ("lost_ns", 1), "d"),
-            ]
-        };
-        let rules = |v: &[Finding]| v.iter().map(|f| f.rule).collect::<Vec<_>>();
-        let mut v = make();
-        order(&mut v, false);
-        assert_eq!(rules(&v), ["starvation", "straggler", "gpu_gaps", "pageable_bandwidth", "gpu_time_util"]);
-        let mut v = make();
-        order(&mut v, true);
-        assert_eq!(rules(&v), ["starvation", "straggler", "pageable_bandwidth", "gpu_gaps", "gpu_time_util"]);
-    }
 
     #[test]
     fn a_low_region_of_start_up_gives_way_to_one_of_the_loop() {

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use super::index::{Hints, Index};
 use super::phases::Instance;
 use super::steps::Steps;
-use super::{Finding, Options, Severity, Union};
+use super::{Finding, Fix, Options, Rule, Severity, Union};
 use crate::model::{LaneKind, Ns, Trace};
 use crate::text::fmt_ns;
 
@@ -374,7 +374,7 @@ pub(crate) fn finding(c: &Collectives, steady_ns: Ns) -> Option<Finding> {
     }
     let what = s.phase.as_ref().map_or_else(|| "its steps".to_string(), |(p, _, _)| format!("its `{p}`"));
     Some(Finding {
-        rule: "straggler",
+        rule: Rule::Straggler,
         weight: s.lost_ns,
         severity,
         message: format!(
@@ -387,12 +387,9 @@ pub(crate) fn finding(c: &Collectives, steady_ns: Ns) -> Option<Finding> {
             fmt_ns(s.lost_ns)
         ),
         evidence,
-        fix: format!(
-            "Balance the ranks: find why rank {}'s {what} is slower than the others' (uneven batches or sequence \
-             lengths, its input pipeline, CPU work or contention on its host, a slower or throttled GPU) and even it \
-             out; the other ranks' GPUs idle inside {} until it arrives.",
-            s.rank, s.collective
-        ),
+        fix: Some(Fix::BalanceRanks { rank: s.rank, what, collective: s.collective.clone() }),
+        fix_note: String::new(),
+        whatif: None,
     })
 }
 

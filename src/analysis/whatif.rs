@@ -17,6 +17,7 @@
 //! A fix removes time (`raw`) and may lower one limit; the step after is
 //! `max(T - raw, limits after)`, and `limited_by` names the limit that binds.
 
+use super::Fix;
 use super::Instance;
 use super::index::{Hints, Index};
 use super::pcie::CopyOp;
@@ -26,8 +27,9 @@ use crate::model::{ApiKind, Ns, Trace};
 /// One fix priced on the trace.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct WhatIf {
-    /// `pin_memory`, `prefetch`, `more_workers`, `drop_sync`, `cuda_graphs`.
-    pub fix: &'static str,
+    /// The fix it prices: `pin_memory`, `prefetch`, `more_workers`, `drop_sync` or
+    /// `cuda_graphs` (see [`Fix::priced_as`]).
+    pub fix: Fix,
     /// Predicted saving per steady step.
     pub saving_per_step_ns: Ns,
     /// Predicted steady step after the fix.
@@ -178,7 +180,7 @@ fn blocked_ns(trace: &Trace, api: usize, span: (Ns, Ns), h2d: &[CopyOp]) -> Ns {
 }
 
 // The step after removing `raw`, against the limits after the fix.
-fn price(m: &StepModel, fix: &'static str, raw: Ns, gpu_after: Ns, input_after: Ns, basis: String) -> WhatIf {
+fn price(m: &StepModel, fix: Fix, raw: Ns, gpu_after: Ns, input_after: Ns, basis: String) -> WhatIf {
     let target = (m.step_ns - raw.max(0)).max(0);
     let limits = [("gpu", gpu_after), ("host", m.host_ns), ("input pipeline", input_after)];
     let (name, floor) = limits.into_iter().max_by_key(|l| l.1).unwrap_or(("none", 0));
@@ -209,7 +211,7 @@ pub(crate) fn pin_memory(m: &StepModel, pinned_rate: Option<f64>) -> Option<What
             crate::text::fmt_bytes(bytes),
             crate::text::fmt_ns(ns)
         );
-        return m.input_bound.then(|| price(m, "pin_memory", 0, m.gpu_ns, input_floor(m), basis));
+        return m.input_bound.then(|| price(m, Fix::PinMemory, 0, m.gpu_ns, input_floor(m), basis));
     };
     let pinned_ns = (bytes as f64 / rate).round() as Ns;
     let raw = (ns - pinned_ns).max(0);
@@ -220,7 +222,7 @@ pub(crate) fn pin_memory(m: &StepModel, pinned_rate: Option<f64>) -> Option<What
         crate::text::fmt_ns(pinned_ns),
         rate
     );
-    Some(price(m, "pin_memory", raw, m.gpu_ns - raw, input_floor(m), basis))
+    Some(price(m, Fix::PinMemory, raw, m.gpu_ns - raw, input_floor(m), basis))
 }
 
 /// Copy the next batch on a side stream: exposed H2D time hides under compute.
@@ -234,7 +236,7 @@ pub(crate) fn prefetch(m: &StepModel) -> Option<WhatIf> {
         crate::text::fmt_ns(m.exposed_h2d_ns),
         crate::text::fmt_ns(m.kernel_ns)
     );
-    Some(price(m, "prefetch", raw, m.gpu_ns - raw, input_floor(m), basis))
+    Some(price(m, Fix::Prefetch, raw, m.gpu_ns - raw, input_floor(m), basis))
 }
 
 /// `workers` producers instead of today's: the pipeline's period scales down with the
@@ -254,7 +256,7 @@ pub(crate) fn more_workers(m: &StepModel, workers: usize) -> Option<WhatIf> {
         crate::text::fmt_ns(input_after),
         if m.usable_cpus > 0 { format!(" on {} usable CPUs", m.usable_cpus) } else { String::new() }
     );
-    Some(price(m, "more_workers", m.step_ns - input_after, m.gpu_ns, input_after, basis))
+    Some(price(m, Fix::MoreWorkers, m.step_ns - input_after, m.gpu_ns, input_after, basis))
 }
 
 /// The smallest producer count whose pipeline keeps up with the GPU and host, within `cpus`.
@@ -268,7 +270,7 @@ pub(crate) fn workers_needed(m: &StepModel, cpus: usize) -> usize {
 pub(crate) fn drop_sync(m: &StepModel) -> Option<WhatIf> {
     (m.sync_idle_ns > 0).then(|| {
         let basis = format!("{} per step idle after host syncs", crate::text::fmt_ns(m.sync_idle_ns));
-        price(m, "drop_sync", m.sync_idle_ns, m.gpu_ns, input_floor(m), basis)
+        price(m, Fix::DropSync, m.sync_idle_ns, m.gpu_ns, input_floor(m), basis)
     })
 }
 
@@ -278,7 +280,7 @@ pub(crate) fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
         let basis = format!("{} per step idle between launches", crate::text::fmt_ns(m.launch_idle_ns));
         // The host's launch time is what graphs remove, so only the GPU and input bound it.
         let m2 = StepModel { host_ns: 0, ..m.clone() };
-        price(&m2, "cuda_graphs", m.launch_idle_ns, m.gpu_ns, input_floor(m), basis)
+        price(&m2, Fix::CudaGraphs, m.launch_idle_ns, m.gpu_ns, input_floor(m), basis)
     })
 }
 
@@ -363,15 +365,15 @@ pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
 pub fn applied(before: &super::Analysis, after: &super::Analysis) -> Option<WhatIf> {
     let (b, a) = (before.step_model.as_ref()?, after.step_model.as_ref()?);
     let fix = if b.pageable_h2d.0 > 0 && a.pageable_h2d.0 * 10 < b.pageable_h2d.0 {
-        "pin_memory"
+        Fix::PinMemory
     } else if b.producers > 0 && a.producers > b.producers {
         return more_workers(b, a.producers);
     } else if b.exposed_h2d_ns > 0 && a.exposed_h2d_ns * 2 < b.exposed_h2d_ns {
-        "prefetch"
+        Fix::Prefetch
     } else if b.sync_idle_ns > 0 && a.sync_idle_ns * 2 < b.sync_idle_ns {
-        "drop_sync"
+        Fix::DropSync
     } else if b.launch_idle_ns > 0 && a.launch_idle_ns * 2 < b.launch_idle_ns {
-        "cuda_graphs"
+        Fix::CudaGraphs
     } else {
         return None;
     };

@@ -72,7 +72,7 @@ fn whatif_check(b: &Analysis, a: &Analysis) -> Option<WhatIfCheck> {
     let w = crate::analysis::whatif::applied(b, a)?;
     let step = |x: &Analysis| x.step_model.as_ref().map(|m| m.step_ns);
     Some(WhatIfCheck {
-        fix: w.fix,
+        fix: w.fix.id(),
         predicted_saving_per_step_ns: w.saving_per_step_ns,
         measured_saving_per_step_ns: step(b)? - step(a)?,
         limited_by: w.limited_by,
@@ -259,14 +259,10 @@ fn overall(a: &Analysis) -> Overall {
     let steps = step.map_or(0, |p| p.count);
     let wall_ns = w.steady_end - w.steady_start;
     let span: Ns = a.devices.iter().filter_map(crate::analysis::DeviceActivity::extent).map(|(lo, hi)| hi - lo).sum();
-    let steady_span_ns = a
-        .devices
-        .iter()
-        .filter_map(crate::analysis::DeviceActivity::extent)
-        .map(|(lo, hi)| w.steady_part(lo, hi))
-        .sum();
+    let steady_span_ns = a.steady.span_ns;
     let busy: Ns = a.devices.iter().map(|d| d.busy.total()).sum();
-    let steady = steady(a, |_| true);
+    let steady =
+        Steady { count: a.steady.gaps(), idle_ns: a.steady.idle_ns(), by_cause: json::steady_by_cause(&a.steady) };
     let ov = a.overlap;
     Overall {
         wall_ns,

@@ -61,7 +61,7 @@ pub(crate) fn headline(w: &mut dyn Write, f: &Finding) -> io::Result<()> {
         w,
         "<p class=\"headline\"><b>{}</b><br><span class=\"fix\">fix: {}</span></p>",
         escape_xml(&f.message),
-        escape_xml(&f.fix)
+        escape_xml(&f.fix_text())
     )
 }
 
@@ -75,7 +75,7 @@ pub(crate) fn finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str) 
         f.rule,
         escape_xml(&f.message),
         escape_xml(evidence),
-        escape_xml(&f.fix)
+        escape_xml(&f.fix_text())
     )
 }
 

@@ -407,7 +407,7 @@ pub struct Finding<'a> {
     /// Key facts.
     pub evidence: BTreeMap<&'a str, &'a str>,
     /// What to do.
-    pub fix: &'a str,
+    pub fix: String,
 }
 
 /// Gap count and time per cause (every cause present).
@@ -451,14 +451,18 @@ fn with_hot(mut m: BTreeMap<&'static str, CauseSum>, a: &Analysis) -> BTreeMap<&
 }
 
 fn steady(a: &Analysis) -> Steady {
-    let part = |g: &Gap| a.windows.steady_part(g.start, g.end);
-    let inside: Vec<&Gap> = a.gaps.iter().filter(|g| part(g) > 0).collect();
-    Steady {
-        count: inside.len(),
-        total_ns: inside.iter().map(|g| part(g)).sum(),
-        by_cause: by_cause_timed(inside.into_iter(), part),
-        short_idle_ns: a.short_idle_ns,
-    }
+    let s = &a.steady;
+    Steady { count: s.gaps(), total_ns: s.idle_ns(), by_cause: steady_by_cause(s), short_idle_ns: s.short_idle_ns }
+}
+
+/// The steady summary's gaps and time per cause, every cause present.
+pub(crate) fn steady_by_cause(s: &crate::analysis::Steady) -> BTreeMap<&'static str, CauseSum> {
+    let sum = |c: Cause| CauseSum {
+        count: s.by_cause[c as usize].0,
+        total_ns: s.by_cause[c as usize].1,
+        ..CauseSum::default()
+    };
+    Cause::ALL.iter().map(|&c| (c.label(), sum(c))).collect()
 }
 
 /// The `n` longest gaps, longest first (earlier first on ties).
@@ -521,11 +525,11 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             .findings
             .iter()
             .map(|f| Finding {
-                rule: f.rule,
+                rule: f.rule.name(),
                 severity: f.severity.label(),
                 message: &f.message,
                 evidence: f.evidence.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
-                fix: &f.fix,
+                fix: f.fix_text(),
             })
             .collect(),
         gpu_metrics: gpu_metrics(trace),

@@ -8,7 +8,7 @@ use super::fields::{self, Field, Num, Unit};
 use super::json::{by_cause, top_gaps};
 use super::sanitize;
 use super::table::{Align, Table, md_escape};
-use crate::analysis::{Analysis, Cause, Finding, Gap, Phase};
+use crate::analysis::{Analysis, Cause, Finding, Gap, Phase, Rule};
 use crate::model::{Ns, Trace};
 use crate::text::{escape_xml, fmt_bytes, fmt_ns};
 
@@ -108,7 +108,7 @@ fn summary(o: &mut Out<'_>, trace: &Trace, a: &Analysis) -> io::Result<()> {
         o.line(note)?;
     }
     if a.devices.is_empty() {
-        if let Some(f) = a.findings.iter().find(|f| f.rule == "gpu_records_missing") {
+        if let Some(f) = a.findings.iter().find(|f| f.rule == Rule::GpuRecordsMissing) {
             let n = f.evidence.iter().find(|(k, _)| k == "launch_calls").map_or("", |(_, v)| v.as_str());
             o.line(&format!(
                 "The GPU side was not recorded: {n} kernel launches were traced but the export holds no GPU \
@@ -315,7 +315,7 @@ fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis, all: bool) -> io::Result<(
     }
     let total: Ns = a.gaps.iter().map(Gap::dur).sum();
     let w = a.windows;
-    let steady: Ns = a.gaps.iter().map(|g| w.steady_part(g.start, g.end)).sum();
+    let steady = a.steady.idle_ns();
     o.heading(&format!("GPU idle gaps >= {} by cause", fmt_ns(a.options.min_gap_ns)))?;
     o.line(&match &a.step_phase {
         Some(p) => format!(
@@ -330,7 +330,7 @@ fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis, all: bool) -> io::Result<(
     let sums = by_cause(&a.gaps);
     for c in Cause::ALL {
         let s = &sums[c.label()];
-        let st: Ns = a.gaps.iter().filter(|g| g.cause == c).map(|g| w.steady_part(g.start, g.end)).sum();
+        let st = a.steady.by_cause[c as usize].1;
         t.row(vec![
             c.label().to_string(),
             s.count.to_string(),
@@ -398,7 +398,7 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
             Style::Text => {
                 o.line(&head)?;
                 o.line(&format!("   evidence: {}", ev.join(", ")))?;
-                o.line(&format!("   fix: {}", f.fix))?;
+                o.line(&format!("   fix: {}", f.fix_text()))?;
                 if let Some(w) = crate::analysis::link::whatif_line(f) {
                     o.line(&format!("   {w}"))?;
                 }
@@ -406,7 +406,7 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
             Style::Md => {
                 o.line(&head)?;
                 o.line(&format!("evidence: {}", ev.join(", ")))?;
-                o.line(&format!("fix: {}", f.fix))?;
+                o.line(&format!("fix: {}", f.fix_text()))?;
                 if let Some(w) = crate::analysis::link::whatif_line(f) {
                     o.line(&w)?;
                 }

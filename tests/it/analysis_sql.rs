@@ -236,9 +236,9 @@ fn pageable_copies_are_found_where_sql_sees_them() {
          WHERE s.value LIKE 'cudaMemcpy%Async%' AND m.srcKind = 0 AND m.copyKind = 1",
     );
     assert!(pageable_async > 0);
-    let f = a.findings.iter().find(|f| f.rule == "cuda_memcpy_async").expect("cuda_memcpy_async fires");
+    let f = a.findings.iter().find(|f| f.rule.name() == "cuda_memcpy_async").expect("cuda_memcpy_async fires");
     assert!(f.message.starts_with(&format!("{pageable_async} async memcpy calls")), "{}", f.message);
-    assert!(a.findings.iter().any(|f| f.rule == "pageable_bandwidth"));
+    assert!(a.findings.iter().any(|f| f.rule.name() == "pageable_bandwidth"));
     // Every pageable-copy gap overlaps a memcpy call whose copy has a pageable side.
     let overlapping = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId \
          JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId \
@@ -270,8 +270,8 @@ fn pinned_copies_are_pinned_and_compared() {
     assert_eq!(row("pinned").map(|t| t.bytes), Some(pinned));
     assert_eq!(row("pageable").map_or(0, |t| t.bytes), pageable);
     // Under 1 MB of pageable H2D: nothing to compare.
-    assert!(!a.findings.iter().any(|f| f.rule == "pageable_bandwidth"));
-    let async_pageable = a.findings.iter().find(|f| f.rule == "cuda_memcpy_async");
+    assert!(!a.findings.iter().any(|f| f.rule.name() == "pageable_bandwidth"));
+    let async_pageable = a.findings.iter().find(|f| f.rule.name() == "cuda_memcpy_async");
     assert!(async_pageable.is_none_or(|f| f.severity == lanescope::Severity::Info));
 }
 
@@ -321,7 +321,7 @@ fn host_wait_gaps_sit_in_blocking_calls_of_the_main_thread() {
 fn the_starvation_finding_names_the_data_wait_in_pinned_and_prefetch() {
     for name in ["pinned.sqlite", "prefetch.sqlite"] {
         let (_, a, c) = open(&fixture(name));
-        let f = a.findings.iter().find(|f| f.rule == "starvation").expect("starvation fires");
+        let f = a.findings.iter().find(|f| f.rule.name() == "starvation").expect("starvation fires");
         let ev: HashMap<&str, &str> = f.evidence.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(ev["step_phase"], "step N");
         // The first step is warm-up: the finding judges the steady ones.
@@ -372,7 +372,7 @@ fn the_pageable_main_thread_frees_its_batches_inside_the_gaps() {
         named.iter().all(|g| g.evidence.starts_with(of_copy) && g.hint == lanescope::Hint::PageableSync),
         "{named:?}"
     );
-    let f = a.findings.iter().find(|f| f.rule == "starvation").unwrap();
+    let f = a.findings.iter().find(|f| f.rule.name() == "starvation").unwrap();
     assert!(f.evidence.iter().any(|(k, v)| k == "dominant_cause" && v == "sync-drain"), "{}", f.message);
     let (_, pinned, c) = open(&fixture("pinned.sqlite"));
     let (munmap, total) = munmap_in_step_gaps(&pinned, &c);
@@ -406,7 +406,7 @@ fn short_idle_in_the_steady_window_equals_sql() {
                 _ => last = Some((d, e)),
             }
         }
-        assert_eq!(a.short_idle_ns, want, "{name}");
+        assert_eq!(a.steady.short_idle_ns, want, "{name}");
         assert!(want > 0, "{name}");
     }
 }

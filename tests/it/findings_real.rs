@@ -29,7 +29,7 @@ fn pageable_d2h_is_named_against_pinned_copies_of_the_same_size() {
             |r| r.get(0),
         )
         .unwrap();
-    let f = a.findings.iter().find(|f| f.rule == "pageable_bandwidth").expect("the finding");
+    let f = a.findings.iter().find(|f| f.rule.name() == "pageable_bandwidth").expect("the finding");
     let ev = |k: &str| f.evidence.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone()).unwrap();
     assert_eq!(ev("direction"), "D2H");
     assert_eq!(ev("pageable_bytes"), page_b.to_string());
@@ -56,8 +56,8 @@ fn the_shared_pageable_trace_headlines_the_pinned_memory_fix() {
     assert_eq!((pageable, h2d), (66, 66));
     let a = lanescope::analyze(&lanescope::load(&path).unwrap(), &lanescope::Options::default());
     let head = &a.findings[0];
-    assert!(head.fix.contains("pin_memory=True") && head.fix.contains("non_blocking=True"), "{head:?}");
+    assert!(head.fix_text().contains("pin_memory=True") && head.fix_text().contains("non_blocking=True"), "{head:?}");
     // cuda_api_sync does not turn critical on the syncs of those copies alone.
-    let sync = a.findings.iter().find(|f| f.rule == "cuda_api_sync").unwrap();
+    let sync = a.findings.iter().find(|f| f.rule.name() == "cuda_api_sync").unwrap();
     assert_ne!(sync.severity, lanescope::Severity::Critical, "{}", sync.message);
 }

@@ -156,11 +156,11 @@ fn each_fix_s_prediction_matches_the_measured_change_of_its_pair() {
         let (before, after) = (analysis(&pb), analysis(&pa));
         let w = lanescope::applied_fix(&before, &after).unwrap_or_else(|| panic!("{b} -> {a}: no fix told"));
         let predicted = w.saving_per_step_ns as f64;
-        let ok = w.fix == fix
+        let ok = w.fix.id() == fix
             && ((predicted - measured).abs() <= 0.3 * measured.abs() || (predicted - measured).abs() <= 3e6);
         let line = format!(
             "{b} -> {a}: {} predicted {:.2} ms, measured {:.2} ms ({})",
-            w.fix,
+            w.fix.id(),
             predicted / 1e6,
             measured / 1e6,
             w.limited_by
@@ -176,7 +176,7 @@ fn each_fix_s_prediction_matches_the_measured_change_of_its_pair() {
 fn pinning_a_loader_bound_loop_is_priced_at_nothing_limited_by_the_pipeline() {
     // g_lpage: two workers deliver a batch every ~55 ms; the pageable copy takes 10 ms of it.
     let a = analysis(&matrix_trace("g_lpage"));
-    let w = a.whatif.iter().find(|w| w.fix == "pin_memory").unwrap();
+    let w = a.whatif.iter().find(|w| w.fix == lanescope::Fix::PinMemory).unwrap();
     assert_eq!((w.saving_per_step_ns, w.limited_by), (0, "input pipeline"), "{w:?}");
     // Its pair's measured change is noise: 15 periods that alternate ~23 and ~100 ms.
     let stderr = {

@@ -132,8 +132,14 @@ fn a_slow_python_loop_is_host_busy_naming_the_interpreter() {
     assert_eq!(*top, "_PyEval_EvalFrameDefault");
     let named = &a.hot_by_cause[&Cause::HostBusy][0];
     assert_eq!(named.symbol, *top);
-    assert!(a.findings.iter().any(|f| f.fix.contains("_PyEval_EvalFrameDefault")), "the fix names the hot function");
-    assert!(a.findings.iter().all(|f| !f.fix.contains("-s process-tree")), "no advice to sample a sampled trace");
+    assert!(
+        a.findings.iter().any(|f| f.fix_text().contains("_PyEval_EvalFrameDefault")),
+        "the fix names the hot function"
+    );
+    assert!(
+        a.findings.iter().all(|f| !f.fix_text().contains("-s process-tree")),
+        "no advice to sample a sampled trace"
+    );
 }
 
 #[test]
@@ -147,8 +153,8 @@ fn traces_without_host_data_keep_their_causes_and_ask_for_samples() {
     assert_eq!(sched, 0, "the fixture has no host data");
     assert!(a.gaps.iter().all(|g| g.host.is_none()));
     assert!(!a.gaps.iter().any(|g| matches!(g.cause, Cause::CpuContention | Cause::IoWait)));
-    let drain = a.findings.iter().find(|f| f.rule == "cuda_api_sync").unwrap();
-    assert!(drain.fix.contains("nsys profile -s process-tree"), "{}", drain.fix);
+    let drain = a.findings.iter().find(|f| f.rule.name() == "cuda_api_sync").unwrap();
+    assert!(drain.fix_text().contains("nsys profile -s process-tree"), "{}", drain.fix_text());
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! against the expectation written in `expected.json` from how the cell was built, before
 //! lanescope read the traces; and the Python sampler's marks against SQL.
 
-use lanescope::{Analysis, Options, analyze};
+use lanescope::{Analysis, Fix, Options, Rule, analyze};
 use serde_json::Value;
 
 use crate::util::{fixture, matrix_trace, sql_i64};
@@ -21,8 +21,8 @@ fn cause_of(f: &lanescope::Finding) -> Option<String> {
         return Some(v.clone());
     }
     match f.rule {
-        "cuda_memcpy_async" | "cuda_memcpy_sync" | "pageable_bandwidth" => Some("pageable-copy".into()),
-        "launch_bound" => Some("launch-bound".into()),
+        Rule::CudaMemcpyAsync | Rule::CudaMemcpySync | Rule::PageableBandwidth => Some("pageable-copy".into()),
+        Rule::LaunchBound => Some("launch-bound".into()),
         _ => None,
     }
 }
@@ -56,23 +56,23 @@ fn check(cell: &str, want: &Value, a: &Analysis) -> Vec<String> {
         }
     }
     if let Some(r) = want["rule"].as_str()
-        && f.rule != r
+        && f.rule.name() != r
     {
         bad.push(format!("{head}: rule should be {r}"));
     }
     let any = strs(&want["rule_any"]);
-    if !any.is_empty() && !any.contains(&f.rule) {
+    if !any.is_empty() && !any.contains(&f.rule.name()) {
         bad.push(format!("{head}: rule should be one of {any:?}"));
     }
     for words in want["fix"].as_array().into_iter().flatten() {
         let words = strs(words);
-        if !words.iter().any(|w| f.fix.contains(w)) {
-            bad.push(format!("{head}: fix should say one of {words:?}: {}", f.fix));
+        if !words.iter().any(|w| f.fix_text().contains(w)) {
+            bad.push(format!("{head}: fix should say one of {words:?}: {}", f.fix_text()));
         }
     }
     for w in strs(&want["not_fix"]) {
-        if f.fix.contains(w) {
-            bad.push(format!("{head}: fix must not say {w:?}: {}", f.fix));
+        if f.fix_text().contains(w) {
+            bad.push(format!("{head}: fix must not say {w:?}: {}", f.fix_text()));
         }
     }
     if let Some(s) = want["severity"].as_str()
@@ -87,19 +87,19 @@ fn check(cell: &str, want: &Value, a: &Analysis) -> Vec<String> {
         }
     }
     for r in strs(&want["not_rule_at_least_warning"]) {
-        if a.findings.iter().any(|x| x.rule == r && x.severity >= lanescope::Severity::Warning) {
+        if a.findings.iter().any(|x| x.rule.name() == r && x.severity >= lanescope::Severity::Warning) {
             bad.push(format!("{cell}: {r} must be at most info"));
         }
     }
     for words in want["some_fix"].as_array().into_iter().flatten() {
         let words = strs(words);
-        if !a.findings.iter().any(|x| words.iter().any(|w| x.fix.contains(w))) {
+        if !a.findings.iter().any(|x| words.iter().any(|w| x.fix_text().contains(w))) {
             bad.push(format!("{cell}: no finding's fix says one of {words:?}"));
         }
     }
     bad.extend(check_copies(cell, want, a));
     for r in strs(&want["not_rule_critical"]) {
-        if a.findings.iter().any(|x| x.rule == r && x.severity == lanescope::Severity::Critical) {
+        if a.findings.iter().any(|x| x.rule.name() == r && x.severity == lanescope::Severity::Critical) {
             bad.push(format!("{cell}: {r} must not be critical"));
         }
     }
@@ -201,7 +201,7 @@ fn no_cell_starved_by_full_cpus_or_a_sleep_is_told_that_more_workers_help() {
             if f.evidence.iter().any(|(k, v)| k == "whatif_fix" && v == "more_workers") {
                 bad.push(format!("{cell}: the headline's what-if is more_workers"));
             }
-            if a.whatif.iter().any(|w| w.fix == "more_workers" && w.saving_per_step_ns > 0) {
+            if a.whatif.iter().any(|w| w.fix == Fix::MoreWorkers && w.saving_per_step_ns > 0) {
                 bad.push(format!("{cell}: the what-ifs price more workers"));
             }
         }
@@ -246,12 +246,16 @@ fn a_fed_loop_s_start_up_is_not_its_headline() {
              (SELECT start FROM NVTX_EVENTS WHERE text LIKE 'step %' ORDER BY start LIMIT 1 OFFSET 1)",
         );
         let a = analysis(cell);
-        let f = a.findings.iter().find(|f| f.rule == "gpu_time_util").expect(cell);
+        let f = a.findings.iter().find(|f| f.rule.name() == "gpu_time_util").expect(cell);
         let ev = |k: &str| f.evidence.iter().find(|(n, _)| n == k).map(|(_, v)| v.parse::<i64>().unwrap()).unwrap();
         assert!(2 * steady < ev("worst_dur_ns"), "{cell}: the steady window ({steady} ns) is not short");
         assert_eq!(f.severity, lanescope::Severity::Info, "{cell}");
-        assert!(f.fix.contains("start-up") && f.fix.contains("--capture-range"), "{cell}: {}", f.fix);
+        assert!(
+            f.fix_text().contains("start-up") && f.fix_text().contains("--capture-range"),
+            "{cell}: {}",
+            f.fix_text()
+        );
         assert!(2 * ev("worst_outside_steady_ns") > ev("worst_dur_ns"), "{cell}");
-        assert_ne!(a.findings[0].rule, "gpu_time_util", "{cell}");
+        assert_ne!(a.findings[0].rule, Rule::GpuTimeUtil, "{cell}");
     }
 }

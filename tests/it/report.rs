@@ -25,101 +25,26 @@ fn keys(v: &Value) -> BTreeSet<&str> {
     v.as_object().unwrap_or_else(|| panic!("not an object: {v}")).keys().map(String::as_str).collect()
 }
 
-fn set<'a>(names: &[&'a str]) -> BTreeSet<&'a str> {
-    names.iter().copied().collect()
-}
-
+// The JSON keys are the contract snapshots' (tests/it/contract.rs): no list of them here.
 #[test]
-fn json_has_every_documented_key() {
+fn json_lists_the_longest_gaps_and_with_all_gaps_every_gap_in_start_order() {
     let (t, a) = load("pageable.sqlite");
     let v: Value = serde_json::from_str(&render(&t, &a, Format::Json)).unwrap();
-    let top =
-        ["trace", "totals", "devices", "transfers", "overlap", "phases", "gaps", "findings", "gpu_metrics", "whatif"];
-    assert_eq!(keys(&v), set(&top));
-    let trace = &v["trace"];
-    let trace_keys = [
-        "path",
-        "nsys_version",
-        "schema_version",
-        "duration_ns",
-        "start_ns",
-        "gpus",
-        "step_phase",
-        "steady_start_ns",
-        "steady_end_ns",
-        "outlier_events",
-        "unreadable_events",
-    ];
-    assert_eq!(keys(trace), set(&trace_keys));
-    assert_eq!(trace["step_phase"], "step N");
-    assert_eq!(keys(&trace["gpus"][0]), set(&["device", "name"]));
-    assert_eq!(trace["gpus"][0]["name"], "NVIDIA H200");
-    let totals = ["kernels", "graphs", "memcpy", "memset", "api_calls", "nvtx_ranges", "osrt_calls"];
-    assert_eq!(keys(&v["totals"]), set(&totals));
-    assert_eq!(
-        keys(&v["devices"][0]),
-        set(&["device", "busy_ns", "kernel_ns", "copy_only_ns", "idle_ns", "collective_wait_ns"])
-    );
-    let transfer =
-        ["direction", "memory", "count", "bytes", "busy_ns", "gbps", "max_gbps", "async_pageable", "sync_api"];
-    assert_eq!(keys(&v["transfers"][0]), set(&transfer));
-    assert_eq!(keys(&v["overlap"]), set(&["copy_ns", "overlapped_ns"]));
-    let phase = [
-        "name",
-        "count",
-        "wall_ns",
-        "wall_mean_ns",
-        "wall_p50_ns",
-        "wall_p95_ns",
-        "wall_max_ns",
-        "gpu_busy_ns",
-        "kernel_busy_ns",
-        "copy_busy_ns",
-        "idle_ns",
-        "exposed_copy_ns",
-        "copy_overlap",
-        "h2d_bytes",
-        "d2h_bytes",
-        "h2d_gbps",
-        "d2h_gbps",
-        "starved_share",
-        "launched",
-        "h2d_exposed_ns",
-        "pcie",
-        "copy_verdict",
-    ];
-    for p in v["phases"].as_array().unwrap() {
-        assert_eq!(keys(p), set(&phase));
-        assert_eq!(keys(&p["launched"]), set(&["count", "gpu_ns", "span_ns"]));
-    }
-    let gaps = &v["gaps"];
-    assert_eq!(keys(gaps), set(&["min_gap_ns", "count", "total_ns", "by_cause", "steady", "top"]));
-    let causes = crate::util::CAUSES;
-    assert_eq!(keys(&gaps["by_cause"]), set(&causes));
-    assert_eq!(keys(&gaps["steady"]), set(&["count", "total_ns", "by_cause", "short_idle_ns"]));
-    for c in causes {
-        assert_eq!(keys(&gaps["by_cause"][c]), set(&["count", "total_ns"]));
-        assert_eq!(keys(&gaps["steady"]["by_cause"][c]), set(&["count", "total_ns"]));
-    }
-    let top = gaps["top"].as_array().unwrap();
+    assert_eq!(v["trace"]["step_phase"], "step N");
+    assert_eq!(v["trace"]["gpus"][0]["name"], "NVIDIA H200");
+    let top = v["gaps"]["top"].as_array().unwrap();
     assert_eq!(top.len(), 20.min(a.gaps.len()));
-    let gap_keys = ["device", "start_ns", "end_ns", "dur_ns", "cause", "evidence", "phase", "window", "hint"];
-    for g in top {
-        assert_eq!(keys(g), set(&gap_keys));
-    }
-    // --all-gaps: every gap, in start order, with the same keys.
     let mut out = Vec::new();
     lanescope::write_report_with(&mut out, &t, &a, Format::Json, true).unwrap();
     let all: Value = serde_json::from_slice(&out).unwrap();
     let all = all["gaps"]["all"].as_array().unwrap();
     assert_eq!(all.len(), a.gaps.len());
     assert!(all.windows(2).all(|w| w[0]["start_ns"].as_i64() <= w[1]["start_ns"].as_i64()));
+    // Every gap of `all` is written as the top ones are.
     for g in all {
-        assert_eq!(keys(g), set(&gap_keys));
+        assert_eq!(keys(g), keys(&top[0]));
     }
-    let f = &v["findings"][0];
-    assert_eq!(keys(f), set(&["rule", "severity", "message", "evidence", "fix"]));
-    assert!(f["evidence"].is_object());
+    assert!(v["findings"][0]["evidence"].is_object());
 }
 
 #[test]

@@ -308,8 +308,9 @@ fn each_priced_finding_shows_its_what_if() {
         an.findings.iter().filter(|f| f.evidence.iter().any(|(k, _)| k == "whatif_fix")).take(2).collect();
     assert!(!priced.is_empty(), "the capture prices a fix");
     for f in priced {
-        let w = an.whatif.iter().find(|w| f.evidence.iter().any(|(k, v)| k == "whatif_fix" && v == w.fix)).unwrap();
-        let head = format!("what-if {} saves ", w.fix);
+        let w =
+            an.whatif.iter().find(|w| f.evidence.iter().any(|(k, v)| k == "whatif_fix" && v == w.fix.id())).unwrap();
+        let head = format!("what-if {} saves ", w.fix.id());
         let line = scr.lines().find_map(|l| l.split_once(&head)).unwrap_or_else(|| panic!("{head}\n{scr}")).1;
         // `1.23 ms per step (57.8 ms -> 56.6 ms), limited by host`
         let (saving, rest) = line.split_once(" per step (").unwrap();

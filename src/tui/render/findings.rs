@@ -40,10 +40,10 @@ pub(super) fn render(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(format!("{} ", f.rule), Style::new().add_modifier(Modifier::BOLD)),
             Span::raw(text::sanitize(&f.message).into_owned()),
         ]));
-        if !f.fix.is_empty() {
+        if f.fix.is_some() {
             lines.push(Line::from(vec![
                 Span::styled("  fix ", app.theme.dim()),
-                Span::raw(text::sanitize(&f.fix).into_owned()),
+                Span::raw(text::sanitize(&f.fix_text()).into_owned()),
             ]));
         }
         // The report's own line, so both say the same.

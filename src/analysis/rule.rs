@@ -1,0 +1,415 @@
+//! The typed chain from a rule to its fix to the what-if that prices it.
+//!
+//! A [`Finding`](super::Finding) carries its [`Rule`] and its [`Fix`]; a
+//! [`WhatIf`](super::whatif::WhatIf) carries the [`Fix`] it prices. The fix's text
+//! ([`Fix::text`]), the what-if that prices a fix ([`Fix::priced_as`]) and the headline
+//! order ([`rank`]) are one `match` each, so a new variant makes the compiler list every
+//! place that must say something about it.
+
+use std::borrow::Cow;
+
+use super::{Cause, Hint, Severity};
+use crate::model::Ns;
+
+/// The rule that made a finding; its [`name`](Rule::name) is the JSON `rule`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// Kernel launches were traced but no kernel records.
+    GpuRecordsMissing,
+    /// Async memcpy calls on pageable memory ran synchronously.
+    CudaMemcpyAsync,
+    /// Synchronous memcpy calls blocked the host.
+    CudaMemcpySync,
+    /// Device and stream synchronize calls, and the gaps that began at them.
+    CudaApiSync,
+    /// Steady-state idle gaps by cause.
+    GpuGaps,
+    /// Time chunks with the GPU mostly idle.
+    GpuTimeUtil,
+    /// Steps in which the GPU starved.
+    Starvation,
+    /// Kernels shorter than their launch period.
+    LaunchBound,
+    /// A second loop after the last step that idles more than the steady state.
+    TeardownLoop,
+    /// Copies from pageable memory against pinned ones of a like size.
+    PageableBandwidth,
+    /// A phase's copies saturate the link.
+    LinkBound,
+    /// A phase's copy time is in copies under 1 MiB.
+    SmallCopies,
+    /// One rank makes the others wait in collectives.
+    Straggler,
+}
+
+impl Rule {
+    /// Stable rule id used in reports, JSON and the viewer (`gpu_gaps`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::GpuRecordsMissing => "gpu_records_missing",
+            Rule::CudaMemcpyAsync => "cuda_memcpy_async",
+            Rule::CudaMemcpySync => "cuda_memcpy_sync",
+            Rule::CudaApiSync => "cuda_api_sync",
+            Rule::GpuGaps => "gpu_gaps",
+            Rule::GpuTimeUtil => "gpu_time_util",
+            Rule::Starvation => "starvation",
+            Rule::LaunchBound => "launch_bound",
+            Rule::TeardownLoop => "teardown_loop",
+            Rule::PageableBandwidth => "pageable_bandwidth",
+            Rule::LinkBound => "link_bound",
+            Rule::SmallCopies => "small_copies",
+            Rule::Straggler => "straggler",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a finding tells the user to do. The first five are the fixes a what-if prices.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Fix {
+    /// Copy from pinned memory (`pin_memory`).
+    PinMemory,
+    /// Prefetch the next batch on a side stream, move fewer bytes (`prefetch`).
+    Prefetch,
+    /// Raise DataLoader workers, make transforms cheaper (`more_workers`).
+    MoreWorkers,
+    /// Drop or defer the per-step syncs that drain the queue (`drop_sync`).
+    DropSync,
+    /// Capture the step in a CUDA graph, fuse kernels (`cuda_graphs`).
+    CudaGraphs,
+    /// Remove per-step synchronization a thread blocks in.
+    RemoveSync,
+    /// Find what the launching thread waits for in an OS call.
+    FindWaitSource,
+    /// Move CPU work off the launching thread.
+    OffloadHostWork,
+    /// More CPUs for the job, or cheaper per-sample work.
+    MoreCpus,
+    /// Faster or cached storage, reads that overlap compute.
+    FasterStorage,
+    /// Find what already-queued work waited for.
+    Unqueue,
+    /// Capture fewer events: the time is the profiler's.
+    ProfilerOverhead,
+    /// Trace the CPU side to explain the idle.
+    TraceCpu,
+    /// Remove the sleep on the launching thread.
+    RemoveSleep,
+    /// Warm up JIT compiles before the run and keep their caches.
+    WarmUpCompile,
+    /// Keep the GIL free for the launching thread.
+    ReleaseGil,
+    /// Capture with CUDA tracing that records kernels.
+    CaptureGpu,
+    /// Use async copies on a non-default stream from pinned memory.
+    AsyncCopy,
+    /// Copy results into a pinned host buffer.
+    PinnedResults,
+    /// Kernels shorter than their launch: a CUDA graph, fusion, larger batches.
+    GraphTheStep,
+    /// Graphs already replay: let the host run ahead between replays.
+    HostAheadOfGraphs,
+    /// Collate the samples into one pinned buffer and copy once.
+    Collate,
+    /// The idle is start-up or teardown: warm up and capture the loop alone.
+    StartupOnly,
+    /// A second loop after the steps: analyse it on its own; its gaps' cause's fix.
+    SecondLoop(Cause),
+    /// Even out the straggling rank.
+    BalanceRanks {
+        /// The straggler.
+        rank: u32,
+        /// What of it is slow (`its steps`, ``its `forward` ``).
+        what: String,
+        /// The collective the others wait in.
+        collective: String,
+    },
+}
+
+// The fixes' words ([`Fix::text`]).
+const PIN_MEMORY: &str = "Copy from pinned memory: DataLoader(pin_memory=True) or cudaHostAlloc/cudaHostRegister, then \
+    .to(device, non_blocking=True) / cudaMemcpyAsync so the copy overlaps compute.";
+const PREFETCH: &str = "The link is the bottleneck: move fewer bytes (send uint8 images to the GPU and normalise there, or \
+    compress), overlap the copy with compute (prefetch the next batch on a side stream with pinned \
+    memory and non_blocking=True), or use a faster link (a PCIe Gen5 slot, NVLink-C2C)";
+const MORE_WORKERS: &str = "The input pipeline's workers compute too slowly while CPUs the job may use are idle: raise \
+    DataLoader num_workers (up to the idle CPUs), make transforms and collate cheaper (decode on the \
+    GPU: DALI, torchvision v2), or cache decoded samples.";
+const DROP_SYNC: &str = "A host sync emptied the GPU's queue and the host then did CPU work before launching more: drop \
+    per-step .item()/.cpu()/torch.cuda.synchronize() or move them after the next step's launches, copy \
+    results with non_blocking=True into pinned memory, and log every N steps.";
+const CUDA_GRAPHS: &str = "Kernels are shorter than their launch overhead: capture the step in a CUDA graph \
+    (torch.cuda.graphs / torch.compile mode=\"reduce-overhead\"), fuse small kernels, or raise the \
+    batch size.";
+const REMOVE_SYNC: &str = "Remove per-step synchronization (loss.item(), .cpu(), torch.cuda.synchronize(), \
+    cudaDeviceSynchronize) or do it every N steps; order streams with events (cudaStreamWaitEvent) \
+    instead of host waits.";
+const FIND_WAIT_SOURCE: &str = "The launching thread waited in an OS call for something the trace does not show being produced: \
+    look at what it waits for (a queue from DataLoader workers: raise num_workers and prefetch_factor; \
+    a lock or another thread: see the evidence).";
+const OFFLOAD_HOST_WORK: &str = "CPU work on the launching thread delays the launches: move the hot functions off the loop \
+    (preprocessing into DataLoader workers or onto the GPU, no Python loops over tensors, metrics and \
+    logging every N steps or on another thread).";
+const MORE_CPUS: &str = "Threads were ready to run but every CPU the job may use was busy: give the job more CPUs \
+    (affinity, cgroup quota) or make the per-sample work cheaper; workers beyond the usable CPUs only \
+    contend (keep num_workers at or below them), and set OMP_NUM_THREADS=1 / torch.set_num_threads(1) \
+    in workers.";
+const FASTER_STORAGE: &str = "The input pipeline waited on I/O (storage or network) while CPUs were free: read from faster or \
+    local storage, cache the dataset in RAM or the page cache, read larger sequential chunks (sharded \
+    formats such as WebDataset), and raise num_workers / prefetch_factor so that reads overlap compute.";
+const UNQUEUE: &str = "The work was already queued: look at what it waited for (lazy module loading: warm up or set \
+    CUDA_MODULE_LOADING=EAGER; a stream wait or host function: reorder or remove it; another GPU: \
+    balance the work).";
+const PROFILER_OVERHEAD: &str = "Profiler overhead, not the application: nsys flushed its buffers. Capture fewer events (narrower \
+    --trace, --capture-range) or raise buffer sizes; this time is not counted in findings.";
+const TRACE_CPU: &str = "Trace the CPU side to explain the idle time: nsys profile --trace=cuda,nvtx,osrt --sample=cpu, and \
+    check cross-stream dependencies (cudaStreamWaitEvent).";
+const REMOVE_SLEEP: &str = "The launching thread sleeps (time.sleep, a rate limiter or a polling loop): remove the sleep, or \
+    wait on the event that it stands for.";
+const WARM_UP_COMPILE: &str = "A one-time JIT compile (Triton / torch.compile, nvFuser, NVRTC) ran inside the loop: warm up \
+    before the measured or production run, keep the compile cache (TORCHINDUCTOR_CACHE_DIR, \
+    TRITON_CACHE_DIR, CUDA_CACHE_PATH), and avoid recompiles on new shapes (fixed batch shapes, \
+    drop_last=True, torch._dynamo.mark_dynamic).";
+const RELEASE_GIL: &str = "The launching thread waited for Python's GIL while another thread of the process held it (named \
+    in the evidence): move that work out of the process (DataLoader worker processes rather than \
+    threads), make it release the GIL (native code, fewer Python-level loops), or use a free-threaded \
+    Python.";
+const CAPTURE_GPU: &str = "Capture with CUDA tracing on (nsys profile --trace=cuda,...) using an nsys version that supports \
+    this GPU driver; check `nsys status -e` and the capture's diagnostics for CUPTI errors.";
+const ASYNC_COPY: &str = "Use cudaMemcpyAsync on a non-default stream with pinned host memory (PyTorch: .to(device, \
+    non_blocking=True) from pinned tensors) and synchronize only where the result is needed.";
+const PINNED_RESULTS: &str = "Copy results into pinned host memory: preallocate a pinned buffer (torch.empty(..., \
+    pin_memory=True)) and .copy_(out, non_blocking=True), or cudaHostAlloc; read it after an event, not \
+    a device sync.";
+const GRAPH_THE_STEP: &str = "Kernels are shorter than the time to launch them: capture the step in a CUDA graph \
+    (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), fuse small kernels, use larger \
+    batches, and drop per-token or per-step host syncs (.item(), .cpu()) that stop the host from \
+    running ahead.";
+const HOST_AHEAD_OF_GRAPHS: &str = "The steps already replay CUDA graphs; the idle is the host between replays: drop per-token or \
+    per-step host syncs (.item(), .cpu()) so that the host runs ahead, capture more work per graph \
+    (several tokens or steps), and use larger batches.";
+const COLLATE: &str = "Each copy pays a fixed cost: collate the samples into one contiguous pinned buffer on the host \
+    (torch.stack / the DataLoader's collate) and make one copy per batch";
+const STARTUP_ONLY: &str = "This idle is one-time start-up or teardown (CUDA context, lazy module loading, cuDNN autotuning, \
+    JIT compiles, the first batches), not the loop: warm up before the measured run, keep JIT and \
+    autotuning caches (TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_PATH), and capture the loop alone (nsys \
+    profile --capture-range=cudaProfilerApi around torch.cuda.profiler.start()/stop(), or --delay).";
+
+impl serde::Serialize for Fix {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
+impl Fix {
+    /// The fix for gaps of `cause`.
+    pub fn for_cause(cause: Cause) -> Fix {
+        match cause {
+            Cause::SyncWait => Fix::RemoveSync,
+            Cause::SyncDrain => Fix::DropSync,
+            Cause::PageableCopy => Fix::PinMemory,
+            Cause::HostWait => Fix::FindWaitSource,
+            Cause::HostBusy => Fix::OffloadHostWork,
+            Cause::WorkerBusy => Fix::MoreWorkers,
+            Cause::LaunchBound => Fix::CudaGraphs,
+            Cause::CpuContention => Fix::MoreCpus,
+            Cause::IoWait => Fix::FasterStorage,
+            Cause::Queued => Fix::Unqueue,
+            Cause::Profiler => Fix::ProfilerOverhead,
+            Cause::Unknown => Fix::TraceCpu,
+        }
+    }
+
+    /// The fix for gaps of `cause` whose evidence says `hint`: the evidence decides where
+    /// it knows more than the cause.
+    pub fn for_gaps(cause: Cause, hint: Hint) -> Fix {
+        match hint {
+            Hint::Sleep => Fix::RemoveSleep,
+            Hint::PageableSync => Fix::PinMemory,
+            Hint::Compile => Fix::WarmUpCompile,
+            Hint::Gil => Fix::ReleaseGil,
+            Hint::None => Fix::for_cause(cause),
+        }
+    }
+
+    /// Stable id (`pin_memory`, `more_workers`, ...): the what-if's `fix` in JSON.
+    pub fn id(&self) -> &'static str {
+        match self {
+            Fix::PinMemory => "pin_memory",
+            Fix::Prefetch => "prefetch",
+            Fix::MoreWorkers => "more_workers",
+            Fix::DropSync => "drop_sync",
+            Fix::CudaGraphs => "cuda_graphs",
+            Fix::RemoveSync => "remove_sync",
+            Fix::FindWaitSource => "find_wait_source",
+            Fix::OffloadHostWork => "offload_host_work",
+            Fix::MoreCpus => "more_cpus",
+            Fix::FasterStorage => "faster_storage",
+            Fix::Unqueue => "unqueue",
+            Fix::ProfilerOverhead => "profiler_overhead",
+            Fix::TraceCpu => "trace_cpu",
+            Fix::RemoveSleep => "remove_sleep",
+            Fix::WarmUpCompile => "warm_up_compile",
+            Fix::ReleaseGil => "release_gil",
+            Fix::CaptureGpu => "capture_gpu",
+            Fix::AsyncCopy => "async_copy",
+            Fix::PinnedResults => "pinned_results",
+            Fix::GraphTheStep => "graph_the_step",
+            Fix::HostAheadOfGraphs => "host_ahead_of_graphs",
+            Fix::Collate => "collate",
+            Fix::StartupOnly => "startup_only",
+            Fix::SecondLoop(_) => "second_loop",
+            Fix::BalanceRanks { .. } => "balance_ranks",
+        }
+    }
+
+    /// The what-if that prices this fix, if one can: what the fix removes from the step.
+    /// Contention's fix warns against more workers and nothing prices more CPUs; the
+    /// fixes of sleeps, compiles and the GIL are not priced.
+    pub fn priced_as(&self) -> Option<Fix> {
+        match self {
+            Fix::PinMemory | Fix::PinnedResults => Some(Fix::PinMemory),
+            Fix::Prefetch => Some(Fix::Prefetch),
+            Fix::MoreWorkers | Fix::FindWaitSource | Fix::FasterStorage => Some(Fix::MoreWorkers),
+            Fix::DropSync => Some(Fix::DropSync),
+            Fix::CudaGraphs | Fix::GraphTheStep | Fix::HostAheadOfGraphs => Some(Fix::CudaGraphs),
+            Fix::SecondLoop(cause) => Fix::for_cause(*cause).priced_as(),
+            Fix::RemoveSync
+            | Fix::OffloadHostWork
+            | Fix::MoreCpus
+            | Fix::Unqueue
+            | Fix::ProfilerOverhead
+            | Fix::TraceCpu
+            | Fix::RemoveSleep
+            | Fix::WarmUpCompile
+            | Fix::ReleaseGil
+            | Fix::CaptureGpu
+            | Fix::AsyncCopy
+            | Fix::Collate
+            | Fix::StartupOnly
+            | Fix::BalanceRanks { .. } => None,
+        }
+    }
+
+    /// The fix in words.
+    pub fn text(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            Fix::PinMemory => PIN_MEMORY,
+            Fix::Prefetch => PREFETCH,
+            Fix::MoreWorkers => MORE_WORKERS,
+            Fix::DropSync => DROP_SYNC,
+            Fix::CudaGraphs => CUDA_GRAPHS,
+            Fix::RemoveSync => REMOVE_SYNC,
+            Fix::FindWaitSource => FIND_WAIT_SOURCE,
+            Fix::OffloadHostWork => OFFLOAD_HOST_WORK,
+            Fix::MoreCpus => MORE_CPUS,
+            Fix::FasterStorage => FASTER_STORAGE,
+            Fix::Unqueue => UNQUEUE,
+            Fix::ProfilerOverhead => PROFILER_OVERHEAD,
+            Fix::TraceCpu => TRACE_CPU,
+            Fix::RemoveSleep => REMOVE_SLEEP,
+            Fix::WarmUpCompile => WARM_UP_COMPILE,
+            Fix::ReleaseGil => RELEASE_GIL,
+            Fix::CaptureGpu => CAPTURE_GPU,
+            Fix::AsyncCopy => ASYNC_COPY,
+            Fix::PinnedResults => PINNED_RESULTS,
+            Fix::GraphTheStep => GRAPH_THE_STEP,
+            Fix::HostAheadOfGraphs => HOST_AHEAD_OF_GRAPHS,
+            Fix::Collate => COLLATE,
+            Fix::StartupOnly => STARTUP_ONLY,
+            Fix::SecondLoop(cause) => {
+                return Cow::Owned(format!(
+                    "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase \
+                     NAME (or open the window in the viewer); for its gaps: {}",
+                    Fix::for_cause(*cause).text()
+                ));
+            }
+            Fix::BalanceRanks { rank, what, collective } => {
+                return Cow::Owned(format!(
+                    "Balance the ranks: find why rank {rank}'s {what} is slower than the others' (uneven batches or \
+                     sequence lengths, its input pipeline, CPU work or contention on its host, a slower or throttled \
+                     GPU) and even it out; the other ranks' GPUs idle inside {collective} until it arrives."
+                ));
+            }
+        })
+    }
+}
+
+/// The headline order's key of a finding (larger first): its severity; within one, a
+/// straggler first, then (when steady gaps wait on the sync of pageable copies,
+/// `pageable_sync`) the pinned-memory fix, then what it explains (`weight`).
+pub(crate) fn rank(
+    rule: Rule,
+    fix: Option<&Fix>,
+    severity: Severity,
+    weight: Ns,
+    pageable_sync: bool,
+) -> (Severity, u8, Ns) {
+    let first = match (rule, fix) {
+        (Rule::Straggler, _) => 2,
+        (_, Some(Fix::PinMemory)) if pageable_sync => 1,
+        _ => 0,
+    };
+    (severity, first, weight)
+}
+
+/// Put the headline first: the one sort of the findings, by [`rank`], larger first;
+/// the rules' order breaks ties.
+pub(crate) fn order(findings: &mut [super::Finding], pageable_sync: bool) {
+    findings
+        .sort_by_cached_key(|f| std::cmp::Reverse(rank(f.rule, f.fix.as_ref(), f.severity, f.weight, pageable_sync)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Finding;
+
+    fn finding(rule: Rule, severity: Severity, weight: Ns, fix: Fix) -> Finding {
+        Finding::new(rule, severity, String::new(), Vec::new()).with_fix(fix, String::new()).weighing(weight)
+    }
+
+    #[test]
+    fn the_headline_is_the_most_severe_then_the_straggler_the_pinned_fix_and_the_most_idle() {
+        let make = || {
+            vec![
+                finding(Rule::GpuTimeUtil, Severity::Warning, 0, Fix::StartupOnly),
+                finding(Rule::PageableBandwidth, Severity::Warning, 5, Fix::PinMemory),
+                finding(Rule::GpuGaps, Severity::Warning, 10, Fix::OffloadHostWork),
+                finding(Rule::Starvation, Severity::Critical, 1, Fix::MoreWorkers),
+                finding(Rule::Straggler, Severity::Warning, 1, Fix::RemoveSync),
+            ]
+        };
+        let rules = |v: &[Finding]| v.iter().map(|f| f.rule).collect::<Vec<_>>();
+        let mut v = make();
+        order(&mut v, false);
+        let want = [Rule::Starvation, Rule::Straggler, Rule::GpuGaps, Rule::PageableBandwidth, Rule::GpuTimeUtil];
+        assert_eq!(rules(&v), want);
+        let mut v = make();
+        order(&mut v, true);
+        let want = [Rule::Starvation, Rule::Straggler, Rule::PageableBandwidth, Rule::GpuGaps, Rule::GpuTimeUtil];
+        assert_eq!(rules(&v), want);
+    }
+
+    #[test]
+    fn every_priced_fix_prices_itself_and_every_cause_has_a_fix() {
+        for c in Cause::ALL {
+            let f = Fix::for_cause(c);
+            assert!(!f.text().is_empty(), "{c:?}");
+            // A fix priced as another is priced as one that prices itself.
+            if let Some(p) = f.priced_as() {
+                assert_eq!(p.priced_as(), Some(p.clone()), "{c:?}");
+            }
+        }
+        // Contention's fix warns against more workers: nothing prices it.
+        assert_eq!(Fix::for_cause(Cause::CpuContention).priced_as(), None);
+        assert_eq!(Fix::for_cause(Cause::WorkerBusy).priced_as(), Some(Fix::MoreWorkers));
+        assert_eq!(Fix::for_cause(Cause::IoWait).priced_as(), Some(Fix::MoreWorkers));
+        assert_eq!(Fix::SecondLoop(Cause::SyncDrain).priced_as(), Some(Fix::DropSync));
+    }
+}
