@@ -154,13 +154,22 @@ struct AnalysisArgs {
     exact_names: bool,
     /// NVTX range that is one training or inference step (e.g. "step N"); chosen from
     /// the trace when not given.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "infer_steps")]
     step_phase: Option<String>,
+    /// Infer the steps from the kernel sequence that repeats once per step, even where an
+    /// NVTX range marks them (without one, they are inferred anyway).
+    #[arg(long)]
+    infer_steps: bool,
 }
 
 impl From<AnalysisArgs> for Options {
     fn from(a: AnalysisArgs) -> Self {
-        Options { min_gap_ns: a.min_gap, exact_names: a.exact_names, step_phase: a.step_phase }
+        Options {
+            min_gap_ns: a.min_gap,
+            exact_names: a.exact_names,
+            step_phase: a.step_phase,
+            infer_steps: a.infer_steps,
+        }
     }
 }
 

@@ -203,7 +203,7 @@ fn call_set_evidence(s: &CallSet, trace: &Trace) -> Vec<(String, String)> {
 fn run_share(x: &Inputs<'_>, intervals: impl Iterator<Item = (Ns, Ns)>, span: Ns) -> f64 {
     let w = x.steps.windows;
     let steady = steady_span(x);
-    if x.steps.name.is_some() && steady > 0 {
+    if x.steps.found() && steady > 0 {
         intervals.map(|(a, b)| w.steady_part(a, b)).sum::<Ns>() as f64 / steady as f64
     } else {
         intervals.map(|(a, b)| b - a).sum::<Ns>() as f64 / span.max(1) as f64
@@ -503,7 +503,7 @@ fn low_util(devices: &[DeviceActivity], windows: Option<&Windows>) -> LowUtil {
 
 fn time_util(x: &Inputs<'_>) -> Option<Finding> {
     let w = x.steps.windows;
-    let u = low_util(x.devices, x.steps.name.is_some().then_some(&w));
+    let u = low_util(x.devices, x.steps.found().then_some(&w));
     let (low, chunks, nregions) = (u.low, u.chunks, u.regions);
     // A loop region leads; a start-up or teardown one is told as such, at info.
     let ((device, a, b, util), of_loop) = match (u.of_loop, u.outside) {
@@ -554,7 +554,10 @@ fn time_util(x: &Inputs<'_>) -> Option<Finding> {
 }
 
 fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> {
-    let name = x.steps.name.as_deref()?;
+    if !x.steps.found() {
+        return None;
+    }
+    let name = x.steps.label();
     // The first step is warm-up (lazy loading, the first batch): judge the rest.
     let steps = if x.steps.instances.len() > 1 { &x.steps.instances[1..] } else { &x.steps.instances[..] };
     // Gaps of each device in start order: those overlapping a step are one range.
@@ -617,7 +620,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
         weight: idle[cause as usize],
         severity: by_share(share, 0.5, 0.2).min(by_share(idle_share, 0.5, 0.2)),
         message: format!(
-            "The GPU starved in {} of the `{name}` ranges ({starved} of {}): {} idle in them, {} of it {}{}{where_}",
+            "The GPU starved in {} of the {name} ranges ({starved} of {}): {} idle in them, {} of it {}{}{where_}",
             pct(share),
             steps.len(),
             fmt_ns(total),
@@ -626,7 +629,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
             hint.words()
         ),
         evidence: vec![
-            ev("step_phase", &name),
+            ev("step_phase", &x.steps.name.as_deref().unwrap_or("inferred")),
             ev("steps", &steps.len()),
             ev("starved_steps", &starved),
             ev("idle_ns", &total),
@@ -750,7 +753,10 @@ fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
 // replay loop) falls in teardown: say so when teardown holds more GPU idle than the
 // steady state, so that the headline's steady numbers are not read as the whole run.
 fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
-    let name = x.steps.name.as_deref()?;
+    if !x.steps.found() {
+        return None;
+    }
+    let name = x.steps.label();
     let w = x.steps.windows;
     let (mut busy, mut idle, mut span) = (0, 0, 0);
     for d in x.devices {
@@ -772,7 +778,7 @@ fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
         weight: idle,
         severity: Severity::Warning,
         message: format!(
-            "After the last `{name}` the GPU ran on for {} ({} busy) and idled {}, more than the {} idle of the \
+            "After the last {name} the GPU ran on for {} ({} busy) and idled {}, more than the {} idle of the \
              steady state: a second loop outside the step phase (evaluation, inference, graph replay); most of its \
              gap time is {}",
             fmt_ns(span),
@@ -829,7 +835,7 @@ fn pageable_bandwidth(x: &Inputs<'_>, dir: MemClass, span: Ns) -> Option<Finding
         fmt_bytes(pb),
         fmt_ns(pns),
         pct(share),
-        if x.steps.name.is_some() { "steady state" } else { "GPU span" }
+        if x.steps.found() { "steady state" } else { "GPU span" }
     );
     match same_size_pinned(x, dir) {
         Some((class, (b, ns), (pin_b, pin_ns))) => {

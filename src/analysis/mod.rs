@@ -16,6 +16,7 @@
 // once stayed on the wrong GPU): name the variants, or allow it with a reason.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+pub(crate) mod cycle;
 pub(crate) mod findings;
 pub(crate) mod gaps;
 pub(crate) mod host;

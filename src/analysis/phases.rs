@@ -486,7 +486,7 @@ mod tests {
         assert_eq!((p.launched.count, p.launched.gpu_ns, p.launched.span_ns), (2, 30, 25));
         assert_eq!(p.slowest, (0, 25));
         assert!(p.starved_share.abs() < f64::EPSILON);
-        let exact = analyze(&t, &Options { min_gap_ns: 1, exact_names: true, step_phase: None });
+        let exact = analyze(&t, &Options { min_gap_ns: 1, exact_names: true, ..Options::default() });
         assert_eq!(exact.phases.len(), 2);
     }
 

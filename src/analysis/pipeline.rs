@@ -1,10 +1,10 @@
 //! The pipeline: [`analyze`] runs every analysis over a [`Trace`], in two threads.
 
 use super::{
-    Analysis, DeviceActivity, Gap, Options, Phase, Steady, findings, gaps, host, host_cause, index, link, pcie, phases,
-    ranks, rule, steps, transfers, whatif,
+    Analysis, DeviceActivity, Gap, Options, Phase, Steady, StepsInfo, findings, gaps, host, host_cause, index, link,
+    pcie, phases, ranks, rule, steps, transfers, whatif,
 };
-use crate::model::Trace;
+use crate::model::{Ns, Trace};
 
 /// Run every analysis over `trace`.
 ///
@@ -30,7 +30,13 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     );
     let by_phase = pcie::ByPhase::of(trace, &index, &groups);
     let grouped = options.exact_names.then(|| phases::instances(trace, false));
-    let mut steps = steps::choose(trace, grouped.as_ref().unwrap_or(&groups), &devices, options.step_phase.as_deref());
+    let mut steps = steps::choose(
+        trace,
+        (&index, grouped.as_ref().unwrap_or(&groups)),
+        &devices,
+        options.step_phase.as_deref(),
+        options.infer_steps,
+    );
     whatif::extend_to_gpu_end(&mut steps, trace, &index);
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
@@ -70,6 +76,8 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     findings.extend(link.into_iter().chain(ranked));
     link::attach(&mut findings, &whatifs);
     rule::order(&mut findings, findings::waits_on_pageable_sync(&gaps));
+    let step_instances: Vec<(Ns, Ns)> = steps.instances.iter().map(|i| (i.start, i.end)).collect();
+    let steps_info = StepsInfo::of(steps.source, steps.name.as_deref(), steps.anchor.as_deref(), &step_instances);
     Analysis {
         host: std::sync::Arc::new(host_ix),
         lookups: std::sync::Arc::new(index),
@@ -78,7 +86,8 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         options: options.clone(),
         overlap: transfers::overlap(&devices),
         totals: transfers::totals(trace),
-        step_instances: steps.instances.iter().map(|i| (i.start, i.end)).collect(),
+        step_instances,
+        steps: steps_info,
         step_phase: steps.name,
         hot_by_cause: hot,
         steady,

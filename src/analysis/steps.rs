@@ -8,12 +8,17 @@
 //! ranges of at least 3 instances whose instances hold at least half of the GPU busy
 //! time, framework operators (names with `::`, such as `aten::to`) left out. Within a rank, the phase whose instances hold the most GPU busy time wins.
 //!
+//! Without a step phase (or with `Options::infer_steps`), the steps are inferred from the
+//! kernels the process with the most GPU time launches ([`super::cycle`]): a Kineto
+//! `ProfilerStep#N` is a step phase like any NVTX one (source `profiler`).
+//!
 //! Windows: *startup* up to the start of the second step, *steady* from there to the
-//! end of the last step, *teardown* after it. Without a step phase, steady runs from the
-//! first GPU operation to the last.
+//! end of the last step's GPU work, *teardown* after it. Without steps of any source,
+//! steady runs from the first GPU operation to the last.
 
+use super::index::Index;
 use super::phases::Instance;
-use super::{DeviceActivity, Union, Windows};
+use super::{DeviceActivity, StepSource, Union, Windows};
 use crate::model::{Ns, Trace, group_name, step_rank};
 
 /// Fewest instances of a top-level phase without a step-like name.
@@ -22,20 +27,38 @@ const MIN_TOP_LEVEL: usize = 3;
 /// The chosen step phase: its name and its outermost instances, sorted by start.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Steps {
-    /// Grouped name, e.g. `step N`; None when the trace has no step phase.
+    /// Grouped name, e.g. `step N`; None when no NVTX phase marks the steps.
     pub name: Option<String>,
+    /// What marked the steps.
+    pub source: StepSource,
+    /// For inferred steps, the kernel whose launches mark their boundaries.
+    pub anchor: Option<String>,
     /// Outermost instances, sorted by start.
     pub instances: Vec<Instance>,
     /// The steady window.
     pub windows: Windows,
 }
 
-/// Choose the step phase among `groups` (grouped names) and derive the windows.
+impl Steps {
+    /// True when the trace has steps of any source.
+    pub(crate) fn found(&self) -> bool {
+        !self.instances.is_empty()
+    }
+
+    /// How messages name one step: `` `step N` `` or `inferred step`.
+    pub(crate) fn label(&self) -> String {
+        self.name.as_ref().map_or_else(|| "inferred step".to_string(), |n| format!("`{n}`"))
+    }
+}
+
+/// Choose the step phase among `groups` (grouped names), else infer the steps from the
+/// kernels (always with `infer`), and derive the windows.
 pub(crate) fn choose(
     trace: &Trace,
-    groups: &[(String, Vec<Instance>)],
+    (index, groups): (&Index, &[(String, Vec<Instance>)]),
     devices: &[DeviceActivity],
     wanted: Option<&str>,
+    infer: bool,
 ) -> Steps {
     // Saturating sums: corrupt timestamps near i64::MAX must not overflow.
     let total: Ns = devices.iter().fold(0, |t, d| t.saturating_add(d.busy.total()));
@@ -44,21 +67,31 @@ pub(crate) fn choose(
         devices.iter().flat_map(|d| windows.iter().map(|(a, b)| d.busy.busy_in(a, b))).fold(0, Ns::saturating_add)
     };
     let pick = match wanted {
+        _ if infer => None,
         Some(w) => asked(groups, w),
         None => numbered(groups, &held).or_else(|| top_level(groups, &held, total)),
     };
     let gpu_extent = devices.iter().filter_map(DeviceActivity::extent).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
     let whole = gpu_extent.unwrap_or((trace.meta.start_ns, trace.meta.end_ns));
-    match pick {
+    let (name, source, anchor, instances) = match pick {
         Some((name, instances)) if !instances.is_empty() => {
-            let steady_start = second_step_start(trace, &instances);
-            let steady_end = instances.iter().map(|i| i.end).max().unwrap_or(whole.1).max(steady_start);
-            Steps { name: Some(name), instances, windows: Windows { steady_start, steady_end } }
+            let source = if name.starts_with("ProfilerStep") { StepSource::Profiler } else { StepSource::Nvtx };
+            (Some(name), source, None, instances)
         }
-        _ => {
-            Steps { name: None, instances: Vec::new(), windows: Windows { steady_start: whole.0, steady_end: whole.1 } }
-        }
-    }
+        _ if wanted.is_some() && !infer => (None, StepSource::None, None, Vec::new()),
+        _ => match super::cycle::infer(trace, index) {
+            Some(c) => (None, StepSource::Inferred, Some(trace.strings.get(c.anchor).to_string()), c.instances),
+            None => (None, StepSource::None, None, Vec::new()),
+        },
+    };
+    let windows = if instances.is_empty() {
+        Windows { steady_start: whole.0, steady_end: whole.1 }
+    } else {
+        let steady_start = second_step_start(trace, &instances);
+        let steady_end = instances.iter().map(|i| i.end).max().unwrap_or(whole.1).max(steady_start);
+        Windows { steady_start, steady_end }
+    };
+    Steps { name, source, anchor, instances, windows }
 }
 
 // Where the steady state begins: the start of the second step; with several ranks, of
@@ -154,7 +187,7 @@ mod tests {
             ("optimizer step".to_string(), vec![inst(10, 20, 1), inst(110, 120, 1)]),
             ("step N".to_string(), vec![inst(100, 200, 0), inst(200, 300, 0), inst(300, 400, 0)]),
         ];
-        let s = choose(&Trace::default(), &groups, &d, None);
+        let s = choose(&Trace::default(), (&Index::default(), &groups), &d, None, false);
         assert_eq!(s.name.as_deref(), Some("step N"));
         assert_eq!(s.windows, Windows { steady_start: 200, steady_end: 400 });
         assert_eq!(s.windows.of(150, 210), Window::Startup);
@@ -166,16 +199,22 @@ mod tests {
     fn without_a_step_name_a_top_level_range_must_hold_half_the_gpu_work() {
         let d = [busy(&[(0, 1000)])];
         let small = vec![("jit".to_string(), vec![inst(0, 100, 0), inst(200, 300, 0), inst(400, 450, 0)])];
-        let s = choose(&Trace::default(), &small, &d, None);
+        let s = choose(&Trace::default(), (&Index::default(), &small), &d, None, false);
         assert_eq!(s.name, None);
         assert_eq!(s.windows, Windows { steady_start: 0, steady_end: 1000 });
         let big = vec![("train".to_string(), vec![inst(0, 400, 0), inst(400, 800, 0), inst(800, 1000, 0)])];
-        assert_eq!(choose(&Trace::default(), &big, &d, None).name.as_deref(), Some("train"));
+        assert_eq!(
+            choose(&Trace::default(), (&Index::default(), &big), &d, None, false).name.as_deref(),
+            Some("train")
+        );
         // A PyTorch operator holding the GPU work is no step.
         let op = vec![("aten::to".to_string(), vec![inst(0, 400, 0), inst(400, 800, 0), inst(800, 1000, 0)])];
-        assert_eq!(choose(&Trace::default(), &op, &d, None).name, None);
+        assert_eq!(choose(&Trace::default(), (&Index::default(), &op), &d, None, false).name, None);
         // Asked for by name, even a small phase is the step.
-        assert_eq!(choose(&Trace::default(), &small, &d, Some("jit")).name.as_deref(), Some("jit"));
+        assert_eq!(
+            choose(&Trace::default(), (&Index::default(), &small), &d, Some("jit"), false).name.as_deref(),
+            Some("jit")
+        );
     }
 
     #[test]
@@ -185,12 +224,15 @@ mod tests {
         let steps = vec![on(1, 0), on(1, 100), on(1, 200), on(2, 150), on(2, 250), on(2, 350)];
         let groups = vec![("step N".to_string(), steps)];
         let mut t = Trace::default();
-        assert_eq!(choose(&t, &groups, &d, None).windows.steady_start, 100);
+        assert_eq!(choose(&t, (&Index::default(), &groups), &d, None, false).windows.steady_start, 100);
         for (rank, pid) in [(0, 1), (1, 2)] {
             t.ranks.push(crate::model::Rank { rank, pids: vec![pid], ..crate::model::Rank::default() });
         }
         // Rank 1 starts late: its first step is still warm-up while rank 0 runs its second.
-        assert_eq!(choose(&t, &groups, &d, None).windows, Windows { steady_start: 250, steady_end: 450 });
+        assert_eq!(
+            choose(&t, (&Index::default(), &groups), &d, None, false).windows,
+            Windows { steady_start: 250, steady_end: 450 }
+        );
     }
 
     #[test]

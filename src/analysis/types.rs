@@ -18,11 +18,13 @@ pub struct Options {
     pub exact_names: bool,
     /// The NVTX phase that is one step (`--step-phase`); chosen from the trace when None.
     pub step_phase: Option<String>,
+    /// Infer the steps from the kernels even where an NVTX phase marks them (`--infer-steps`).
+    pub infer_steps: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { min_gap_ns: DEFAULT_MIN_GAP_NS, exact_names: false, step_phase: None }
+        Self { min_gap_ns: DEFAULT_MIN_GAP_NS, exact_names: false, step_phase: None, infer_steps: false }
     }
 }
 
@@ -493,8 +495,10 @@ pub struct Analysis {
     pub devices: Vec<DeviceActivity>,
     /// Gaps of at least `options.min_gap_ns`, sorted by start.
     pub gaps: Vec<Gap>,
-    /// The step phase (grouped name), if the trace has one.
+    /// The step phase (grouped name), if an NVTX (or Kineto) phase marks the steps.
     pub step_phase: Option<String>,
+    /// The steps, whatever marked them.
+    pub steps: StepsInfo,
     /// Its outermost instances as (start, end), sorted by start (the two-run view aligns on them).
     pub step_instances: Vec<(Ns, Ns)>,
     /// The steady window.
@@ -596,4 +600,53 @@ fn short_idle_ns(devices: &[DeviceActivity], gaps: &[Gap], w: Windows) -> Ns {
             (idle - long).max(0)
         })
         .sum()
+}
+
+/// What marked the steps of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepSource {
+    /// An NVTX range, one instance per step.
+    Nvtx,
+    /// The PyTorch profiler's `ProfilerStep#N`.
+    Profiler,
+    /// The kernel sequence that repeats once per step.
+    Inferred,
+    /// Nothing: no period holds.
+    #[default]
+    None,
+}
+
+/// The steps of a run: the report's `steps`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StepsInfo {
+    /// `nvtx`, `profiler`, `inferred` or `none`.
+    pub source: StepSource,
+    /// The step phase, for NVTX and profiler steps.
+    pub phase: Option<String>,
+    /// What marked a boundary: the NVTX phase, or the kernel whose launches repeat once per step.
+    pub anchor: Option<String>,
+    /// Steps.
+    pub count: usize,
+    /// Median step period (start to next start; the last step's own length counts once).
+    pub median_ns: Option<Ns>,
+    /// 95th percentile of the same.
+    pub p95_ns: Option<Ns>,
+}
+
+impl StepsInfo {
+    /// The summary of `instances` (sorted by start) marked by `source`.
+    pub(crate) fn of(source: StepSource, phase: Option<&str>, anchor: Option<&str>, instances: &[(Ns, Ns)]) -> Self {
+        let mut periods: Vec<Ns> = instances.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        periods.sort_unstable();
+        let at = |q: usize| (!periods.is_empty()).then(|| periods[((periods.len() - 1) * q).div_ceil(100)]);
+        StepsInfo {
+            source,
+            phase: phase.map(str::to_string),
+            anchor: anchor.or(phase).map(str::to_string),
+            count: instances.len(),
+            median_ns: at(50),
+            p95_ns: at(95),
+        }
+    }
 }

@@ -318,7 +318,7 @@ pub(crate) fn steady_model(
     (h2d, short_idle_ns): (&[CopyOp], Ns),
 ) -> Option<StepModel> {
     let (trace, index) = x;
-    steps.name.as_ref()?;
+    steps.found().then_some(())?;
     let w = steps.windows;
     // The step before the first steady one bounds the first period: its GPU end starts it.
     let before = steps.instances.iter().rev().find(|i| i.start < w.steady_start);

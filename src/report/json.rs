@@ -31,6 +31,9 @@ pub struct Report<'a> {
     /// Collective waits and the straggler (several exports only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub collectives: Option<CollectivesInfo<'a>>,
+    /// The steps and what marked them (an NVTX phase, `ProfilerStep#N`, or inferred from
+    /// the kernels).
+    pub steps: &'a crate::analysis::StepsInfo,
     /// Event counts.
     pub totals: Totals,
     /// Per-GPU busy and idle time.
@@ -492,6 +495,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             outlier_events: trace.meta.outliers.0,
             unreadable_events: trace.meta.unreadable_events,
         },
+        steps: &a.steps,
         totals: a.totals,
         devices: a
             .devices

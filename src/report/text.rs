@@ -8,7 +8,7 @@ use super::fields::{self, Field, Num, Unit};
 use super::json::{by_cause, top_gaps};
 use super::sanitize;
 use super::table::{Align, Table, md_escape};
-use crate::analysis::{Analysis, Cause, Finding, Gap, Phase, Rule};
+use crate::analysis::{Analysis, Cause, Finding, Gap, Phase, Rule, StepSource};
 use crate::model::{Ns, Trace};
 use crate::text::{escape_xml, fmt_bytes, fmt_ns};
 
@@ -324,7 +324,20 @@ fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis, all: bool) -> io::Result<(
             fmt_ns(w.steady_start - trace.meta.start_ns),
             fmt_ns(w.steady_end - trace.meta.start_ns)
         ),
-        None => "No step phase (no NVTX range marks a step): the steady state is the whole GPU span".to_string(),
+        None => match &a.steps.anchor {
+            Some(k) if a.steps.source == StepSource::Inferred => format!(
+                "No NVTX range marks a step: {} steps inferred from the kernels (boundaries at `{}`, median {}); \
+                 steady state from the second (+{}) to the end of the last (+{})",
+                a.steps.count,
+                sanitize(k),
+                a.steps.median_ns.map_or_else(|| "-".to_string(), fmt_ns),
+                fmt_ns(w.steady_start - trace.meta.start_ns),
+                fmt_ns(w.steady_end - trace.meta.start_ns)
+            ),
+            _ => "No step phase (no NVTX range marks a step, and no kernel sequence repeats once per step): \
+                  the steady state is the whole GPU span"
+                .to_string(),
+        },
     })?;
     let mut t = Table::new(&["cause", "gaps", "idle", "share", "steady idle", "steady share"]);
     let sums = by_cause(&a.gaps);

@@ -29,6 +29,7 @@ mod real_captures;
 mod record;
 mod report;
 mod scale_load;
+mod steps;
 mod term;
 mod tui_hostile;
 mod tui_metrics;

@@ -1,0 +1,407 @@
+//! Steps inferred from the GPU stream, for traces where no NVTX range marks a step (most
+//! users add none: plain loops, PyTorch Lightning, the Hugging Face `Trainer`).
+//!
+//! A training or inference loop launches the same kernels in the same order once per
+//! step. On the process with the most GPU time, on its busiest GPU:
+//!
+//! 1. **Period.** The kernel names in start order repeat with a period of `P` kernels:
+//!    the smallest lag at which most sampled positions hold the same kernel name as one
+//!    lag later ([`REPEAT_SHARE`]). Candidate lags are the median distances between
+//!    consecutive launches of each kernel name, so a kernel launched several times per
+//!    step (a layer's GEMM) offers a lag that fails the test, and a kernel once per two
+//!    steps offers a multiple of `P` that the smaller lag beats. A stall without kernels
+//!    (a checkpoint, a data wait) does not break the repeat: it holds no kernels.
+//! 2. **Anchor.** A kernel launched once per period (most of its distances `P`):
+//!    optimizer kernels first (`multi_tensor_apply`, fused or foreach Adam/SGD...), then
+//!    an NCCL all-reduce, then the most regular one.
+//! 3. **Check.** A second kernel must fall as often (once, or a micro-batch's kernel
+//!    several times) between consecutive anchors in [`AGREE_SHARE`] of the periods;
+//!    without one, no period holds and no step is guessed.
+//!
+//! A step is then a range of the launching thread's time, as an NVTX step range would
+//! be: from the end of one optimizer anchor's launch call to the end of the next (the
+//! step ends with its optimizer), or from one anchor's launch call to the next for other
+//! anchors.
+
+use std::collections::HashMap;
+
+use super::index::{Hints, Index};
+use super::phases::Instance;
+use crate::model::{EventRef, LaneKind, Ns, StrId, Trace};
+
+/// Most kernels read to find the period; a longer run is searched only for its anchors.
+const MAX_SEQUENCE: usize = 1 << 21;
+/// Positions sampled to test a lag.
+const LAG_SAMPLES: usize = 4096;
+/// Share of sampled positions whose kernel repeats one period later, for a period to hold.
+const REPEAT_SHARE: f64 = 0.7;
+/// Share of an anchor's distances that must be the period (the rest are stalls or other
+/// loops between steps).
+const ONCE_SHARE: f64 = 0.5;
+/// Ratio between sorted distances of a kernel's launches that splits them into bursts.
+const JUMP: u32 = 4;
+/// Share of anchor periods holding exactly one launch of the second anchor.
+const AGREE_SHARE: f64 = 0.9;
+/// Fewest steps inferred.
+const MIN_STEPS: usize = 3;
+
+/// Steps inferred for one process.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Inferred {
+    /// The process.
+    pub pid: u32,
+    /// The kernel whose launches mark the boundaries.
+    pub anchor: StrId,
+    /// The kernel that agrees with it.
+    pub second: StrId,
+    /// Kernels per step.
+    pub period_kernels: usize,
+    /// Steps as ranges of the launching thread, sorted by start.
+    pub instances: Vec<Instance>,
+}
+
+/// Steps of the process with the most GPU kernel time, when its kernels repeat.
+pub(crate) fn infer(trace: &Trace, index: &Index) -> Option<Inferred> {
+    let (pid, device) = busiest(trace)?;
+    infer_for(trace, index, pid, device)
+}
+
+/// Steps of process `pid` on GPU `device`, when its kernels repeat.
+pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> Option<Inferred> {
+    let lanes: Vec<usize> = (0..trace.lanes.len())
+        .filter(|&i| trace.lanes[i].pid == pid && kernels_of(trace.lanes[i].kind) == Some(device))
+        .collect();
+    let seq = sequence(trace, &lanes);
+    let cands = candidates(trace, &seq.names);
+    let period = period(&seq.names, &cands)?;
+    let (anchor, second) = anchors(&cands, period)?;
+    let at_end = anchor.kind == 0;
+    let refs: Vec<EventRef> = if seq.complete {
+        let pos = if at_end { &anchor.ends } else { &anchor.starts };
+        pos.iter().map(|&p| seq.refs[p as usize]).collect()
+    } else {
+        every_launch(trace, &lanes, anchor.name, period, at_end)
+    };
+    let instances = steps(trace, index, pid, &refs, at_end);
+    (instances.len() >= MIN_STEPS).then_some(Inferred {
+        pid,
+        anchor: anchor.name,
+        second: second.name,
+        period_kernels: period,
+        instances,
+    })
+}
+
+// The GPU of a kernel lane.
+fn kernels_of(kind: LaneKind) -> Option<u32> {
+    if let LaneKind::Kernels { device, .. } = kind { Some(device) } else { None }
+}
+
+// The (process, GPU) with the most kernel time.
+fn busiest(trace: &Trace) -> Option<(u32, u32)> {
+    let mut time: HashMap<(u32, u32), Ns> = HashMap::new();
+    for l in &trace.lanes {
+        if let LaneKind::Kernels { device, .. } = l.kind {
+            *time.entry((l.pid, device)).or_default() += (0..l.ev.len()).map(|i| l.ev.dur(i)).sum::<Ns>();
+        }
+    }
+    time.into_iter().max_by_key(|&(k, t)| (t, std::cmp::Reverse(k))).map(|(k, _)| k)
+}
+
+// Kernel names in start order over `lanes`, with where each is.
+struct Sequence {
+    names: Vec<StrId>,
+    refs: Vec<EventRef>,
+    // False when the run had more than MAX_SEQUENCE kernels.
+    complete: bool,
+}
+
+fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
+    let rows = lanes.iter().map(|&li| {
+        let ev = &trace.lanes[li].ev;
+        (0..ev.len()).map(move |i| (ev.start[i], li, i))
+    });
+    let mut names = Vec::new();
+    let mut refs = Vec::new();
+    let mut complete = true;
+    for (_, li, i) in itertools::kmerge_by(rows, |a: &(Ns, usize, usize), b: &(Ns, usize, usize)| a.0 < b.0) {
+        if names.len() == MAX_SEQUENCE {
+            complete = false;
+            break;
+        }
+        names.push(trace.lanes[li].ev.name[i]);
+        refs.push(EventRef { lane: li as u32, idx: i as u32 });
+    }
+    Sequence { names, refs, complete }
+}
+
+// A kernel name's launches grouped into bursts: launches closer together than the
+// largest jump in their distances (a layer's kernel several times per step) are one burst.
+#[derive(Debug, Clone)]
+struct Candidate {
+    name: StrId,
+    // 0 optimizer, 1 NCCL all-reduce, 2 any other.
+    kind: u8,
+    // Position of each burst's first and last launch.
+    starts: Vec<u32>,
+    ends: Vec<u32>,
+    // Median distance between burst starts, in kernels.
+    lag: usize,
+}
+
+impl Candidate {
+    // Where the name repeats: from its second burst (the first step is warm-up) to its last.
+    fn region(&self) -> (usize, usize) {
+        (self.starts[1] as usize, *self.starts.last().unwrap_or(&0) as usize)
+    }
+
+    // Share of burst distances within 10% of `period`.
+    fn regularity(&self, period: usize) -> f64 {
+        let near = |d: u32| (d as usize).abs_diff(period) * 10 <= period;
+        self.starts.windows(2).filter(|w| near(w[1] - w[0])).count() as f64 / (self.starts.len() - 1) as f64
+    }
+}
+
+// Every name launched at least MIN_STEPS times, in bursts.
+fn candidates(trace: &Trace, names: &[StrId]) -> Vec<Candidate> {
+    let mut at: HashMap<StrId, Vec<u32>> = HashMap::new();
+    for (p, &n) in names.iter().enumerate() {
+        at.entry(n).or_default().push(p as u32);
+    }
+    let mut out: Vec<Candidate> = at
+        .into_iter()
+        .filter(|(_, p)| p.len() >= MIN_STEPS)
+        .filter_map(|(name, pos)| bursts(name, kind(trace.strings.get(name)), &pos))
+        .collect();
+    out.sort_by_key(|c| (c.kind, c.lag, c.starts[0], c.name));
+    out
+}
+
+fn bursts(name: StrId, kind: u8, pos: &[u32]) -> Option<Candidate> {
+    let mut d: Vec<u32> = pos.windows(2).map(|w| w[1] - w[0]).collect();
+    d.sort_unstable();
+    // The largest jump of at least JUMP between sorted distances splits bursts.
+    let split = d.windows(2).filter(|w| w[1] >= JUMP * w[0].max(1)).max_by_key(|w| w[1] / w[0].max(1)).map(|w| w[1]);
+    let (mut starts, mut ends) = (vec![pos[0]], vec![pos[0]]);
+    for w in pos.windows(2) {
+        if split.is_none_or(|s| w[1] - w[0] >= s) {
+            starts.push(w[1]);
+            ends.push(w[1]);
+        } else if let Some(e) = ends.last_mut() {
+            *e = w[1];
+        }
+    }
+    if starts.len() < MIN_STEPS {
+        return None;
+    }
+    let mut gaps: Vec<u32> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    let k = (gaps.len() - 1) / 2;
+    let lag = *gaps.select_nth_unstable(k).1 as usize;
+    (lag >= 2).then_some(Candidate { name, kind, starts, ends, lag })
+}
+
+// The period: the smallest lag of an optimizer kernel that repeats or comes regularly; else, of the lags
+// that repeat, the smallest whose period holds (almost) as many distinct kernels as the
+// longest (a layer's cycle holds fewer than the step's; two steps hold no more than one).
+fn period(names: &[StrId], cands: &[Candidate]) -> Option<usize> {
+    let holds = |c: &&Candidate| {
+        let (a, b) = c.region();
+        b - a >= (MIN_STEPS - 1) * c.lag && repeats(&names[a..b.min(names.len())], c.lag)
+    };
+    // Optimizer kernels at regular distances mark the step even where the kernels between
+    // them change from step to step (shapes that vary, an allocator emptied each step).
+    if let Some(c) = cands.iter().filter(|c| c.kind == 0).find(|c| holds(c) || c.regularity(c.lag) >= ONCE_SHARE) {
+        return Some(c.lag);
+    }
+    let distinct: Vec<(usize, usize)> = cands.iter().filter(holds).map(|c| (c.lag, distinct_in(names, c))).collect();
+    let most = distinct.iter().map(|d| d.1).max()?;
+    distinct.into_iter().filter(|d| d.1 * 20 >= most * 19).map(|d| d.0).min()
+}
+
+// Distinct kernel names in one period of `c`, in the middle of its region.
+fn distinct_in(names: &[StrId], c: &Candidate) -> usize {
+    let (a, b) = c.region();
+    let mid = usize::midpoint(a, b);
+    let mut w: Vec<StrId> = names[mid.min(names.len() - c.lag)..][..c.lag].to_vec();
+    w.sort_unstable();
+    w.dedup();
+    w.len()
+}
+
+// True when most sampled positions hold the name found `lag` later, and a period holds
+// more than one name.
+fn repeats(names: &[StrId], lag: usize) -> bool {
+    if names.len() <= lag {
+        return false;
+    }
+    let span = names.len() - lag;
+    let stride = span.div_ceil(LAG_SAMPLES).max(1);
+    let (mut same, mut all) = (0usize, 0usize);
+    for i in (0..span).step_by(stride) {
+        all += 1;
+        same += usize::from(names[i] == names[i + lag]);
+    }
+    let distinct = names[..lag].iter().any(|&n| n != names[0]);
+    distinct && same as f64 >= REPEAT_SHARE * all as f64
+}
+
+// The anchor and the kernel that agrees with it, both once per period.
+fn anchors(cands: &[Candidate], period: usize) -> Option<(&Candidate, &Candidate)> {
+    let mut once: Vec<(&Candidate, f64)> =
+        cands.iter().map(|c| (c, c.regularity(period))).filter(|c| c.1 >= ONCE_SHARE).collect();
+    // Optimizer kernels, then NCCL all-reduce, then the most regular; the earliest on ties.
+    once.sort_by(|a, b| a.0.kind.cmp(&b.0.kind).then(b.1.total_cmp(&a.1)).then(a.0.starts[0].cmp(&b.0.starts[0])));
+    // The second anchor may come several times a step (a micro-batch's kernel), as often in each.
+    once.iter().find_map(|a| {
+        cands.iter().filter(|b| b.name != a.0.name).find(|b| agree(&a.0.starts, &b.starts)).map(|b| (a.0, b))
+    })
+}
+
+// 0 for an optimizer kernel, 1 for an NCCL all-reduce, 2 for any other.
+fn kind(name: &str) -> u8 {
+    let n = name.to_ascii_lowercase();
+    if optimizer(name) {
+        0
+    } else if n.contains("nccl") && n.contains("allreduce") {
+        1
+    } else {
+        2
+    }
+}
+
+/// True for the kernels of an optimizer step (fused and foreach Adam, SGD, LAMB...).
+pub(crate) fn optimizer(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["multi_tensor_apply", "adam", "sgd", "lamb", "adagrad", "rmsprop", "optimizer"].iter().any(|w| n.contains(w))
+}
+
+// True when the periods between consecutive bursts of `a` hold the same number (one or
+// more: micro-batches under one optimizer step) of bursts of `b` in AGREE_SHARE of them.
+fn agree(a: &[u32], b: &[u32]) -> bool {
+    let mut j = 0;
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for w in a.windows(2) {
+        while j < b.len() && b[j] < w[0] {
+            j += 1;
+        }
+        *counts.entry(b[j..].partition_point(|&p| p < w[1])).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .filter(|&(k, _)| k > 0)
+        .map(|(_, n)| n)
+        .max()
+        .is_some_and(|n| n as f64 >= AGREE_SHARE * (a.len() - 1) as f64)
+}
+
+// The launches of `name` on `lanes` that start (or, `at_end`, end) its bursts, over the
+// whole run (runs longer than MAX_SEQUENCE): a burst breaks where consecutive launches
+// are half a period of kernels apart or more.
+fn every_launch(trace: &Trace, lanes: &[usize], name: StrId, period: usize, at_end: bool) -> Vec<EventRef> {
+    let seq = lanes.iter().map(|&li| {
+        let ev = &trace.lanes[li].ev;
+        (0..ev.len()).map(move |i| (ev.start[i], li, i))
+    });
+    let mut out = Vec::new();
+    let mut last: Option<usize> = None;
+    for (p, (_, li, i)) in
+        itertools::kmerge_by(seq, |a: &(Ns, usize, usize), b: &(Ns, usize, usize)| a.0 < b.0).enumerate()
+    {
+        if trace.lanes[li].ev.name[i] != name {
+            continue;
+        }
+        let r = EventRef { lane: li as u32, idx: i as u32 };
+        match last {
+            Some(q) if 2 * (p - q) < period => {
+                if at_end && let Some(x) = out.last_mut() {
+                    *x = r;
+                }
+            }
+            _ => out.push(r),
+        }
+        last = Some(p);
+    }
+    out
+}
+
+// Steps between the anchor's launch calls: from one call's end to the next's for an
+// optimizer anchor (with the first step from the process's first launch), else from one
+// call's start to the next's.
+fn steps(trace: &Trace, index: &Index, pid: u32, anchors: &[EventRef], at_end: bool) -> Vec<Instance> {
+    let mut hints = Hints::new(trace);
+    let calls: Vec<(u32, Ns, Ns)> = anchors
+        .iter()
+        .map(|r| {
+            let ev = &trace.lanes[r.lane as usize].ev;
+            let i = r.idx as usize;
+            index
+                .api_call(trace, pid, ev.corr(i), &mut hints)
+                .map_or((0, ev.start[i], ev.end(i)), |c| (c.tid, c.start, c.end))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(calls.len());
+    if at_end {
+        let first = first_launch(trace, index, pid, calls.first().map(|c| c.0));
+        let mut from = first.unwrap_or(calls.first().map_or(0, |c| c.1));
+        for &(tid, _, end) in &calls {
+            if end > from {
+                out.push(Instance { pid, tid, start: from, end, depth: 0 });
+            }
+            from = end;
+        }
+    } else {
+        for w in calls.windows(2) {
+            out.push(Instance { pid, tid: w[0].0, start: w[0].1, end: w[1].1, depth: 0 });
+        }
+    }
+    out
+}
+
+// Start of the first kernel launch of `pid` on thread `tid`.
+fn first_launch(trace: &Trace, index: &Index, pid: u32, tid: Option<u32>) -> Option<Ns> {
+    let lane = index.api_lane(pid, tid?)?;
+    let ev = &trace.lanes[lane].ev;
+    (0..ev.len())
+        .find(|&i| crate::model::ApiKind::from_flags(ev.flags(i)) == crate::model::ApiKind::Launch)
+        .map(|i| ev.start[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A trace whose strings are the letters, and `s` as their ids.
+    fn ids(s: &str) -> (Trace, Vec<StrId>) {
+        let mut t = Trace::default();
+        let ids = s.chars().map(|c| t.strings.intern(&c.to_string())).collect();
+        (t, ids)
+    }
+
+    #[test]
+    fn the_period_is_the_step_not_a_layer_s_cycle_nor_two_steps() {
+        // A step "a b a b a b c d e f": `a` three times a step is one burst a step; the
+        // layer cycle "a b" (lag 2) holds 2 names of the step's 6.
+        let (t, names) = ids(&format!("xyz{}", "ababab cdef".replace(' ', "").repeat(10)));
+        assert_eq!(period(&names, &candidates(&t, &names)), Some(10));
+        // One name only: no structure, no period.
+        let (t, names) = ids(&"a".repeat(30));
+        assert_eq!(period(&names, &candidates(&t, &names)), None);
+    }
+
+    #[test]
+    fn a_second_anchor_must_fall_as_often_between_every_two_anchors() {
+        assert!(agree(&[0, 10, 20, 30], &[5, 15, 25]));
+        // Twice in every period agrees too (micro-batches); once, then twice, does not.
+        assert!(agree(&[0, 10, 20, 30], &[5, 6, 15, 16, 25, 26]));
+        assert!(!agree(&[0, 10, 20, 30], &[5, 15, 16, 25, 26]));
+        assert!(!agree(&[0, 10, 20, 30], &[5, 25]));
+    }
+
+    #[test]
+    fn optimizer_kernels_are_known_by_name() {
+        assert!(optimizer("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>"));
+        assert!(optimizer("fused_adam_kernel"));
+        assert!(!optimizer("ampere_sgemm_128x64_tn"));
+        assert_eq!(kind("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), 1);
+    }
+}
