@@ -13,7 +13,7 @@ use crate::model::Trace;
 use crate::picture::{Pick, Scene, Span};
 use crate::report::html::{figure, figure_at, head, tail};
 use crate::text::escape_xml;
-use crate::tui::pair::align::{self, RunSpan};
+use crate::view::align::{self, RunSpan};
 
 /// Write the HTML diff `d`; with `runs` (BEFORE, AFTER), add their timelines.
 pub(crate) fn write(w: &mut dyn Write, d: &Diff, runs: Option<[(&Trace, &Analysis); 2]>) -> io::Result<()> {
