@@ -129,7 +129,7 @@ impl<'a> Scene<'a> {
 
     /// The `n`-th longest gap (from 1): longest first, earlier first on ties.
     pub(crate) fn nth_gap(&self, n: usize) -> Option<&Gap> {
-        let top = crate::report::json::top_gaps(&self.analysis.gaps, n);
+        let top = crate::analysis::top::top_gaps(&self.analysis.gaps, n);
         if n == 0 { None } else { top.get(n - 1).copied() }
     }
 

@@ -14,6 +14,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::fields::PhaseFields;
+use crate::analysis::top::top_gaps;
 use crate::analysis::{Analysis, Cause, Gap, Totals};
 use crate::model::{Ns, Trace};
 
@@ -459,14 +460,6 @@ fn steady(a: &Analysis) -> Steady {
         by_cause: by_cause_timed(inside.into_iter(), part),
         short_idle_ns: a.short_idle_ns,
     }
-}
-
-/// The `n` longest gaps, longest first (earlier first on ties).
-pub(crate) fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
-    let mut v: Vec<&Gap> = gaps.iter().collect();
-    v.sort_by_key(|g| (std::cmp::Reverse(g.dur()), g.start, g.device));
-    v.truncate(n);
-    v
 }
 
 /// Build the JSON document; `all_gaps` adds `gaps.all`.
