@@ -8,6 +8,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::analysis::{self, Options};
 use crate::model::{Ns, Trace};
+use crate::report::FormatArg;
+use crate::text::parse_duration;
 use crate::{diff, info, picture, reader, report};
 
 /// Terminal viewer for NVIDIA Nsight Systems traces that says why the GPU is idle.
@@ -48,8 +50,8 @@ enum Command {
         #[arg(required = true)]
         trace: Vec<PathBuf>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-        format: ReportFormat,
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
         #[command(flatten)]
         analysis: AnalysisArgs,
         /// List every gap (JSON `gaps.all`, every row in text, Markdown and CSV).
@@ -63,8 +65,8 @@ enum Command {
         /// nsys SQLite export of the second run.
         after: PathBuf,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-        format: ReportFormat,
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
         #[command(flatten)]
         analysis: AnalysisArgs,
         /// Exit 3 when EXPR holds: `METRIC OP VALUE`, e.g. `idle_pct>20`,
@@ -173,27 +175,6 @@ impl From<AnalysisArgs> for Options {
     }
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum ReportFormat {
-    Text,
-    Json,
-    Csv,
-    Md,
-    Html,
-}
-
-impl From<ReportFormat> for report::Format {
-    fn from(f: ReportFormat) -> Self {
-        match f {
-            ReportFormat::Text => report::Format::Text,
-            ReportFormat::Json => report::Format::Json,
-            ReportFormat::Csv => report::Format::Csv,
-            ReportFormat::Md => report::Format::Md,
-            ReportFormat::Html => report::Format::Html,
-        }
-    }
-}
-
 /// An error with its own exit code (`diff --fail-if`: 2 malformed, 3 a condition holds);
 /// every other error exits 1.
 #[derive(Debug)]
@@ -221,30 +202,6 @@ pub(crate) const EXIT_CONDITION: u8 = 3;
 enum InfoFormat {
     Text,
     Json,
-}
-
-/// Parse a duration with a unit: `500ns`, `50us`, `50µs`, `2ms`, `1.5s`.
-pub(crate) fn parse_duration(s: &str) -> Result<Ns, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration (try 100us, 2ms, 1s)"))?;
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" | "μs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" => return Err(format!("'{s}' has no unit (ns, us, ms or s)")),
-        u => return Err(format!("unknown unit '{u}' in '{s}' (ns, us, ms or s)")),
-    };
-    let ns = value * scale;
-    if !ns.is_finite() || ns > 1e18 {
-        return Err(format!("'{s}' is too large"));
-    }
-    if ns < 1.0 {
-        return Err(format!("'{s}' must be at least 1ns"));
-    }
-    Ok(ns.round() as Ns)
 }
 
 /// Parse a terminal size `WIDTHxHEIGHT`, e.g. `200x60`.
@@ -280,14 +237,14 @@ pub(crate) fn parse_pixels(s: &str) -> Result<picture::svg::Size, String> {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Info { trace, format }) => {
-            let t = load_inputs(&trace)?;
+            let t = reader::load_inputs(&trace)?;
             emit(|w| match format {
                 InfoFormat::Text => info::write_text(w, &t),
                 InfoFormat::Json => info::write_json(w, &t),
             })
         }
         Some(Command::Report { trace, format, analysis, all_gaps }) => {
-            print_report(&load_inputs(&trace)?, &analysis.into(), format.into(), all_gaps)
+            print_report(&reader::load_inputs(&trace)?, &analysis.into(), format.into(), all_gaps)
         }
         Some(Command::Diff { before, after, analysis, view: true, no_mouse, .. }) => {
             view_diff(before, after, analysis.into(), crate::tui::Settings { mouse: !no_mouse })
@@ -332,7 +289,7 @@ fn record(args: &crate::record::RecordArgs) -> Result<()> {
     let r = crate::record::record(args)?;
     let options = Options::default();
     match args.report {
-        Some(format) => print_report(&load(&r.report)?, &options, format.into(), false)?,
+        Some(format) => print_report(&reader::load_one(&r.report)?, &options, format.into(), false)?,
         None => view(std::slice::from_ref(&r.report), options, crate::tui::Settings { mouse: true })?,
     }
     if r.code == 0 {
@@ -360,7 +317,7 @@ fn snapshot(
             out.display()
         );
     }
-    let t = load_inputs(traces)?;
+    let t = reader::load_inputs(traces)?;
     let a = analyze_checked(&t, options)?;
     let scene = picture::Scene::new(&t, &a);
     let span = scene
@@ -389,16 +346,13 @@ fn print_diff(
     format: report::Format,
     fail_if: &[String],
 ) -> Result<()> {
-    let (tb, ta) = (load(before)?, load(after)?);
+    let (tb, ta) = (reader::load_one(before)?, reader::load_one(after)?);
     let (ab, aa) = (analyze_checked(&tb, options)?, analyze_checked(&ta, options)?);
     let d =
         diff::diff(diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
     // Checked before anything is printed: a malformed condition prints only the error.
     let outcomes = diff::fail_if::check(fail_if, &d).map_err(|message| Exit { code: EXIT_MALFORMED, message })?;
-    emit(|w| match format {
-        report::Format::Html => diff::html::write(w, &d, Some([(&tb, &ab), (&ta, &aa)])),
-        _ => diff::write::write(w, &d, format),
-    })?;
+    emit(|w| diff::write_as(w, &d, format, Some([(&tb, &ab), (&ta, &aa)])))?;
     let held: Vec<String> = outcomes.iter().filter(|o| o.holds).map(ToString::to_string).collect();
     if held.is_empty() {
         return Ok(());
@@ -420,7 +374,7 @@ fn view(traces: &[PathBuf], options: Options, settings: crate::tui::Settings) ->
         let t = if traces.is_empty() {
             reader::load_demo_with_progress(&reader::Progress::default())?
         } else {
-            load_inputs(traces)?
+            reader::load_inputs(traces)?
         };
         return print_report(&t, &options, report::Format::Text, false);
     }
@@ -440,61 +394,6 @@ fn view(traces: &[PathBuf], options: Options, settings: crate::tui::Settings) ->
     crate::tui::run(source, options, settings)
 }
 
-/// Load the inputs of a command: one export, or several (files, directories, globs)
-/// merged on one timeline (`reader::merge`). Errors name the file.
-pub(crate) fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
-    let files = reader::inputs::expand(paths)?;
-    let mut traces = Vec::with_capacity(files.len());
-    for f in &files {
-        traces.push(load(f)?);
-    }
-    let t = reader::merge::merge(traces);
-    if let Some(note) = &t.meta.align_note {
-        eprintln!("lanescope: {}", crate::text::sanitize(note));
-    }
-    Ok(t)
-}
-
-/// Load a trace for a headless command; errors name the file. Loads that take
-/// over a second show a progress bar on stderr when stderr is a terminal.
-pub(crate) fn load(path: &Path) -> Result<Trace> {
-    let progress = reader::Progress::default();
-    let trace = std::thread::scope(|s| {
-        let job = s.spawn(|| reader::load_with_progress(path, &progress));
-        if std::io::stderr().is_terminal() {
-            show_progress(&job, &progress, path);
-        }
-        job.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reader panicked")))
-    });
-    trace.with_context(|| path.display().to_string())
-}
-
-fn show_progress<T>(job: &std::thread::ScopedJoinHandle<'_, T>, progress: &reader::Progress, path: &Path) {
-    let started = std::time::Instant::now();
-    let mut shown = false;
-    while !job.is_finished() {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        if started.elapsed().as_secs_f64() < 1.0 {
-            continue;
-        }
-        let f = progress.fraction();
-        let filled = (f * 30.0).round() as usize;
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        eprint!(
-            "\r[{}{}] {:>3.0}% loading {}",
-            "#".repeat(filled),
-            " ".repeat(30 - filled),
-            f * 100.0,
-            crate::text::sanitize(&name)
-        );
-        shown = true;
-    }
-    if shown {
-        // Clear the bar so the output starts on a clean line.
-        eprint!("\r{}\r", " ".repeat(80));
-    }
-}
-
 // Write to stdout through a buffer; a closed pipe (`| head`) ends quietly.
 fn emit(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let stdout = std::io::stdout();
@@ -508,18 +407,6 @@ fn emit(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_with_units() {
-        assert_eq!(parse_duration("100us"), Ok(100_000));
-        assert_eq!(parse_duration("2ms"), Ok(2_000_000));
-        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
-        assert_eq!(parse_duration("50µs"), Ok(50_000));
-        assert_eq!(parse_duration("500ns"), Ok(500));
-        assert!(parse_duration("100").is_err());
-        assert!(parse_duration("abc").is_err());
-        assert!(parse_duration("5min").is_err());
-    }
 
     #[test]
     fn cli_shape_is_valid() {

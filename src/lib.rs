@@ -2,8 +2,10 @@
 //!
 //! Data flows `reader` (SQLite export) -> `model` (lanes of sorted columns) ->
 //! `analysis` (busy unions, gaps and causes, phases, transfers, findings) -> `report`
-//! (headless text/JSON/CSV/Markdown) or `tui` (interactive timeline); `diff` compares
-//! the analyses of two runs.
+//! (headless text/JSON/CSV/Markdown/HTML) or `tui` (interactive timeline); `diff`
+//! compares the analyses of two runs. The lanes that the viewer and the pictures draw
+//! come from `view`, a view-model with no drawing library; docs/architecture.md has
+//! the floors.
 //!
 //! The modules are private: the names below are the whole public surface, the ones that
 //! `main`, the integration tests and the benches use.
@@ -22,6 +24,7 @@ mod report;
 mod scale;
 mod text;
 mod tui;
+mod view;
 
 pub use analysis::host::{HostIndex, cpu_load};
 pub use analysis::pcie::{CopyVerdict, Pcie};
@@ -44,4 +47,5 @@ pub use report::{Format, write as write_report, write_with as write_report_with}
 pub use text::sanitize;
 pub use tui::compact::CompactWriter;
 pub use tui::theme::{Depth, Theme};
-pub use tui::{Action, Align, App, Pair, draw, draw_pair};
+pub use tui::{Action, App, Pair, draw, draw_pair};
+pub use view::align::Align;

@@ -42,7 +42,7 @@ pub(crate) struct RecordArgs {
     pub force: bool,
     /// Print `lanescope report` in FORMAT on stdout instead of opening the viewer.
     #[arg(long, value_enum, value_name = "FORMAT")]
-    pub report: Option<crate::cli::ReportFormat>,
+    pub report: Option<crate::report::FormatArg>,
     /// Extra arguments for `nsys profile`, up to `--` (e.g. `--nsys-args --cuda-memory-usage=true --`).
     #[arg(long, value_name = "ARGS", num_args = 1.., allow_hyphen_values = true, value_terminator = "--")]
     pub nsys_args: Vec<String>,

@@ -1,7 +1,8 @@
 //! Text shared by every output (report, evidence, diff, info and the viewer): making
-//! trace-derived strings safe for a terminal, cutting them to a width, one formatter per
-//! unit (durations, sizes, rates, counts, percentages), and the one JSON writer. A leaf
-//! module: it imports only `model::Ns`.
+//! trace-derived strings safe for a terminal, cutting them to a width and wrapping
+//! prose, one formatter per unit (durations, sizes, rates, counts, percentages), the
+//! parser of durations the commands take (`--min-gap 50us`), and the one JSON writer. A
+//! leaf module: it imports only `model::Ns`.
 
 use std::borrow::Cow;
 
@@ -158,6 +159,54 @@ pub(crate) fn fmt_count(n: u64) -> String {
     out
 }
 
+/// Word-wrap `s` to `width` columns; lines after the first start with `indent` spaces.
+/// Words longer than a line are cut.
+pub(crate) fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in s.split(' ') {
+        let n = word.chars().count();
+        if len > 0 && len + 1 + n > width {
+            lines.push(std::mem::take(&mut line));
+            line.push_str(&" ".repeat(indent));
+            len = indent;
+        } else if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        let room = width.saturating_sub(len).max(1);
+        line.push_str(&ellipsize(word, room));
+        len += n.min(room);
+    }
+    lines.push(line);
+    lines
+}
+
+/// Parse a duration with a unit: `500ns`, `50us`, `50µs`, `2ms`, `1.5s`.
+pub(crate) fn parse_duration(s: &str) -> Result<Ns, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration (try 100us, 2ms, 1s)"))?;
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" | "μs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "" => return Err(format!("'{s}' has no unit (ns, us, ms or s)")),
+        u => return Err(format!("unknown unit '{u}' in '{s}' (ns, us, ms or s)")),
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns > 1e18 {
+        return Err(format!("'{s}' is too large"));
+    }
+    if ns < 1.0 {
+        return Err(format!("'{s}' must be at least 1ns"));
+    }
+    Ok(ns.round() as Ns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +275,25 @@ mod tests {
         assert_eq!(fmt_gbps(1, 0), "-");
         assert_eq!(fmt_count(27_059), "27,059");
         assert_eq!(fmt_count(999), "999");
+    }
+
+    #[test]
+    fn durations_with_units() {
+        assert_eq!(parse_duration("100us"), Ok(100_000));
+        assert_eq!(parse_duration("2ms"), Ok(2_000_000));
+        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration("50µs"), Ok(50_000));
+        assert_eq!(parse_duration("500ns"), Ok(500));
+        assert!(parse_duration("100").is_err());
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("5min").is_err());
+    }
+
+    #[test]
+    fn wraps_words_and_cuts_long_ones() {
+        assert_eq!(wrap("aa bb cc", 5, 2), ["aa bb", "  cc"]);
+        assert_eq!(wrap("abcdefgh", 4, 0), ["abc…"]);
+        assert_eq!(wrap("x", 100, 4), ["x"]);
+        assert!(wrap(&"word ".repeat(50), 20, 3).iter().all(|l| l.chars().count() <= 20));
     }
 }

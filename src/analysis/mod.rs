@@ -31,6 +31,7 @@ pub(crate) use phases::Instance;
 pub(crate) mod ranks;
 pub(crate) mod regap;
 pub(crate) mod steps;
+pub(crate) mod top;
 pub(crate) mod transfers;
 pub(crate) mod whatif;
 

@@ -2,7 +2,7 @@
 //! diff (the same rows as `--format text`, in a `<pre>`), then both runs' timelines
 //! stacked at an aligned step: the same step instance of each run (the first of the
 //! steady state, as `diff --view` opens), on the same time scale, then each run's
-//! longest gap. Without the runs' traces (the plain [`super::write::write`] path) the
+//! longest gap. Without the runs' traces ([`write_as`](super::write_as) without `runs`) the
 //! page has no pictures.
 
 use std::io::{self, Write};
@@ -13,14 +13,14 @@ use crate::model::Trace;
 use crate::picture::{Pick, Scene, Span};
 use crate::report::html::{figure, figure_at, head, tail};
 use crate::text::escape_xml;
-use crate::tui::pair::align::{self, RunSpan};
+use crate::view::align::{self, RunSpan};
 
 /// Write the HTML diff `d`; with `runs` (BEFORE, AFTER), add their timelines.
 pub(crate) fn write(w: &mut dyn Write, d: &Diff, runs: Option<[(&Trace, &Analysis); 2]>) -> io::Result<()> {
     head(w, &format!("lanescope diff: {} -> {}", d.before.path, d.after.path))?;
     writeln!(w, "<h1>lanescope diff</h1><p class=\"headline\"><b>{}</b></p>", escape_xml(&d.verdict))?;
     let mut text = Vec::new();
-    super::write::write(&mut text, d, crate::report::Format::Text)?;
+    super::write::text(&mut text, d, false)?;
     // Line by line: escaping sanitizes, and a newline is a control character.
     let lines: Vec<String> = String::from_utf8_lossy(&text).lines().map(escape_xml).collect();
     writeln!(w, "<pre>{}</pre>", lines.join("\n"))?;

@@ -16,15 +16,34 @@ mod verdict;
 pub(crate) mod write;
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::analysis::{Analysis, Finding, Gap, Phase};
-use crate::model::{MemKind, Ns};
+use crate::model::{MemKind, Ns, Trace};
+use crate::report::Format;
 use crate::report::fields::{self, Num, PhaseFields};
 use crate::report::json::{self, CauseSum, Overlap, TransferSums};
 use crate::text::percent;
+
+/// Write `d` in `format`. The HTML page draws both runs' timelines when `runs` holds
+/// their traces and analyses (BEFORE, AFTER), and has no pictures without them.
+pub(crate) fn write_as(
+    w: &mut dyn Write,
+    d: &Diff,
+    format: Format,
+    runs: Option<[(&Trace, &Analysis); 2]>,
+) -> io::Result<()> {
+    match format {
+        Format::Text => write::text(w, d, false),
+        Format::Md => write::text(w, d, true),
+        Format::Csv => write::csv(w, d),
+        Format::Json => write::json(w, d),
+        Format::Html => html::write(w, d, runs),
+    }
+}
 
 /// One side of a diff: the export's path and its analysis.
 #[derive(Debug, Clone, Copy)]

@@ -15,26 +15,18 @@ use serde_json::Value;
 use super::{Compared, Diff, FindingDiffs, Status};
 use crate::analysis::Cause;
 use crate::model::Ns;
-use crate::report::Format;
 use crate::report::csv::field;
 use crate::report::fields::{self, Field, Unit};
 use crate::report::table::{Table, md_escape};
-use crate::text::{ellipsize, sanitize};
+use crate::text::{ellipsize, sanitize, wrap};
 use crate::text::{fmt_bytes, fmt_ns};
 
 /// Width the text output fits in.
 pub(crate) const WIDTH: usize = 100;
 
-/// Write `d` in `format`.
-pub(crate) fn write(w: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
-    match format {
-        Format::Text => text(&mut Out { w, md: false }, d),
-        Format::Md => text(&mut Out { w, md: true }, d),
-        Format::Csv => csv(w, d),
-        Format::Json => json(w, d),
-        // Without the runs' traces: the page without pictures (`cli` passes them).
-        Format::Html => super::html::write(w, d, None),
-    }
+/// Write `d` as text, or as Markdown when `md`.
+pub(crate) fn text(w: &mut dyn Write, d: &Diff, md: bool) -> io::Result<()> {
+    sections(&mut Out { w, md }, d)
 }
 
 struct Out<'w> {
@@ -65,30 +57,6 @@ impl Out<'_> {
     fn table(&mut self, t: &Table) -> io::Result<()> {
         if self.md { t.write_md(self.w) } else { t.write_text(self.w) }
     }
-}
-
-/// Word-wrap `s` to `width` columns; lines after the first start with `indent` spaces.
-/// Words longer than a line are cut.
-pub(crate) fn wrap(s: &str, width: usize, indent: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut len = 0;
-    for word in s.split(' ') {
-        let n = word.chars().count();
-        if len > 0 && len + 1 + n > width {
-            lines.push(std::mem::take(&mut line));
-            line.push_str(&" ".repeat(indent));
-            len = indent;
-        } else if len > 0 {
-            line.push(' ');
-            len += 1;
-        }
-        let room = width.saturating_sub(len).max(1);
-        line.push_str(&ellipsize(word, room));
-        len += n.min(room);
-    }
-    lines.push(line);
-    lines
 }
 
 fn value(v: f64, u: Unit) -> String {
@@ -214,7 +182,7 @@ fn phase_rows() -> Vec<(String, String, Unit)> {
     v
 }
 
-fn text(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
+fn sections(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
     // The verdict comes first: it is what a reader (or a CI log) needs.
     if o.md {
         writeln!(o.w, "# lanescope diff\n")?;
@@ -288,7 +256,8 @@ fn cell(v: Option<&Value>) -> String {
     }
 }
 
-fn csv(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
+/// Write `d` as one long CSV table.
+pub(crate) fn csv(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
     let mut line = |cells: [&str; 7]| {
         let v: Vec<String> = cells.iter().map(|c| field(c)).collect();
         writeln!(w, "{}", v.join(","))
@@ -324,21 +293,14 @@ fn csv(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
     line(["verdict", "", "verdict", "", &d.verdict, "", ""])
 }
 
-fn json(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
+/// Write `d` as JSON.
+pub(crate) fn json(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
     crate::text::write_json(w, d)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wraps_words_and_cuts_long_ones() {
-        assert_eq!(wrap("aa bb cc", 5, 2), ["aa bb", "  cc"]);
-        assert_eq!(wrap("abcdefgh", 4, 0), ["abc…"]);
-        assert_eq!(wrap("x", 100, 4), ["x"]);
-        assert!(wrap(&"word ".repeat(50), 20, 3).iter().all(|l| l.chars().count() <= 20));
-    }
 
     #[test]
     fn values_and_changes_read_well() {

@@ -86,7 +86,7 @@ fn seconds(s: &str) -> Result<Ns, String> {
         }
         return Ok((x * 1e9).round() as Ns);
     }
-    crate::cli::parse_duration(t)
+    crate::text::parse_duration(t)
 }
 
 #[cfg(test)]

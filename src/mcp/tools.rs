@@ -153,7 +153,7 @@ impl Server {
         if let Some(l) = self.cache.get(&key).filter(|l| l.state == state) {
             return Ok(Rc::clone(l));
         }
-        let trace = crate::cli::load_inputs(&[path.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
+        let trace = crate::reader::load_inputs(&[path.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
         let analysis = crate::analysis::analyze(&trace, &Options::default());
         let l = Rc::new(Loaded { trace, analysis, state });
         self.cache.insert(key, Rc::clone(&l));

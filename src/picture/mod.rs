@@ -1,10 +1,10 @@
 //! Timeline pictures: the viewer's lanes for one time window, drawn as SVG (`snapshot`,
 //! and inline in the HTML report and diff).
 //!
-//! The rows and their cells come from the viewer's own code: lane groups and labels
-//! from `tui::rows`, per-lane cells from the render index (`tui::index`, one cell per
-//! pixel column), the GPU busy cells from the same union directories, and the window
-//! from `tui::viewport` (a gap is shown as the viewer's gap jump shows it). Only the
+//! The rows and their cells come from the view layer that the viewer draws too: lane
+//! groups and labels from `view::rows`, per-lane cells from the render index
+//! (`view::index`, one cell per pixel column), the GPU busy cells from the same union
+//! directories, and the window from `view::viewport` (a gap is shown as the viewer's gap jump shows it). Only the
 //! gaps are drawn from their exact times rather than from cells, so a gap's rectangle
 //! starts and ends where the gap does. `svg.rs` writes the picture.
 
@@ -15,9 +15,9 @@ use anyhow::{Result, bail};
 use crate::analysis::names::phase_name;
 use crate::analysis::{Analysis, Gap};
 use crate::model::{LaneKind, Ns, Trace};
-use crate::tui::index::{CellInfo, Index, UnionDir};
-use crate::tui::rows::{self, Group, GroupKind};
-use crate::tui::viewport::Viewport;
+use crate::view::index::{CellInfo, Index, UnionDir};
+use crate::view::rows::{self, Group, GroupKind};
+use crate::view::viewport::Viewport;
 
 /// Most CPU threads a picture shows.
 pub(crate) const MAX_THREADS: usize = 4;
@@ -129,7 +129,7 @@ impl<'a> Scene<'a> {
 
     /// The `n`-th longest gap (from 1): longest first, earlier first on ties.
     pub(crate) fn nth_gap(&self, n: usize) -> Option<&Gap> {
-        let top = crate::report::json::top_gaps(&self.analysis.gaps, n);
+        let top = crate::analysis::top::top_gaps(&self.analysis.gaps, n);
         if n == 0 { None } else { top.get(n - 1).copied() }
     }
 

@@ -17,8 +17,8 @@ use super::{RowKind, RowSpec, Scene, Span, x_of};
 use crate::analysis::{Cause, Gap};
 use crate::model::{MemClass, Ns};
 use crate::text::{escape_xml as escape, fmt_ns};
-use crate::tui::index::{CellInfo, bucket_edge};
-use crate::tui::theme::{Class, classify, glyph};
+use crate::view::index::{CellInfo, bucket_edge};
+use crate::view::palette::{Class, classify, glyph};
 
 /// Fill of an idle gap on a GPU row.
 pub(crate) const GAP_COLOUR: &str = "#d62728";

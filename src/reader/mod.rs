@@ -9,6 +9,7 @@
 // once stayed on the wrong GPU): name the variants, or allow it with a reason.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+mod command;
 mod counters;
 mod host;
 pub(crate) mod inputs;
@@ -32,6 +33,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::model::counters::Counters;
 use crate::model::{Lane, LaneKind, Meta, TableStat, Trace};
+pub(crate) use command::{load_inputs, load_one};
 pub(crate) use schema::EVENT_TABLES;
 use schema::Schema;
 use tables::{Names, Partial};

@@ -65,20 +65,6 @@ pub(crate) fn headline(w: &mut dyn Write, f: &Finding) -> io::Result<()> {
     )
 }
 
-/// One finding of the findings section (`evidence` already formatted).
-pub(crate) fn finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str) -> io::Result<()> {
-    let sev = f.severity.label();
-    writeln!(
-        w,
-        "<div class=\"finding {sev}\"><b>{n}. [{sev}] {}</b>: {}<div class=\"ev\">evidence: {}</div>\
-         <div class=\"fix\">fix: {}</div></div>",
-        f.rule,
-        escape_xml(&f.message),
-        escape_xml(evidence),
-        escape_xml(&f.fix_text())
-    )
-}
-
 // The steady state (its first steps), then the longest gaps.
 fn pictures(w: &mut dyn Write, scene: &Scene) -> io::Result<()> {
     let (t, a) = (scene.trace, scene.analysis);

@@ -14,6 +14,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::fields::PhaseFields;
+use crate::analysis::top::top_gaps;
 use crate::analysis::{Analysis, Cause, Gap, Totals};
 use crate::model::{Ns, Trace};
 
@@ -466,14 +467,6 @@ pub(crate) fn steady_by_cause(s: &crate::analysis::Steady) -> BTreeMap<&'static 
         ..CauseSum::default()
     };
     Cause::ALL.iter().map(|&c| (c.label(), sum(c))).collect()
-}
-
-/// The `n` longest gaps, longest first (earlier first on ties).
-pub(crate) fn top_gaps(gaps: &[Gap], n: usize) -> Vec<&Gap> {
-    let mut v: Vec<&Gap> = gaps.iter().collect();
-    v.sort_by_key(|g| (std::cmp::Reverse(g.dur()), g.start, g.device));
-    v.truncate(n);
-    v
 }
 
 /// Build the JSON document; `all_gaps` adds `gaps.all`.

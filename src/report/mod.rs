@@ -33,6 +33,29 @@ pub enum Format {
     Html,
 }
 
+/// [`Format`] as the command line names it (`--format` of `report` and `diff`, `record
+/// --report`). Its values carry no doc comments: clap would print them in `--help`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum FormatArg {
+    Text,
+    Json,
+    Csv,
+    Md,
+    Html,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Text => Format::Text,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Md => Format::Md,
+            FormatArg::Html => Format::Html,
+        }
+    }
+}
+
 /// Write the report of `analysis` over `trace` in `format`. I/O errors (a closed pipe
 /// included) are returned to the caller.
 pub fn write(w: &mut dyn Write, trace: &Trace, analysis: &Analysis, format: Format) -> io::Result<()> {

@@ -5,9 +5,10 @@
 use std::io::{self, Write};
 
 use super::fields::{self, Field, Num, Unit};
-use super::json::{by_cause, top_gaps};
+use super::json::by_cause;
 use super::sanitize;
 use super::table::{Align, Table, md_escape};
+use crate::analysis::top::top_gaps;
 use crate::analysis::{Analysis, Cause, Finding, Gap, Phase, Rule, StepSource};
 use crate::model::{Ns, Trace};
 use crate::text::{escape_xml, fmt_bytes, fmt_ns};
@@ -425,8 +426,22 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
                 }
                 o.line("")?;
             }
-            Style::Html => super::html::finding(o.w, i + 1, f, &ev.join(", "))?,
+            Style::Html => html_finding(o.w, i + 1, f, &ev.join(", "))?,
         }
     }
     Ok(())
+}
+
+// One finding of the HTML findings section (`evidence` already formatted).
+fn html_finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str) -> io::Result<()> {
+    let sev = f.severity.label();
+    writeln!(
+        w,
+        "<div class=\"finding {sev}\"><b>{n}. [{sev}] {}</b>: {}<div class=\"ev\">evidence: {}</div>\
+         <div class=\"fix\">fix: {}</div></div>",
+        f.rule,
+        escape_xml(&f.message),
+        escape_xml(evidence),
+        escape_xml(&f.fix_text())
+    )
 }

@@ -9,8 +9,8 @@ use crate::model::{EventRef, LaneKind, Ns, Trace};
 use super::app::{App, Selection};
 use super::input::{self, Action, Mode};
 use super::panels::{Effect, Help, Panel, Search};
-use super::rows::{GroupKind, Row};
 use super::text;
+use crate::view::rows::{GroupKind, Row};
 
 /// Threshold limits for `>` and `<`.
 const MIN_THRESHOLD: Ns = 1_000;

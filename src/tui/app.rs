@@ -13,13 +13,13 @@ use crate::analysis::regap::{self, Change, GapFinder, Pool, TooMany};
 use crate::analysis::{Analysis, DeviceActivity, Gap};
 use crate::model::{EventRef, Ns, Trace};
 
-use super::index::{CellInfo, Index, UnionDir};
 use super::input::{Facts, Mode};
 use super::layout::{Areas, PanelShape};
 use super::panels::{Context, Details, Help, Panel, Search, details};
-use super::rows::{self, GroupKind, LaneList};
 use super::theme::Theme;
-use super::viewport::{View, Viewport};
+use crate::view::index::{CellInfo, Index, UnionDir};
+use crate::view::rows::{self, GroupKind, LaneList};
+use crate::view::viewport::{View, Viewport};
 
 /// What is selected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,7 +300,7 @@ impl App {
 
     /// Heap bytes of the lanes' time directories alone (part of [`App::index_bytes`]).
     pub fn directory_bytes(&self) -> usize {
-        self.index.lanes.iter().map(super::index::LaneIndex::dir_bytes).sum::<usize>()
+        self.index.lanes.iter().map(crate::view::index::LaneIndex::dir_bytes).sum::<usize>()
             + self.gpu_dirs.iter().map(|(a, b)| a.heap_bytes() + b.heap_bytes()).sum::<usize>()
     }
 

@@ -9,21 +9,17 @@
 mod actions;
 mod app;
 pub(crate) mod compact;
-pub(crate) mod index;
 mod input;
 mod layout;
 mod mouse;
 pub(crate) mod pair;
 mod panels;
-pub(crate) mod pyramid;
 mod render;
-pub(crate) mod rows;
 #[cfg(test)]
 mod scale_tests;
 mod terminal;
 pub(crate) mod text;
 pub(crate) mod theme;
-pub(crate) mod viewport;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,7 +39,7 @@ use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
 pub use app::App;
 pub(crate) use app::Selection;
 pub use input::Action;
-pub use pair::{Align, Pair, draw_pair};
+pub use pair::{Pair, draw_pair};
 pub use render::draw;
 
 use crate::analysis::{self, Options};

@@ -15,7 +15,7 @@ use ratatui::layout::{Position, Rect};
 
 use super::app::{App, Drag};
 use super::input::{Action, Mode};
-use super::rows::Row;
+use crate::view::rows::Row;
 
 /// Lines the wheel scrolls a list or the help by.
 const WHEEL_LINES: usize = 3;

@@ -14,7 +14,7 @@ use crate::analysis::index::Index as Lookups;
 use crate::analysis::{self, Options};
 use crate::model::{EventRef, LaneKind, Ns, Trace};
 use crate::tui::App;
-use crate::tui::index::{CellInfo, Index, UnionDir};
+use crate::view::index::{CellInfo, Index, UnionDir};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 // A fixture, unpacked from `NAME.xz` into a temporary folder when it is committed
@@ -236,7 +236,7 @@ fn gpu_row_busy_time_per_cell_equals_the_union() {
                 let span = (dur / zoom).max(1);
                 let start = t0 + (dur - span) / 3;
                 let edges: Vec<Ns> =
-                    (0..=width).map(|k| crate::tui::index::bucket_edge(start, span, width, k)).collect();
+                    (0..=width).map(|k| crate::view::index::bucket_edge(start, span, width, k)).collect();
                 let (got_busy, got_kern) = (busy.busy_cells(&d.busy, &edges), kernels.busy_cells(&d.kernels, &edges));
                 for (k, w) in edges.windows(2).enumerate() {
                     assert_eq!(got_busy[k], d.busy.busy_in(w[0], w[1]), "{name} GPU {} zoom {zoom} cell {k}", d.device);

@@ -1,9 +1,12 @@
-//! Colours and glyphs. Glyphs never depend on the colour depth, so every state reads
-//! on a 16-colour or `NO_COLOR` terminal; colours only add to them.
+//! The viewer's styles: the lanes' palette (`view::palette`: classes, glyphs, colours as
+//! data) as ratatui styles at the terminal's depth, and the colours of the chrome.
+//! Glyphs never depend on the colour depth, so every state reads on a 16-colour or
+//! `NO_COLOR` terminal; colours only add to them.
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::model::{ApiKind, Lane, LaneKind, MemClass, MemFlags, StrId};
+use crate::model::StrId;
+use crate::view::palette::{self, Ansi, Class, Colour};
 
 /// How many colours the terminal shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,138 +19,12 @@ pub enum Depth {
     Ansi256,
 }
 
-/// What an event is, for its glyph and colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// A kernel or a graph execution.
-    Kernel,
-    /// A memory operation on pinned or device memory.
-    Memory(MemClass),
-    /// A copy from or to pageable host memory.
-    Pageable,
-    /// An NVTX range.
-    Nvtx,
-    /// An NVTX mark (instant).
-    Mark,
-    /// A kernel launch call.
-    Launch,
-    /// A call that blocks the thread: synchronize or synchronous copy.
-    Sync,
-    /// An asynchronous copy or memset call.
-    CopyCall,
-    /// Any other CUDA call.
-    Api,
-    /// An OS runtime call.
-    Osrt,
-    /// Profiler overhead (nsys's own stalls).
-    Overhead,
-    /// A thread running on a CPU.
-    OnCpu,
-    /// A CPU sample (instant).
-    Sample,
-}
-
-/// Classify event `i` of `lane`.
-pub(crate) fn classify(lane: &Lane, i: usize) -> Class {
-    match lane.kind {
-        LaneKind::Kernels { .. } | LaneKind::Graphs { .. } => Class::Kernel,
-        LaneKind::Memory { class, .. } => {
-            if MemFlags::unpack(lane.ev.flags(i)).is_pageable() {
-                Class::Pageable
-            } else {
-                Class::Memory(class)
-            }
-        }
-        LaneKind::Nvtx { .. } | LaneKind::NvtxStartEnd { .. } | LaneKind::GpuRanges { .. } => Class::Nvtx,
-        LaneKind::NvtxMarks { .. } => Class::Mark,
-        LaneKind::CudaApi { .. } => match ApiKind::from_flags(lane.ev.flags(i)) {
-            ApiKind::Launch => Class::Launch,
-            ApiKind::Sync | ApiKind::MemcpySync => Class::Sync,
-            ApiKind::MemcpyAsync | ApiKind::Memset => Class::CopyCall,
-            ApiKind::Other => Class::Api,
-        },
-        LaneKind::Osrt { .. } => Class::Osrt,
-        LaneKind::Overhead { .. } => Class::Overhead,
-        LaneKind::OnCpu { .. } => Class::OnCpu,
-        LaneKind::Samples { .. } => Class::Sample,
-    }
-}
-
-/// Glyphs of the timeline.
-pub(crate) mod glyph {
-    /// Busy shades from empty to full.
-    pub(crate) const SHADES: [char; 4] = ['░', '▒', '▓', '█'];
-    /// A copy from or to pageable memory.
-    pub(crate) const PAGEABLE: char = '▚';
-    /// A call that blocks its thread.
-    pub(crate) const SYNC: char = '═';
-    /// An instant.
-    pub(crate) const MARK: char = '│';
-    /// GPU copying with no kernel running (more than half the cell).
-    pub(crate) const COPY_ONLY: char = '▄';
-    /// GPU copying with no kernel running (less than half the cell).
-    pub(crate) const COPY_ONLY_LOW: char = '▂';
-    /// An idle gap at least as long as the threshold.
-    pub(crate) const GAP: char = '×';
-    /// A GPU mostly waiting inside a collective for another rank (busy for nsys, idle in truth).
-    pub(crate) const COLLECTIVE_WAIT: char = '≈';
-    /// The cursor in the ruler.
-    pub(crate) const CURSOR: char = '▼';
-    /// The mark in the ruler.
-    pub(crate) const MARK_POS: char = 'M';
-    /// Start of the steady-state window on the ruler.
-    pub(crate) const STEADY_START: char = '[';
-    /// End of the steady-state window on the ruler.
-    pub(crate) const STEADY_END: char = ']';
-
-    /// Bars of a counter row, one eighth to full.
-    pub(crate) const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    /// A counter cell with no sample inside (zoomed in past the sampling period).
-    pub(crate) const NO_SAMPLE: char = '·';
-
-    /// Bar for `value` on a scale whose top is `full`, to the nearest eighth; blank at
-    /// zero, and anything above zero shows.
-    pub(crate) fn bar(value: f64, full: f64) -> char {
-        if value <= 0.0 || full <= 0.0 {
-            return ' ';
-        }
-        let eighths = (value / full * 8.0).round().clamp(1.0, 8.0) as usize;
-        BARS[eighths - 1]
-    }
-
-    /// Shade for a busy share in `[0, 1]` (anything above zero shows).
-    pub(crate) fn shade(busy: f32) -> char {
-        if busy >= 0.875 {
-            SHADES[3]
-        } else if busy >= 0.5 {
-            SHADES[2]
-        } else if busy >= 0.25 {
-            SHADES[1]
-        } else {
-            SHADES[0]
-        }
-    }
-}
-
-/// Glyph of a cell holding events of class `class` covering `busy` of it.
-pub(crate) fn cell_glyph(class: Class, busy: f32) -> char {
-    match class {
-        Class::Pageable => glyph::PAGEABLE,
-        Class::Sync => glyph::SYNC,
-        Class::Mark | Class::Sample => glyph::MARK,
-        _ => glyph::shade(busy),
-    }
-}
-
 /// The colour scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Theme {
     /// Colour depth.
     pub depth: Depth,
 }
-
-const KERNEL_256: [u8; 6] = [71, 72, 107, 114, 78, 115];
-const NVTX_256: [u8; 6] = [179, 180, 186, 222, 216, 144];
 
 impl Theme {
     /// Pick the depth from the environment: `NO_COLOR`, then `COLORTERM`/`TERM`.
@@ -178,6 +55,11 @@ impl Theme {
         }
     }
 
+    // Foreground of a palette colour.
+    fn paint(self, c: Colour) -> Style {
+        self.fg(c.c256, c.c16.into())
+    }
+
     fn bg(self, c256: u8, c16: Color) -> Style {
         match self.depth {
             Depth::Mono => Style::new(),
@@ -193,25 +75,7 @@ impl Theme {
 
     /// Glyph style of an event.
     pub fn event(self, class: Class, name: StrId) -> Style {
-        let pick = |p: &[u8; 6]| p[(name.wrapping_mul(2_654_435_761) >> 29) as usize % p.len()];
-        match class {
-            Class::Kernel => self.fg(pick(&KERNEL_256), Color::Green),
-            Class::Memory(MemClass::H2D) => self.fg(75, Color::Blue),
-            Class::Memory(MemClass::D2H) => self.fg(141, Color::Magenta),
-            Class::Memory(MemClass::Memset) => self.fg(247, Color::Gray),
-            Class::Memory(_) => self.fg(110, Color::Cyan),
-            Class::Pageable => self.fg(208, Color::LightRed),
-            Class::Nvtx => self.fg(pick(&NVTX_256), Color::Yellow),
-            Class::Mark => self.fg(227, Color::LightYellow),
-            Class::Launch => self.fg(117, Color::Cyan),
-            Class::Sync => self.fg(203, Color::Red),
-            Class::CopyCall => self.fg(111, Color::LightBlue),
-            Class::Api => self.fg(250, Color::White),
-            Class::Osrt => self.fg(244, Color::DarkGray),
-            Class::Overhead => self.fg(96, Color::Magenta),
-            Class::OnCpu => self.fg(108, Color::Green),
-            Class::Sample => self.fg(139, Color::Magenta),
-        }
+        self.paint(palette::event(class, name))
     }
 
     /// Style of a name written inside an event of style `glyph`.
@@ -224,17 +88,17 @@ impl Theme {
 
     /// Kernels busy on the GPU overview row.
     pub fn gpu_busy(self) -> Style {
-        self.fg(78, Color::Green)
+        self.paint(palette::GPU_BUSY)
     }
 
     /// Copies with no kernel on the GPU overview row.
     pub fn gpu_copy(self) -> Style {
-        self.fg(75, Color::Blue)
+        self.paint(palette::GPU_COPY)
     }
 
     /// A GPU metric row other than PCIe RX, TX and SMs Active.
     pub fn counter(self) -> Style {
-        self.fg(110, Color::Cyan)
+        self.paint(palette::COUNTER)
     }
 
     /// An idle gap of at least the threshold.
@@ -336,5 +200,41 @@ impl Theme {
             Depth::Mono => Style::new().add_modifier(Modifier::REVERSED),
             _ => self.bg(238, Color::DarkGray).add_modifier(Modifier::BOLD),
         }
+    }
+}
+
+impl From<Ansi> for Color {
+    fn from(c: Ansi) -> Self {
+        match c {
+            Ansi::Red => Color::Red,
+            Ansi::Green => Color::Green,
+            Ansi::Yellow => Color::Yellow,
+            Ansi::Blue => Color::Blue,
+            Ansi::Magenta => Color::Magenta,
+            Ansi::Cyan => Color::Cyan,
+            Ansi::Gray => Color::Gray,
+            Ansi::DarkGray => Color::DarkGray,
+            Ansi::LightRed => Color::LightRed,
+            Ansi::LightYellow => Color::LightYellow,
+            Ansi::LightBlue => Color::LightBlue,
+            Ansi::White => Color::White,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::MemClass;
+
+    #[test]
+    fn palette_colours_become_the_same_styles_at_each_depth() {
+        let at = |depth| Theme::new(depth).event(Class::Memory(MemClass::H2D), 0);
+        assert_eq!(at(Depth::Ansi256), Style::new().fg(Color::Indexed(75)));
+        assert_eq!(at(Depth::Ansi16), Style::new().fg(Color::Blue));
+        assert_eq!(at(Depth::Mono), Style::new());
+        assert_eq!(Theme::new(Depth::Ansi16).event(Class::Osrt, 0), Style::new().fg(Color::DarkGray));
+        assert_eq!(Theme::new(Depth::Ansi256).gpu_busy(), Style::new().fg(Color::Indexed(78)));
+        assert_eq!(Theme::new(Depth::Ansi16).counter(), Style::new().fg(Color::Cyan));
     }
 }

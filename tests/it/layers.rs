@@ -1,37 +1,44 @@
-//! The crate's layers, read from its source: every `use crate::`, `use super::` and
+//! The crate's floors, read from its source: every `use crate::`, `use super::` and
 //! `crate::`/`super::` path of every file under `src/` is an edge from the file's module
 //! to the module it names.
 //!
-//! Layer order (a module may use its own layer and those below it, never one above):
+//! Floors, lowest first (a module may use its own floor and those below it, never one
+//! above):
 //!
 //! 0. `model`: timeline types, lane meaning, name grouping
-//! 1. `text`: formatting and sanitizing
-//! 2. `reader`: exports and traces into a `model::Trace`
+//! 1. `text`: formatting, sanitizing, wrapping, durations (a leaf over `model`)
+//! 2. `reader`: exports and traces into a `model::Trace`, and the commands' loading
 //! 3. `analysis`: pure functions over a `Trace`
-//! 4. the front ends, which may use one another: `report`, `picture`, `diff`, `info`,
-//!    `tui`, `bench`, `cli`, `mcp`, `record`, `scale`
+//! 4. `view`: the lane view-model (rows, render index, viewport, pyramid, two-run
+//!    alignment, palette as data); no ratatui
+//! 5. headless outputs: `report`, `diff`, `picture`, `info`
+//! 6. `tui`: the interactive viewer (ratatui)
+//! 7. entry commands: `cli`, `mcp`, `record`, `bench`, `scale`
 //!
-//! Inside a module, its children may use one another only without a circle, except in
-//! the modules of [`CIRCLES_LEFT`].
+//! `scale` (the hidden `lanescope scale`) uses only `reader`, so its imports would let it
+//! sit just above `reader`; it stands with the commands because it is one (`cli`
+//! dispatches to it), and `bench`, which needs the viewer, runs it to measure a scaled
+//! export: a one-way use between siblings of one floor.
+//!
+//! Siblings, on one floor of the crate root or inside any module, may use one another
+//! only without a circle: the tests fail naming the import that runs up a floor or
+//! closes a circle. `mcp` serves agents and needs none of the viewer: it reads `view`
+//! and the headless outputs (and what lies below them) only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The top-level modules by layer; every module under `src/` must be listed.
-const LAYERS: [&[&str]; 5] = [
+/// The top-level modules by floor, lowest first; every module under `src/` must be listed.
+const FLOORS: [&[&str]; 8] = [
     &["model"],
     &["text"],
     &["reader"],
     &["analysis"],
-    &["report", "picture", "diff", "info", "tui", "bench", "cli", "mcp", "record", "scale"],
+    &["view"],
+    &["report", "diff", "picture", "info"],
+    &["tui"],
+    &["cli", "mcp", "record", "bench", "scale"],
 ];
-
-/// Parents whose children still form circles, and why they are left: the crate root
-/// (the front ends of layer 4 may use one another: `cli` dispatches to `mcp` and `record`,
-/// which load through `cli`; `diff`, `report`, `picture` and `tui` share pictures and the
-/// two-run alignment), and `report` and `diff`, whose writers are being reshaped around
-/// one table of fields (issue 19, items 1 and 2).
-const CIRCLES_LEFT: [&str; 3] = ["", "report", "diff"];
 
 /// A module path below the crate root (`["reader", "host"]`).
 type Module = Vec<String>;
@@ -44,31 +51,60 @@ struct Edge {
     at: String,
 }
 
+// The floor of a top-level module; every one must have one.
+fn floor(m: &str, at: &str) -> usize {
+    FLOORS.iter().position(|f| f.contains(&m)).unwrap_or_else(|| panic!("{at}: module `{m}` is on no floor of FLOORS"))
+}
+
 #[test]
-fn lower_layers_never_use_higher_ones() {
+fn lower_floors_never_use_higher_ones() {
     let edges = edges();
     assert!(edges.len() > 100, "too few edges read ({}): is the parser blind?", edges.len());
-    let layer = |m: &str| LAYERS.iter().position(|l| l.contains(&m));
     let mut wrong = Vec::new();
     for e in &edges {
         let (Some(from), Some(to)) = (e.from.first(), e.to.first()) else { continue };
-        let (lf, lt) = (layer(from), layer(to));
-        assert!(lf.is_some() && lt.is_some(), "{}: module `{from}` or `{to}` is in no layer of LAYERS", e.at);
-        if lt > lf {
+        if floor(to, &e.at) > floor(from, &e.at) {
             wrong.push(format!("{}: {} uses {}", e.at, e.from.join("::"), e.to.join("::")));
         }
     }
-    assert!(wrong.is_empty(), "edges up the layers:\n{}", wrong.join("\n"));
+    assert!(wrong.is_empty(), "edges up the floors:\n{}", wrong.join("\n"));
 }
 
 #[test]
 fn sibling_modules_form_no_circle() {
-    let found = circles(&sibling_edges(|parent| !CIRCLES_LEFT.contains(&parent)));
+    // Every parent, the crate root ("") included: siblings of one floor there.
+    let found = circles(&sibling_edges(|_| true));
     assert!(found.is_empty(), "circles between sibling modules:\n{}", found.join("\n"));
-    // A parent leaves CIRCLES_LEFT once its children are untangled.
-    for left in CIRCLES_LEFT {
-        let graph = sibling_edges(|parent| parent == left);
-        assert!(!circles(&graph).is_empty(), "`{left}` has no circle left: take it off CIRCLES_LEFT");
+}
+
+#[test]
+fn mcp_needs_none_of_the_viewer() {
+    let edges = edges();
+    let from_mcp: Vec<&Edge> = edges.iter().filter(|e| e.from.first().is_some_and(|m| m == "mcp")).collect();
+    assert!(!from_mcp.is_empty(), "no edge read from `mcp`: is the parser blind?");
+    let to_tui: Vec<&str> =
+        from_mcp.iter().filter(|e| e.to.first().is_some_and(|m| m == "tui")).map(|e| e.at.as_str()).collect();
+    assert!(to_tui.is_empty(), "mcp uses the viewer:\n{}", to_tui.join("\n"));
+    // Nor another command: view, the headless outputs and below only.
+    let tui = floor("tui", "FLOORS");
+    let above: Vec<&str> = from_mcp
+        .iter()
+        .filter(|e| e.to.first().is_some_and(|m| m != "mcp" && floor(m, &e.at) >= tui))
+        .map(|e| e.at.as_str())
+        .collect();
+    assert!(above.is_empty(), "mcp uses more than view and the headless outputs:\n{}", above.join("\n"));
+}
+
+#[test]
+fn the_view_draws_nothing() {
+    // The view-model is data for every front end: no terminal library in it.
+    let view = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/view");
+    let files = rust_files(&view);
+    assert!(files.len() >= 5, "too few files under src/view: {files:?}");
+    for f in files {
+        let t = tokens(&std::fs::read_to_string(&f).unwrap());
+        let found: Vec<&String> = t.iter().filter(|s| *s == "ratatui" || *s == "crossterm").collect();
+        assert!(found.is_empty(), "{}: names {found:?}", f.display());
     }
 }
 
@@ -98,6 +134,10 @@ fn the_parser_reads_grouped_relative_and_inline_paths() {
     assert!(has("reader::tables", "model"));
     // `use super::tables::{...}` from a sibling.
     assert!(has("reader::nvtx", "reader::tables"));
+    // `use super::index::snap_edge;` between the view's files.
+    assert!(has("view::viewport", "view::index"));
+    // `use crate::view::index::{...}` from another floor.
+    assert!(has("picture", "view::index"));
     // `crate::text::sanitize(...)` in code.
     assert!(has("reader::rep", "text"));
     // The parser sees through strings and comments: nothing names `crate::` there as code.

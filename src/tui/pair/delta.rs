@@ -116,7 +116,7 @@ impl DeltaTable {
         frame.render_widget(block, area);
         let width = usize::from(inner.width);
         let name_w = width.saturating_sub(WIDTHS.iter().map(|w| w + 1).sum::<usize>()).max(8);
-        let mut lines: Vec<Line> = crate::diff::write::wrap(&self.verdict, width, 2)
+        let mut lines: Vec<Line> = crate::text::wrap(&self.verdict, width, 2)
             .into_iter()
             .take(VERDICT_LINES)
             .map(|l| Line::styled(l, Style::new().add_modifier(Modifier::BOLD)))

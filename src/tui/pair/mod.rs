@@ -3,14 +3,13 @@
 //! key of the one-run viewer works on the focused run and nothing is duplicated.
 //!
 //! The pair owns what joins them: which run has the keys, the alignment (both at the
-//! start of the same step instance, or each from its own start: `align.rs`), the
-//! shared zoom and pan (the other run's [`Viewport`](super::Viewport) follows the
+//! start of the same step instance, or each from its own start: `view::align`), the
+//! shared zoom and pan (the other run's [`Viewport`](crate::view::viewport::Viewport) follows the
 //! focused one, shifted by the difference of their origins), the per-phase delta
 //! table (`delta.rs`) and the screen areas each run draws into (`App::slot`).
 //! Drawing (`render.rs`) reuses the one-run renderers on those areas, so a frame
 //! costs what two one-run frames cost: O(cells x log n) through each run's index.
 
-pub(crate) mod align;
 mod delta;
 mod render;
 
@@ -20,16 +19,15 @@ use ratatui::layout::{Position, Rect};
 use crate::analysis::Analysis;
 use crate::diff::{self, Diff};
 use crate::model::{Ns, Trace};
+use crate::view::align::{self, Align, RunSpan};
 
 use super::app::App;
 use super::input::{self, Action};
 use super::layout::{Areas, MIN_SIZE};
 use super::theme::Theme;
 
-pub use align::Align;
 pub use render::draw as draw_pair;
 
-use align::RunSpan;
 use delta::DeltaTable;
 
 /// Which run: 0 is BEFORE, 1 is AFTER.

@@ -16,10 +16,11 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
-use super::{Align, Pair, RUN_NAMES};
+use super::{Pair, RUN_NAMES};
 use crate::tui::panels::help;
 use crate::tui::render::{lanes, ruler, status, too_small};
 use crate::tui::text;
+use crate::view::align::{self, Align};
 
 /// Draw the whole two-run screen.
 pub fn draw(frame: &mut Frame, pair: &Pair) {
@@ -57,7 +58,7 @@ fn header(frame: &mut Frame, pair: &Pair, area: Rect) {
     let at = match pair.align {
         Align::Step(k) => {
             let name = text::sanitize(pair.runs[0].analysis.step_phase.as_deref().unwrap_or("step"));
-            format!("aligned at `{name}` {}/{}", k + 1, super::align::common_steps(pair.spans()))
+            format!("aligned at `{name}` {}/{}", k + 1, align::common_steps(pair.spans()))
         }
         Align::Start => "each from its own start".to_string(),
     };

@@ -14,8 +14,8 @@ use super::{Context, panel_block};
 use crate::analysis::index::Index;
 use crate::analysis::pcie::sum_inside;
 use crate::model::counters::Series;
-use crate::tui::rows::KEY_METRICS;
 use crate::tui::text::{self, sanitize};
+use crate::view::rows::KEY_METRICS;
 
 /// Title and key/value lines of the details panel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use crate::tui::input::{self, Action, Section};
-use crate::tui::theme::glyph;
+use crate::view::palette::glyph;
 
 use super::{Context, panel_block};
 

@@ -10,11 +10,12 @@ use super::metrics;
 use crate::analysis::DeviceActivity;
 use crate::model::Ns;
 use crate::tui::app::{App, Selection};
-use crate::tui::index::CellInfo;
 use crate::tui::layout::Areas;
-use crate::tui::rows::{GroupKind, Row};
 use crate::tui::text;
-use crate::tui::theme::{Class, Theme, cell_glyph, classify, glyph};
+use crate::tui::theme::Theme;
+use crate::view::index::CellInfo;
+use crate::view::palette::{Class, cell_glyph, classify, glyph};
+use crate::view::rows::{GroupKind, Row};
 
 /// Shortest run of full cells that gets a name written inside.
 const MIN_LABEL_RUN: usize = 4;

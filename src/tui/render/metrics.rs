@@ -8,7 +8,8 @@ use ratatui::style::Style;
 
 use crate::model::counters::{Series, names};
 use crate::model::{MemClass, Ns};
-use crate::tui::theme::{Class, Theme, glyph};
+use crate::tui::theme::Theme;
+use crate::view::palette::{Class, glyph};
 
 /// What one cell of a metric row shows.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -78,7 +79,7 @@ mod tests {
     use ratatui::layout::Rect;
 
     use super::*;
-    use crate::tui::index::bucket_edge;
+    use crate::view::index::bucket_edge;
 
     // Irregular instants (runs of 100 ns, a few jitters, a long hole) and values 0..=100.
     fn series(name: &str) -> (Vec<Ns>, Vec<i64>, Series) {

@@ -9,7 +9,7 @@ use crate::model::Ns;
 use crate::tui::app::App;
 use crate::tui::layout::Areas;
 use crate::tui::text;
-use crate::tui::theme::glyph;
+use crate::view::palette::glyph;
 
 /// Pick a tick step (ns) and the decimals of its labels so labels do not collide.
 pub(crate) fn ticks(t0: Ns, span: Ns, width: usize) -> (Ns, usize) {

@@ -7,8 +7,7 @@ use itertools::Itertools;
 
 use crate::model::counters::{Counters, names, unit_of};
 use crate::model::{LaneKind, Trace};
-
-use super::text;
+use crate::text;
 
 /// What a group gathers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
