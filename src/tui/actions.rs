@@ -224,10 +224,16 @@ impl App {
         match self.steady() {
             Some((a, b)) => {
                 self.viewport.fit_range(a, b);
-                let name = text::sanitize(self.analysis.step_phase.as_deref().unwrap_or("steps")).into_owned();
-                self.message = Some(format!("steady state: `{name}` after the first, {}", text::fmt_ns(b - a)));
+                let what = match &self.analysis.step_phase {
+                    Some(name) => format!("`{}`", text::sanitize(name)),
+                    None => "inferred steps".to_string(),
+                };
+                self.message = Some(format!("steady state: {what} after the first, {}", text::fmt_ns(b - a)));
             }
-            None => self.message = Some("no step phase in this trace: F needs repeated NVTX ranges".to_string()),
+            None => {
+                self.message =
+                    Some("no steps in this trace: no NVTX range marks them and no kernel sequence repeats".to_string());
+            }
         }
     }
 

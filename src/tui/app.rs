@@ -331,10 +331,10 @@ impl App {
         }
     }
 
-    /// The steady-state window, when the trace has a step phase.
+    /// The steady-state window, when the trace has steps (NVTX, profiler or inferred).
     pub(crate) fn steady(&self) -> Option<(Ns, Ns)> {
         let w = self.analysis.windows;
-        (self.analysis.step_phase.is_some() && w.steady_end > w.steady_start).then_some((w.steady_start, w.steady_end))
+        (self.analysis.steps.count > 0 && w.steady_end > w.steady_start).then_some((w.steady_start, w.steady_end))
     }
 
     pub(crate) fn areas(&self) -> Areas {
