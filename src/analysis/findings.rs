@@ -17,6 +17,8 @@
 //! | `starvation` | a steady instance of the step phase (all but the first) holds >= min-gap of gaps | the lower of: by the share of steps starved and by their idle's share of the steady span (critical >= 50%, warning >= 20%, else info); no step phase, no finding |
 //! | `launch_bound` | idle in holes under min-gap plus launch-bound gaps is at least half of the steady idle, and the median kernel is shorter than the median launch period | by that idle's share of the steady span: critical >= 50%, warning >= 20% |
 //! | `teardown_loop` | after the last step the GPU was busy and idled more than in the steady state (gaps and short holes) | warning |
+//! | `periodic_stall` | a periodic or between-steps region ([`super::regions`]) holds >= 5% of the steady span | by that share: critical >= 50%, warning >= 20% |
+//! | `loop_region` | a loop region (an NVTX phase outside the steps) holds >= 5% of the steady span | as above |
 //!
 //! Copy rules (`cuda_memcpy_*`, `pageable_bandwidth`) are graded on the steady window
 //! where the trace has a step phase. The first finding is the headline: see [`super::rule::rank`].
@@ -28,6 +30,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use super::RegionKind;
 use super::gaps::Explainer;
 use super::index::Index;
 use super::phases::PhaseCtx;
@@ -58,6 +61,8 @@ pub(crate) struct Inputs<'a> {
     pub gaps: &'a [Gap],
     /// The steady window's idle, summed once.
     pub steady: &'a Steady,
+    /// Where the steady idle sits.
+    pub regions: &'a [super::Region],
     /// Transfer rows.
     pub transfers: &'a [Transfer],
     /// Copy facts.
@@ -90,6 +95,9 @@ pub(crate) fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Fin
             starvation(x, explainer),
             launch_bound_finding(x),
             teardown_loop(x),
+            region(x, RegionKind::Periodic),
+            region(x, RegionKind::BetweenSteps),
+            region(x, RegionKind::Loop),
             pageable_bandwidth(x, MemClass::H2D, span),
             pageable_bandwidth(x, MemClass::D2H, span),
         ]);
@@ -798,6 +806,70 @@ fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
         fix_note: String::new(),
         whatif: None,
     })
+}
+
+/// Share of the steady span a region's idle must hold for a finding: what removing it
+/// would save is then worth a user's time.
+const REGION_MIN_SHARE: f64 = 0.05;
+
+// A periodic stall, the holes between steps, or another loop, when its idle is a share of
+// the steady span worth removing: the largest region of `kind`.
+fn region(x: &Inputs<'_>, kind: RegionKind) -> Option<Finding> {
+    let r = x.regions.iter().find(|r| r.kind == kind)?;
+    let span = steady_span(x);
+    let share = r.idle_ns as f64 / span.max(1) as f64;
+    if span <= 0 || share < REGION_MIN_SHARE {
+        return None;
+    }
+    let of_idle = pct(r.idle_ns as f64 / x.steady.counted_idle_ns().max(1) as f64);
+    let per = r.idle_ns / r.occurrences.max(1) as Ns;
+    let every = r.every_steps.map_or_else(String::new, |n| format!(" every {n} steps"));
+    let name = crate::text::sanitize(&r.name);
+    let (rule, message) = match kind {
+        RegionKind::Loop => (
+            Rule::LoopRegion,
+            format!(
+                "`{name}`, a loop outside the steps, left the GPU idle for {} in {} instances{every} ({} of the \
+                 steady idle, {} of the steady state); mostly {}",
+                fmt_ns(r.idle_ns),
+                r.occurrences,
+                of_idle,
+                pct(share),
+                r.dominant_cause
+            ),
+        ),
+        RegionKind::Periodic | RegionKind::BetweenSteps | RegionKind::Steps => (
+            Rule::PeriodicStall,
+            format!(
+                "{}{every} the GPU idled {} each time ({} times, `{name}`): {} of the steady idle, {} per step; \
+                 mostly {}",
+                if kind == RegionKind::Periodic { "In long steps" } else { "Between steps" },
+                fmt_ns(per),
+                r.occurrences,
+                of_idle,
+                fmt_ns(r.idle_per_step_ns),
+                r.dominant_cause
+            ),
+        ),
+    };
+    let mut evidence = vec![
+        ev("where", &serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()),
+        ev("name", &r.name),
+        ev("occurrences", &r.occurrences),
+        ev("idle_ns", &r.idle_ns),
+        ev("idle_per_occurrence_ns", &per),
+        ev("idle_per_step_ns", &r.idle_per_step_ns),
+        ev("dominant_cause", &r.dominant_cause),
+    ];
+    if let Some(n) = r.every_steps {
+        evidence.push(ev("every_steps", &n));
+    }
+    let fix = Fix::for_region(kind)?;
+    Some(
+        Finding::new(rule, by_share(share, 0.5, 0.2), message, evidence)
+            .with_fix(fix, String::new())
+            .weighing(r.idle_ns),
+    )
 }
 
 // Bytes moved and copy time.

@@ -100,8 +100,9 @@ pub(crate) fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a Wh
 }
 
 /// Add each finding's what-if to its evidence (`whatif_*` keys). A finding whose fix would
-/// not shorten the step (another limit binds) drops a severity level and says which limit:
-/// the headline is what a user acts on.
+/// not shorten the step (another limit binds) drops a severity level and says which limit,
+/// and one whose fix saves under 5% of the step is at most a warning: the headline is
+/// what a user acts on.
 pub(crate) fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
     for f in findings {
         let Some(w) = whatif_of(f, whatifs).cloned() else { continue };
@@ -124,6 +125,10 @@ pub(crate) fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
             ev("whatif_limited_by", &w.limited_by),
         ]);
         f.whatif = Some(w);
+        // A fix that saves little of the step is never critical (nor the headline: rule::rank).
+        if super::rule::saves_little(f) {
+            f.severity = f.severity.min(Severity::Warning);
+        }
     }
 }
 

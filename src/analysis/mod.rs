@@ -30,6 +30,7 @@ pub(crate) mod phases;
 pub(crate) use phases::Instance;
 pub(crate) mod ranks;
 pub(crate) mod regap;
+pub(crate) mod regions;
 pub(crate) mod steps;
 pub(crate) mod top;
 pub(crate) mod transfers;
@@ -43,5 +44,6 @@ pub(crate) use intervals::Union;
 #[cfg(test)]
 pub(crate) use pipeline::find_gaps_with;
 pub use pipeline::{analyze, find_gaps};
+pub use regions::{Region, RegionKind};
 pub use rule::{Fix, Rule};
 pub use types::*;

@@ -2,7 +2,7 @@
 
 use super::{
     Analysis, DeviceActivity, Gap, Options, Phase, Steady, StepsInfo, findings, gaps, host, host_cause, index, link,
-    pcie, phases, ranks, rule, steps, transfers, whatif,
+    pcie, phases, ranks, regions, rule, steps, transfers, whatif,
 };
 use crate::model::{Ns, Trace};
 
@@ -42,6 +42,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         g.window = steps.windows.of(g.start, g.end);
     }
     let steady = Steady::of(&devices, &gaps, steps.windows);
+    let regions = regions::regions(&steps.instances, steps.windows, &gaps, &groups, steps.name.as_deref());
     let hot = host_cause::top_by_cause(&host_cause::steady_hot(&gaps), host_cause::TOP_FUNCTIONS);
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
     let collectives = ranks::analyze(trace, &index, &steps, &groups, options);
@@ -55,6 +56,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
                 devices: &devices,
                 gaps: &gaps,
                 steady: &steady,
+                regions: &regions,
                 transfers: &transfers,
                 copies: &copies,
                 phases: &phase_ctx,
@@ -69,7 +71,8 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let h2d = pcie::all_h2d(trace);
     pcie::annotate(trace, &devices, &mut phases, &by_phase, &h2d);
     let step_model = whatif::steady_model((trace, &index), &devices, &gaps, &steps, (&h2d, steady.short_idle_ns));
-    let whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
+    let mut whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
+    whatifs.extend(whatif::regions(&regions, &steady, step_instances_steady(&steps)));
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
     let link = link::findings(&phases, steps.name.as_deref(), step_model.as_ref());
     let ranked = ranks::finding(&collectives, steady_ns);
@@ -91,6 +94,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         step_phase: steps.name,
         hot_by_cause: hot,
         steady,
+        regions,
         step_model,
         whatif: whatifs,
         windows: steps.windows,
@@ -123,6 +127,11 @@ fn rank_phases(
         (r.rank, phases::stats(ctx, mine, &launched))
     };
     trace.ranks.iter().map(rank).collect()
+}
+
+// Steady steps: those starting in the steady window.
+fn step_instances_steady(steps: &steps::Steps) -> usize {
+    steps.instances.iter().filter(|s| s.start >= steps.windows.steady_start).count()
 }
 
 // Run `a` on a second thread and `b` on this one.

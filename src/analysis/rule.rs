@@ -40,6 +40,10 @@ pub enum Rule {
     SmallCopies,
     /// One rank makes the others wait in collectives.
     Straggler,
+    /// Idle that recurs every N steps: long steps or holes between steps.
+    PeriodicStall,
+    /// Another loop (an NVTX phase outside the steps, such as `eval`) that starves.
+    LoopRegion,
 }
 
 impl Rule {
@@ -59,6 +63,8 @@ impl Rule {
             Rule::LinkBound => "link_bound",
             Rule::SmallCopies => "small_copies",
             Rule::Straggler => "straggler",
+            Rule::PeriodicStall => "periodic_stall",
+            Rule::LoopRegion => "loop_region",
         }
     }
 }
@@ -120,6 +126,12 @@ pub enum Fix {
     StartupOnly,
     /// A second loop after the steps: analyse it on its own; its gaps' cause's fix.
     SecondLoop(Cause),
+    /// Do the work of a periodic stall less often or off the loop (`less_often`).
+    LessOften,
+    /// Keep DataLoader workers alive across epochs (`persistent_workers`).
+    PersistentWorkers,
+    /// Feed another loop as the training loop is fed (`feed_loop`).
+    FeedLoop,
     /// Even out the straggling rank.
     BalanceRanks {
         /// The straggler.
@@ -132,6 +144,16 @@ pub enum Fix {
 }
 
 // The fixes' words ([`Fix::text`]).
+const LESS_OFTEN: &str = "The stall recurs every few steps: do its work less often or off the training loop's \
+    critical path (a checkpoint: save every N steps and asynchronously, copying the state to pinned host memory and \
+    writing on a background thread or process, torch.distributed.checkpoint.async_save; an evaluation or logging: \
+    less often, or on another process).";
+const PERSISTENT_WORKERS: &str = "The GPU idles between steps, at each epoch boundary: DataLoader workers are torn \
+    down and forked again (persistent_workers=True keeps them, with a cheaper worker_init_fn), or per-epoch work \
+    (evaluation, logging, checkpoints) runs there: overlap it or do it less often.";
+const FEED_LOOP: &str = "A loop of its own (an evaluation, a validation pass) starves while the training steps \
+    are fed: give its DataLoader workers and pinned memory as the training loader has (num_workers > 0, \
+    pin_memory=True), or run it less often.";
 const PIN_MEMORY: &str = "Copy from pinned memory: DataLoader(pin_memory=True) or cudaHostAlloc/cudaHostRegister, then \
     .to(device, non_blocking=True) / cudaMemcpyAsync so the copy overlaps compute.";
 const PREFETCH: &str = "The link is the bottleneck: move fewer bytes (send uint8 images to the GPU and normalise there, or \
@@ -207,6 +229,17 @@ impl serde::Serialize for Fix {
 }
 
 impl Fix {
+    /// The fix for the idle of a region of this kind (none for ordinary steps: their
+    /// gaps' causes have theirs).
+    pub fn for_region(kind: super::RegionKind) -> Option<Fix> {
+        match kind {
+            super::RegionKind::Steps => None,
+            super::RegionKind::Periodic => Some(Fix::LessOften),
+            super::RegionKind::BetweenSteps => Some(Fix::PersistentWorkers),
+            super::RegionKind::Loop => Some(Fix::FeedLoop),
+        }
+    }
+
     /// The fix for gaps of `cause`.
     pub fn for_cause(cause: Cause) -> Fix {
         match cause {
@@ -264,6 +297,9 @@ impl Fix {
             Fix::Collate => "collate",
             Fix::StartupOnly => "startup_only",
             Fix::SecondLoop(_) => "second_loop",
+            Fix::LessOften => "less_often",
+            Fix::PersistentWorkers => "persistent_workers",
+            Fix::FeedLoop => "feed_loop",
             Fix::BalanceRanks { .. } => "balance_ranks",
         }
     }
@@ -279,6 +315,9 @@ impl Fix {
             Fix::DropSync => Some(Fix::DropSync),
             Fix::CudaGraphs | Fix::GraphTheStep | Fix::HostAheadOfGraphs => Some(Fix::CudaGraphs),
             Fix::SecondLoop(cause) => Fix::for_cause(*cause).priced_as(),
+            Fix::LessOften => Some(Fix::LessOften),
+            Fix::PersistentWorkers => Some(Fix::PersistentWorkers),
+            Fix::FeedLoop => Some(Fix::FeedLoop),
             Fix::RemoveSync
             | Fix::OffloadHostWork
             | Fix::MoreCpus
@@ -322,6 +361,9 @@ impl Fix {
             Fix::HostAheadOfGraphs => HOST_AHEAD_OF_GRAPHS,
             Fix::Collate => COLLATE,
             Fix::StartupOnly => STARTUP_ONLY,
+            Fix::LessOften => LESS_OFTEN,
+            Fix::PersistentWorkers => PERSISTENT_WORKERS,
+            Fix::FeedLoop => FEED_LOOP,
             Fix::SecondLoop(cause) => {
                 return Cow::Owned(format!(
                     "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase \
@@ -340,29 +382,34 @@ impl Fix {
     }
 }
 
-/// The headline order's key of a finding (larger first): its severity; within one, a
-/// straggler first, then (when steady gaps wait on the sync of pageable copies,
-/// `pageable_sync`) the pinned-memory fix, then what it explains (`weight`).
-pub(crate) fn rank(
-    rule: Rule,
-    fix: Option<&Fix>,
-    severity: Severity,
-    weight: Ns,
-    pageable_sync: bool,
-) -> (Severity, u8, Ns) {
-    let first = match (rule, fix) {
+/// The headline order's key of a finding (larger first): first the warnings and critical
+/// findings but those whose own what-if saves under [`MINOR_SAVING`] of the step (so such
+/// a fix is the headline only where nothing else is worth a warning); then its severity;
+/// within one, a straggler first, then (when steady gaps wait on the sync of pageable
+/// copies, `pageable_sync`) the pinned-memory fix, then what it explains (`weight`).
+pub(crate) fn rank(f: &super::Finding, pageable_sync: bool) -> (bool, Severity, u8, Ns) {
+    let first = match (f.rule, f.fix.as_ref()) {
         (Rule::Straggler, _) => 2,
         (_, Some(Fix::PinMemory)) if pageable_sync => 1,
         _ => 0,
     };
-    (severity, first, weight)
+    (f.severity >= Severity::Warning && !saves_little(f), f.severity, first, f.weight)
+}
+
+/// Share of the step under which a fix's saving is minor.
+pub(crate) const MINOR_SAVING: f64 = 0.05;
+
+/// True when the finding's own what-if saves under [`MINOR_SAVING`] of the step.
+pub(crate) fn saves_little(f: &super::Finding) -> bool {
+    f.whatif
+        .as_ref()
+        .is_some_and(|w| (w.saving_per_step_ns as f64) < MINOR_SAVING * (w.saving_per_step_ns + w.step_ns_after) as f64)
 }
 
 /// Put the headline first: the one sort of the findings, by [`rank`], larger first;
 /// the rules' order breaks ties.
 pub(crate) fn order(findings: &mut [super::Finding], pageable_sync: bool) {
-    findings
-        .sort_by_cached_key(|f| std::cmp::Reverse(rank(f.rule, f.fix.as_ref(), f.severity, f.weight, pageable_sync)));
+    findings.sort_by_cached_key(|f| std::cmp::Reverse(rank(f, pageable_sync)));
 }
 
 #[cfg(test)]
@@ -394,6 +441,30 @@ mod tests {
         order(&mut v, true);
         let want = [Rule::Starvation, Rule::Straggler, Rule::PageableBandwidth, Rule::GpuGaps, Rule::GpuTimeUtil];
         assert_eq!(rules(&v), want);
+    }
+
+    #[test]
+    fn a_fix_that_saves_under_five_percent_of_the_step_is_never_the_headline() {
+        let priced = |rule: Rule, severity: Severity, weight: Ns, saving: Ns| {
+            let mut f = finding(rule, severity, weight, Fix::PinMemory);
+            f.whatif = Some(crate::analysis::whatif::WhatIf {
+                fix: Fix::PinMemory,
+                saving_per_step_ns: saving,
+                step_ns_after: 100 - saving,
+                limited_by: "none",
+                basis: String::new(),
+            });
+            f
+        };
+        // 4% of the step, critical and heavy, goes after a 5% warning; an info stays last.
+        let mut v = vec![
+            priced(Rule::GpuGaps, Severity::Critical, 1000, 4),
+            finding(Rule::GpuTimeUtil, Severity::Info, 0, Fix::StartupOnly),
+            priced(Rule::CudaMemcpyAsync, Severity::Warning, 1, 5),
+        ];
+        order(&mut v, true);
+        let rules: Vec<Rule> = v.iter().map(|f| f.rule).collect();
+        assert_eq!(rules, [Rule::CudaMemcpyAsync, Rule::GpuGaps, Rule::GpuTimeUtil]);
     }
 
     #[test]

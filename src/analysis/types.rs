@@ -505,6 +505,9 @@ pub struct Analysis {
     pub windows: Windows,
     /// The steady window's idle: gaps by cause and short holes, summed once.
     pub steady: Steady,
+    /// Where the steady idle sits (ordinary steps, periodic stalls, between steps, other
+    /// loops), largest first.
+    pub regions: Vec<super::Region>,
     /// Phases, sorted by total wall time, largest first.
     pub phases: Vec<Phase>,
     /// Transfers by direction and memory kind.

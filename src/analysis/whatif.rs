@@ -360,6 +360,34 @@ pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
     .collect()
 }
 
+/// What removing each periodic stall, hole between steps or other loop would save per
+/// steady step: its idle per step, off the mean steady step (`steps` steady steps).
+pub(crate) fn regions(regions: &[super::Region], steady: &super::Steady, steps: usize) -> Vec<WhatIf> {
+    let Some(mean) = (steps > 0).then(|| steady.span_ns / steps as Ns) else { return Vec::new() };
+    let mut out: Vec<WhatIf> = Vec::new();
+    for r in regions {
+        let Some(fix) = super::Fix::for_region(r.kind) else { continue };
+        if out.iter().any(|w| w.fix == fix) {
+            continue;
+        }
+        let saving = r.idle_per_step_ns.min(mean);
+        out.push(WhatIf {
+            fix,
+            saving_per_step_ns: saving,
+            step_ns_after: mean - saving,
+            limited_by: "none",
+            basis: format!(
+                "removes the {} idle of `{}` ({} over {steps} steady steps) from the mean step of {}",
+                crate::text::fmt_ns(r.idle_ns),
+                r.name,
+                r.occurrences,
+                crate::text::fmt_ns(mean)
+            ),
+        });
+    }
+    out
+}
+
 /// The fix that turned `before` into `after`, told by what changed between the two
 /// steady states, with the before-run's prediction for it.
 pub fn applied(before: &super::Analysis, after: &super::Analysis) -> Option<WhatIf> {

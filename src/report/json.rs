@@ -47,6 +47,9 @@ pub struct Report<'a> {
     pub phases: Vec<Phase<'a>>,
     /// Idle gaps.
     pub gaps: Gaps<'a>,
+    /// Where the steady idle sits: ordinary steps, periodic stalls, between steps, other
+    /// loops; largest first.
+    pub regions: &'a [crate::analysis::Region],
     /// Findings, most severe first.
     pub findings: Vec<Finding<'a>>,
     /// GPU counters per GPU; empty when the capture sampled none.
@@ -518,6 +521,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             top: top_gaps(&a.gaps, TOP_GAPS).into_iter().map(top_gap).collect(),
             all: all_gaps.then(|| a.gaps.iter().map(top_gap).collect()),
         },
+        regions: &a.regions,
         findings: a
             .findings
             .iter()

@@ -90,7 +90,9 @@ fn a_scripted_conversation_uses_every_tool() {
 
     let s = ok(&replies, 3);
     assert_eq!(s["headline"], s["findings"][0]["message"]);
-    assert!(s["findings"][0]["fix"].as_str().is_some_and(|f| f.contains("pinned")), "{}", s["findings"][0]);
+    // The pinned-memory advice is there, not first: its what-if prices it at nothing here.
+    let fixes = s["findings"].as_array().unwrap();
+    assert!(fixes.iter().any(|f| f["fix"].as_str().is_some_and(|f| f.contains("pinned"))), "{}", s["findings"]);
     assert!(s["steady"]["by_cause"]["pageable-copy"]["total_ns"].as_i64() > Some(0));
 
     let g = ok(&replies, 4);
