@@ -18,6 +18,7 @@ mod kineto;
 mod labels;
 mod layers;
 mod matrix;
+mod matrix_r6;
 mod mcp;
 mod pictures;
 mod pty;
