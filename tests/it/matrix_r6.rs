@@ -1,6 +1,6 @@
 //! The sixth round (r6_*): loop kinds the matrix never held (no NVTX, Lightning, the
 //! Hugging Face Trainer, checkpoints, an eval loop, workers restarted each epoch,
-//! `empty_cache()`, MoE routing, two processes on one GPU, gradient accumulation, a
+//! `empty_cache()`, mixture-of-experts routing, two processes on one GPU, gradient accumulation, a
 //! Kineto twin), against `expected_r6.json`, written before the captures: what marked the
 //! steps and how many, which region holds most of the steady idle, the headline's rule,
 //! and its fix's words. What does not hold yet is listed with why; the test fails when a
