@@ -14,6 +14,7 @@ mod gpu_metrics;
 mod host_causes;
 mod host_sql;
 mod hostile;
+mod hostile4;
 mod kineto;
 mod labels;
 mod layers;
