@@ -1199,12 +1199,13 @@ impl Trace {
     }
 
     /// A thread as evidence and details name it: `python3 (tid 814)`; an unnamed main
-    /// thread takes the process name; otherwise `tid 827`.
+    /// thread takes the process name; otherwise `tid 827`. Names are cut to
+    /// 200 characters (`…`): every gap's evidence quotes them.
     pub fn thread_label(&self, pid: u32, tid: u32) -> String {
         match (self.thread_name(pid, tid), self.process_name(pid)) {
-            ("", p) if tid == pid && !p.is_empty() => format!("{p} (tid {tid})"),
+            ("", p) if tid == pid && !p.is_empty() => format!("{} (tid {tid})", crate::text::name(p)),
             ("", _) => format!("tid {tid}"),
-            (t, _) => format!("{t} (tid {tid})"),
+            (t, _) => format!("{} (tid {tid})", crate::text::name(t)),
         }
     }
 

@@ -8,6 +8,7 @@ mod compact_writer;
 mod completions;
 mod contract;
 mod diff;
+mod diff_many;
 mod diff_view;
 mod findings_real;
 mod gpu_metrics;
