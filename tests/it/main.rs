@@ -2,6 +2,7 @@
 
 mod analysis_sql;
 mod battery;
+mod battery4;
 mod causes_export;
 mod cli;
 mod compact_writer;
