@@ -10,7 +10,7 @@ use super::Ns;
 /// The counter series of a trace, by (device, metric name); empty when not captured.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counters {
-    /// Series sorted by device, then in the export's metric order.
+    /// Series sorted by device, then by the export's metric id.
     pub series: Vec<Series>,
 }
 

@@ -13,9 +13,15 @@ use crate::model::{Ns, TableStat};
 /// The export's counters (empty without `GPU_METRICS`), and the table's read stats.
 pub(super) fn read_counters(src: Src<'_>) -> Result<(Counters, Vec<TableStat>)> {
     let mut stats = Vec::new();
-    if !src.schema.has("GPU_METRICS") || !src.schema.has("TARGET_INFO_GPU_METRICS") {
+    // Every column is optional, as in other tables: without one of these there are no
+    // counters to read (the metric name alone may be missing).
+    let has = |t: &str, cols: &[&str]| cols.iter().all(|c| src.schema.has_col(t, c));
+    if !has("GPU_METRICS", &["timestamp", "typeId", "metricId", "value"])
+        || !has("TARGET_INFO_GPU_METRICS", &["typeId", "metricId"])
+    {
         return Ok((Counters::default(), stats));
     }
+    let name_col = src.schema.col_or_null("TARGET_INFO_GPU_METRICS", "metricName");
     // Metric ids are not stable between exports: names come from this file's own table.
     let mut names: HashMap<(i64, i64), String> = HashMap::new();
     let mut order: Vec<(i64, i64)> = Vec::new();
@@ -24,7 +30,7 @@ pub(super) fn read_counters(src: Src<'_>) -> Result<(Counters, Vec<TableStat>)> 
     scan(
         src.conn,
         "TARGET_INFO_GPU_METRICS",
-        "SELECT typeId, metricId, metricName FROM TARGET_INFO_GPU_METRICS",
+        &format!("SELECT typeId, metricId, {name_col} FROM TARGET_INFO_GPU_METRICS"),
         src.progress,
         &mut stats,
         |r| {
@@ -39,6 +45,9 @@ pub(super) fn read_counters(src: Src<'_>) -> Result<(Counters, Vec<TableStat>)> 
             Ok(())
         },
     )?;
+    // By (type, metric id), not row order: the same export read with its rows in another
+    // order lists its metrics alike.
+    order.sort_unstable();
     let slot: HashMap<(i64, i64), usize> = order.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let mut cols: Vec<(Vec<Ns>, Vec<i64>)> = vec![(Vec::new(), Vec::new()); order.len()];
     // Samples of an unlisted metric are skipped, as are rows without a time (schema 3.x allows NULL).

@@ -1,4 +1,5 @@
-//! The battery's part for issue 36 (run by `battery::battery`): hostile MCP sessions,
+//! The battery's part for issue 36 (`cargo test -- --ignored battery` runs it with
+//! `battery::battery`): hostile MCP sessions,
 //! `record` against misbehaving stub `nsys`es, hostile names in the HTML and SVG outputs
 //! parsed as XML and HTML, GPU-metrics table mutants, and exports with shuffled rows
 //! (whose report must equal the original's).
@@ -13,14 +14,17 @@ use rusqlite::Connection;
 use crate::battery::{Tally, both, mutations_of, print, run, watch};
 use crate::util::{fixture, matrix_trace};
 
-/// Run every part; true when none crashed, hung or answered wrongly.
-pub(crate) fn battery4(d: &Path) -> bool {
+#[test]
+#[ignore = "slow: the hostile-input battery for SECURITY.md"]
+fn battery_hardening4() {
+    let d = tempfile::TempDir::new().unwrap();
+    let d = d.path();
     let mut ok = mcp_sessions(d);
     ok &= record_stubs(d);
     ok &= pictures(d);
     ok &= metrics_mutants(d);
     ok &= shuffled_rows(d);
-    ok
+    assert!(ok, "crashes, hangs or wrong answers: see above");
 }
 
 fn done(kind: &str, t: &Tally, wrong: &[String]) -> bool {
@@ -41,7 +45,9 @@ fn bin() -> Command {
 fn named(d: &Path, file: &str, name: &[u8]) -> PathBuf {
     let p = d.join(file);
     let _ = std::fs::remove_file(&p);
-    std::fs::copy(crate::util::hostile_export(d), &p).unwrap();
+    let base = d.join(format!("{file}.d"));
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::rename(crate::util::hostile_export(&base), &p).unwrap();
     let c = Connection::open(&p).unwrap();
     let v = rusqlite::types::Value::Text(String::from_utf8_lossy(name).into_owned());
     // Bytes that are not UTF-8 go in as a blob cast to text, as a broken export has them.

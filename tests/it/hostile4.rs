@@ -104,6 +104,12 @@ fn odd_gpu_metrics_cells_skip_their_rows_and_are_counted() {
     assert_eq!(skipped("TARGET_INFO_GPU_METRICS"), Some(1));
     let out = lanescope().args(["report", "--format", "json"]).arg(&p).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A column gone is no counters, not a refused export (every column is optional).
+    for (table, col) in [("GPU_METRICS", "value"), ("TARGET_INFO_GPU_METRICS", "metricId")] {
+        let q = metrics_copy(d.path());
+        crate::util::sql_exec(&q, &format!("ALTER TABLE {table} DROP COLUMN {col}"));
+        assert!(lanescope::load(&q).expect("the export loads").counters.is_empty(), "{table}.{col}");
+    }
 }
 
 // An export of `n` processes (pids 101, 102...) whose kernels all run on GPU 0 stream 7,
