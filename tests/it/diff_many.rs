@@ -97,3 +97,17 @@ fn a_diff_of_many_distinct_phases_is_bounded() {
     assert_eq!(v["phases"].as_array().unwrap().len(), n);
     assert!(v.get("other_phases").is_none());
 }
+
+// The inputs of SECURITY.md's issue-36 figures: `B.sqlite` and `A.sqlite` with 100,000
+// distinct phases each, in `$MANY_PHASES_DIR` (`cargo test -- --ignored write_many_phases`).
+#[test]
+#[ignore = "writes SECURITY.md's 100,000-phase inputs where MANY_PHASES_DIR says"]
+fn write_many_phases() {
+    let Some(dir) = std::env::var_os("MANY_PHASES_DIR") else {
+        eprintln!("skipped: set MANY_PHASES_DIR to the folder to write B.sqlite and A.sqlite in");
+        return;
+    };
+    let dir = Path::new(&dir);
+    many_phases(&dir.join("B.sqlite"), 100_000, |i| 100_000 + i as i64);
+    many_phases(&dir.join("A.sqlite"), 100_000, |i| 200_000 + i as i64);
+}
