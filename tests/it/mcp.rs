@@ -284,3 +284,35 @@ fn bad_lines_are_answered_and_big_names_are_cut() {
     let shown = events["events"][0]["name"].as_str().unwrap();
     assert!(shown.ends_with('…') && name.starts_with(shown.trim_end_matches('…')), "{shown}");
 }
+
+// Issue 36, item 3: a line over 16 MiB is refused (not parsed), ids a client cannot read
+// back exactly are refused, a long method is not echoed whole; the session goes on.
+#[test]
+fn long_lines_unsafe_ids_and_long_methods_are_refused() {
+    let pad = " ".repeat(17 << 20);
+    let mut input = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"{pad}}}\n").into_bytes();
+    for id in ["18446744073709551616", "9007199254740993", "2.5"] {
+        input.extend(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").bytes());
+    }
+    let method = "m".repeat(1 << 20);
+    input.extend(format!("{}\n", json!({"jsonrpc": "2.0", "id": 5, "method": method})).bytes());
+    input.extend(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    let r: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for v in &r[..4] {
+        assert_eq!((v["error"]["code"].as_i64(), &v["id"]), (Some(-32600), &Value::Null), "{v}");
+    }
+    assert_eq!(r[4]["error"]["code"], -32601);
+    assert!(lines[4].len() < 1000, "{} bytes", lines[4].len());
+    assert_eq!(r[5]["result"], json!({}));
+}
