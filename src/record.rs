@@ -105,12 +105,12 @@ pub(crate) fn record(args: &RecordArgs) -> Result<Recorded> {
     // `--`: a program whose name starts with `-` is not read as an nsys option.
     cmd.args(&args.nsys_args).arg("--").args(&args.command);
     eprintln!("lanescope: recording {} into {} ...", shown(&args.command), shown_path(&report));
-    let status = run_forwarding(cmd).with_context(|| format!("cannot run {}", nsys.display()))?;
+    let status = run_forwarding(cmd).with_context(|| format!("cannot run {}", nsys.display()));
+    // No report: the empty file that reserved the name goes too.
+    let status = status.inspect_err(|_| out.release())?;
     let code = exit_code(status);
     if !out.replaced() {
-        if out.reserved {
-            let _ = std::fs::remove_file(&report);
-        }
+        out.release();
         bail!("nsys profile wrote no report {} ({status}); its messages are above", report.display());
     }
     let export = rep::export(&report).with_context(|| report.display().to_string())?;
@@ -160,6 +160,13 @@ struct Output {
 type FileId = (u64, u64, Option<std::time::SystemTime>, u64);
 
 impl Output {
+    // Remove the file that reserved the name, if this run made it and nsys left it as it was.
+    fn release(&self) {
+        if self.reserved && !self.replaced() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
     // True when nsys wrote a report: a non-empty file that is not the one seen before.
     fn replaced(&self) -> bool {
         let now = file_id(&self.path);

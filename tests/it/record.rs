@@ -193,6 +193,11 @@ fn force_with_no_new_report_is_an_error_not_the_old_report() {
     let out = r.command(&["--report", "json", "--", "true"]).env("STUB_NOWRITE", "1").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(!r.path("lanescope-1.nsys-rep").exists());
+    // So does it when nsys cannot even start.
+    std::fs::write(r.path("not-a-program"), b"").unwrap();
+    let out = r.command(&["--report", "json", "--", "true"]).env("LANESCOPE_NSYS", r.path("not-a-program")).output();
+    assert_eq!(out.unwrap().status.code(), Some(1));
+    assert!(!r.path("lanescope-1.nsys-rep").exists());
 }
 
 // Issue 36, item 9: concurrent runs without -o (ranks under srun in one directory) each
