@@ -329,11 +329,14 @@ fn in_window(ln: &Lane, ws: Ns, we: Ns) -> impl Iterator<Item = usize> + '_ {
     (0..hi).filter(move |&k| ln.ev.end(k) > ws || ln.ev.start[k] >= ws)
 }
 
-/// A lane's name: `GPU 0 · kernels s7`, `python3 1234 · CUDA API` (a thread name cut to
-/// [`NAME_CHARS`]).
+/// A lane's name: `GPU 0 · kernels s7` (`GPU 0 · kernels s7 (pid 4321)` where processes
+/// share the stream), `python3 1234 · CUDA API` (a thread name cut to [`NAME_CHARS`]).
 fn lane_name(t: &Trace, ln: &Lane) -> String {
     if let Some(d) = ln.kind.shown_with_gpu() {
-        return format!("GPU {d} · {}", ln.title());
+        // Processes sharing a GPU each have their stream 7: the pid tells their lanes apart.
+        let shared = t.lanes.iter().any(|o| o.kind == ln.kind && o.pid != ln.pid);
+        let pid = if shared { format!(" (pid {})", ln.pid) } else { String::new() };
+        return format!("GPU {d} · {}{pid}", ln.title());
     }
     let tid = ln.kind.tid().unwrap_or(0);
     let thread = t.threads.iter().find(|th| th.tid == tid && th.pid == ln.pid).map(|th| th.name.as_str());

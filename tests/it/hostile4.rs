@@ -114,7 +114,7 @@ fn odd_gpu_metrics_cells_skip_their_rows_and_are_counted() {
 
 // An export of `n` processes (pids 101, 102...) whose kernels all run on GPU 0 stream 7,
 // each with a CUDA API thread and synchronization records.
-fn processes_on_one_stream(d: &Path, n: i64) -> PathBuf {
+pub(crate) fn processes_on_one_stream(d: &Path, n: i64) -> PathBuf {
     let p = d.join("procs.sqlite");
     crate::util::sql_exec(&p, crate::util::MIN_SCHEMA);
     crate::util::sql_exec(

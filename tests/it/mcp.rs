@@ -316,3 +316,28 @@ fn long_lines_unsafe_ids_and_long_methods_are_refused() {
     assert!(lines[4].len() < 1000, "{} bytes", lines[4].len());
     assert_eq!(r[5]["result"], json!({}));
 }
+
+// Issue 36, item 13: lanes of processes that share a GPU stream have one index and one
+// name on every run of the server, the name telling the process.
+#[test]
+fn lanes_shared_by_processes_keep_their_index_and_name() {
+    let d = tempfile::TempDir::new().unwrap();
+    let t = crate::hostile4::processes_on_one_stream(d.path(), 4);
+    let list = || {
+        let replies = converse(&[call(1, "events", &json!({"trace": p(&t)}))]);
+        ok(&replies, 1)["lanes"].clone()
+    };
+    let first = list();
+    let kernels: Vec<(String, i64)> = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["name"].as_str().is_some_and(|n| n.starts_with("GPU 0 · kernels s7")))
+        .map(|l| (l["name"].as_str().unwrap().to_string(), l["pid"].as_i64().unwrap()))
+        .collect();
+    let want: Vec<(String, i64)> = (101..105).map(|p| (format!("GPU 0 · kernels s7 (pid {p})"), p)).collect();
+    assert_eq!(kernels, want);
+    for _ in 0..4 {
+        assert_eq!(list(), first);
+    }
+}
