@@ -73,6 +73,10 @@ enum Command {
         /// `phase:copy data.wall_ns>+10%` (README lists the metrics). Repeatable.
         #[arg(long = "fail-if", value_name = "EXPR")]
         fail_if: Vec<String>,
+        /// List every phase; by default the 50 with the most wall time (and those a
+        /// --fail-if names) are listed and the others summed as `other_phases`.
+        #[arg(long)]
+        all_phases: bool,
         /// Open both runs in the viewer, stacked on one time axis and aligned at a step,
         /// with the per-phase delta table as a panel (`P`).
         #[arg(long, conflicts_with_all = ["fail_if", "format"])]
@@ -249,8 +253,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Diff { before, after, analysis, view: true, no_mouse, .. }) => {
             view_diff(before, after, analysis.into(), crate::tui::Settings { mouse: !no_mouse })
         }
-        Some(Command::Diff { before, after, format, analysis, fail_if, .. }) => {
-            print_diff(&before, &after, &analysis.into(), format.into(), &fail_if)
+        Some(Command::Diff { before, after, format, analysis, fail_if, all_phases, .. }) => {
+            print_diff(&before, &after, &analysis.into(), format.into(), &fail_if, all_phases)
         }
         Some(Command::Snapshot { trace, window, gap, phase, size, output, analysis }) => {
             let pick = match (window, gap, phase) {
@@ -345,11 +349,13 @@ fn print_diff(
     options: &Options,
     format: report::Format,
     fail_if: &[String],
+    all_phases: bool,
 ) -> Result<()> {
     let (tb, ta) = (reader::load_one(before)?, reader::load_one(after)?);
     let (ab, aa) = (analyze_checked(&tb, options)?, analyze_checked(&ta, options)?);
-    let d =
-        diff::diff(diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
+    let (b, a) = (diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
+    let max = (!all_phases).then_some(diff::PHASES_LISTED);
+    let d = diff::diff_listing(b, a, max, &|name| diff::fail_if::names_phase(fail_if, name));
     // Checked before anything is printed: a malformed condition prints only the error.
     let outcomes = diff::fail_if::check(fail_if, &d).map_err(|message| Exit { code: EXIT_MALFORMED, message })?;
     emit(|w| diff::write_as(w, &d, format, Some([(&tb, &ab), (&ta, &aa)])))?;
@@ -363,7 +369,7 @@ fn print_diff(
 // Without a terminal (piped, CI) the two-run view prints the text diff instead.
 fn view_diff(before: PathBuf, after: PathBuf, options: Options, settings: crate::tui::Settings) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return print_diff(&before, &after, &options, report::Format::Text, &[]);
+        return print_diff(&before, &after, &options, report::Format::Text, &[], false);
     }
     crate::tui::run_pair(before, after, options, settings)
 }

@@ -1199,12 +1199,13 @@ impl Trace {
     }
 
     /// A thread as evidence and details name it: `python3 (tid 814)`; an unnamed main
-    /// thread takes the process name; otherwise `tid 827`.
+    /// thread takes the process name; otherwise `tid 827`. Names are cut to
+    /// 200 characters (`…`): every gap's evidence quotes them.
     pub fn thread_label(&self, pid: u32, tid: u32) -> String {
         match (self.thread_name(pid, tid), self.process_name(pid)) {
-            ("", p) if tid == pid && !p.is_empty() => format!("{p} (tid {tid})"),
+            ("", p) if tid == pid && !p.is_empty() => format!("{} (tid {tid})", cut_name(p)),
             ("", _) => format!("tid {tid}"),
-            (t, _) => format!("{t} (tid {tid})"),
+            (t, _) => format!("{} (tid {tid})", cut_name(t)),
         }
     }
 
@@ -1276,6 +1277,15 @@ pub struct EventRef {
 pub fn decode_global_tid(g: i64) -> (u32, u32) {
     let g = g.cast_unsigned();
     (((g >> 24) & 0xFF_FFFF) as u32, (g & 0xFF_FFFF) as u32)
+}
+
+// A name cut to 200 characters with `…`, as `text::name` cuts (the model sits below
+// `text`, so it does not call it).
+fn cut_name(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(199) {
+        Some((i, _)) if s[i..].chars().nth(1).is_some() => format!("{}…", &s[..i]).into(),
+        _ => s.into(),
+    }
 }
 
 /// Strip the `_vNNNN` version suffix nsys keeps on API names (`cudaLaunchKernel_v7000`).

@@ -5,12 +5,17 @@
 //!   off. CPU sampling and context switches need `perf_event_paranoid` <= 2: above that
 //!   lanescope says so and profiles without them.
 //! - The profiled program's output goes to stderr: stdout carries only the report.
-//! - SIGINT, SIGTERM and SIGHUP sent to lanescope reach nsys as SIGINT (nsys then stops the
-//!   program and writes what it captured); a Ctrl-C from the terminal already reaches nsys
-//!   through the process group, so it is not sent twice.
+//! - SIGINT, SIGTERM and SIGHUP sent to lanescope reach nsys as SIGINT, sent to its pid
+//!   (nsys then stops the program and writes what it captured); a Ctrl-C from the terminal
+//!   already reaches nsys through the process group, so it is not sent twice. An nsys
+//!   still running [`grace`] later gets SIGTERM, and SIGKILL after as long again.
+//! - The default name `lanescope-N.nsys-rep` is reserved by creating it (atomically: two
+//!   `record`s in one directory never share it); nsys then replaces that empty file.
+//! - A report counts as written only when nsys replaced or changed the file that was there.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -19,6 +24,10 @@ use crate::reader::rep;
 
 /// Where `perf_event_paranoid` is read unless `LANESCOPE_PERF_EVENT_PARANOID` names a file.
 const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
+
+/// How long nsys gets to stop after SIGINT before SIGTERM, and after SIGTERM before
+/// SIGKILL, unless `LANESCOPE_STOP_GRACE` gives the seconds.
+const GRACE: Duration = Duration::from_secs(30);
 
 /// Arguments of `lanescope record`.
 #[derive(Debug, Args, Clone)]
@@ -77,29 +86,38 @@ pub(crate) fn record(args: &RecordArgs) -> Result<Recorded> {
              or set LANESCOPE_NSYS to the nsys program to use"
         );
     };
-    let report = output_path(args.output.as_deref(), args.force)?;
+    let out = output_path(args.output.as_deref(), args.force)?;
+    let report = out.path.clone();
     let sampling = sampling_allowed();
     if let Err(why) = &sampling {
         eprintln!("lanescope: warning: {why}; profiling without CPU sampling, context switches and Python backtraces");
     }
-    let flags = flags(args, sampling.is_ok());
+    let mut flags = flags(args, sampling.is_ok());
+    if out.reserved && !args.force {
+        let why = "replace the empty file that reserved the report's name";
+        flags.push(Flag { words: vec!["--force-overwrite=true".into()], why });
+    }
     for f in &flags {
         eprintln!("lanescope: nsys profile {}  ({})", f.words.join(" "), f.why);
     }
     let mut cmd = Command::new(&nsys);
     cmd.arg("profile").args(flags.iter().flat_map(|f| &f.words)).arg("-o").arg(&report);
-    cmd.args(&args.nsys_args).args(&args.command);
-    eprintln!("lanescope: recording {} into {} ...", shown(&args.command), report.display());
-    let status = run_forwarding(cmd).with_context(|| format!("cannot run {}", nsys.display()))?;
+    // `--`: a program whose name starts with `-` is not read as an nsys option.
+    cmd.args(&args.nsys_args).arg("--").args(&args.command);
+    eprintln!("lanescope: recording {} into {} ...", shown(&args.command), shown_path(&report));
+    let status = run_forwarding(cmd).with_context(|| format!("cannot run {}", nsys.display()));
+    // No report: the empty file that reserved the name goes too.
+    let status = status.inspect_err(|_| out.release())?;
     let code = exit_code(status);
-    if !report.is_file() {
+    if !out.replaced() {
+        out.release();
         bail!("nsys profile wrote no report {} ({status}); its messages are above", report.display());
     }
     let export = rep::export(&report).with_context(|| report.display().to_string())?;
     for missing in missing_data(&export, args, sampling.is_ok()) {
         eprintln!("lanescope: warning: nsys collected no {missing}");
     }
-    eprintln!("lanescope: report {} (program exit code {code})", report.display());
+    eprintln!("lanescope: report {} (program exit code {code})", shown_path(&report));
     Ok(Recorded { report, code })
 }
 
@@ -129,14 +147,45 @@ pub(crate) fn flags(args: &RecordArgs, sampling: bool) -> Vec<Flag> {
     v
 }
 
+/// The report's path, and the file that was there before nsys ran.
+#[derive(Debug)]
+struct Output {
+    path: PathBuf,
+    /// Created empty by lanescope to reserve the name.
+    reserved: bool,
+    /// Device, inode, mtime and size of the file there before nsys ran.
+    before: Option<FileId>,
+}
+
+type FileId = (u64, u64, Option<std::time::SystemTime>, u64);
+
+impl Output {
+    // Remove the file that reserved the name, if this run made it and nsys left it as it was.
+    fn release(&self) {
+        if self.reserved && !self.replaced() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
+    // True when nsys wrote a report: a non-empty file that is not the one seen before.
+    fn replaced(&self) -> bool {
+        let now = file_id(&self.path);
+        now.is_some_and(|n| n.3 > 0) && now != self.before
+    }
+}
+
+fn file_id(p: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).ok().filter(std::fs::Metadata::is_file)?;
+    Some((m.dev(), m.ino(), m.modified().ok(), m.len()))
+}
+
 // The report path: OUT with `.nsys-rep`, refused when it exists unless `force`; else the
-// first free `lanescope-N.nsys-rep` in the current directory.
-fn output_path(out: Option<&Path>, force: bool) -> Result<PathBuf> {
+// first `lanescope-N.nsys-rep` in the current directory that this run could create.
+fn output_path(out: Option<&Path>, force: bool) -> Result<Output> {
     let Some(out) = out else {
-        return (1..10_000)
-            .map(|n| PathBuf::from(format!("lanescope-{n}.nsys-rep")))
-            .find(|p| std::fs::symlink_metadata(p).is_err())
-            .context("every lanescope-N.nsys-rep up to 9999 exists here; name the report with -o");
+        let path = reserve_default()?;
+        return Ok(Output { before: file_id(&path), path, reserved: true });
     };
     let out =
         if rep::is_report(out) { out.to_path_buf() } else { PathBuf::from(format!("{}.nsys-rep", out.display())) };
@@ -146,7 +195,22 @@ fn output_path(out: Option<&Path>, force: bool) -> Result<PathBuf> {
     if !force && std::fs::symlink_metadata(&out).is_ok() {
         bail!("{} exists; pass --force to overwrite it, or name another with -o", out.display());
     }
-    Ok(out)
+    Ok(Output { before: file_id(&out), path: out, reserved: false })
+}
+
+// Create the first free `lanescope-N.nsys-rep` (create_new: of two runs, one gets it).
+fn reserve_default() -> Result<PathBuf> {
+    for n in 1..10_000 {
+        let p = PathBuf::from(format!("lanescope-{n}.nsys-rep"));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&p) {
+            Ok(_) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot create {} here; name the report with -o", p.display()));
+            }
+        }
+    }
+    bail!("every lanescope-N.nsys-rep up to 9999 exists here; name the report with -o")
 }
 
 // Ok when the kernel lets nsys sample CPUs (`perf_event_paranoid` <= 2), else why not.
@@ -165,7 +229,8 @@ fn sampling_allowed() -> Result<(), String> {
     }
 }
 
-// Run nsys with its output on our stderr, forwarding signals sent to lanescope as SIGINT.
+// Run nsys with its output on our stderr, forwarding SIGINT, SIGTERM and SIGHUP to it
+// (see the module's comment); lanescope itself keeps running to report the capture.
 fn run_forwarding(mut cmd: Command) -> Result<ExitStatus> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::iterator::{SignalsInfo, exfiltrator::WithOrigin};
@@ -176,22 +241,110 @@ fn run_forwarding(mut cmd: Command) -> Result<ExitStatus> {
     let mut signals =
         SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
     let mut child = cmd.stdout(to_stderr()?).stderr(to_stderr()?).spawn()?;
-    let pid = child.id();
     let handle = signals.handle();
+    let (tx, rx) = std::sync::mpsc::channel();
     let forwarder = std::thread::spawn(move || {
         for sig in signals.forever() {
-            // A Ctrl-C from the terminal went to nsys's process group too.
-            if sig.signal == SIGINT && matches!(sig.cause, Cause::Kernel) {
-                continue;
+            // A Ctrl-C from the terminal went to nsys's process group too: not sent again.
+            let from_terminal = sig.signal == SIGINT && matches!(sig.cause, Cause::Kernel);
+            if tx.send(from_terminal).is_err() {
+                break;
             }
-            eprintln!("lanescope: stopping the recording (SIGINT to nsys {pid}); the report keeps what was captured");
-            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
         }
     });
-    let status = child.wait();
+    let mut stop = Stopping::new(grace());
+    // Signals go to nsys only while it is unreaped, so its pid cannot be another's.
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        if let Ok(from_terminal) = rx.recv_timeout(Duration::from_millis(20)) {
+            stop.asked(from_terminal, child.id());
+        }
+        stop.escalate(child.id());
+    };
     handle.close();
     let _ = forwarder.join();
-    Ok(status?)
+    Ok(status)
+}
+
+/// Where stopping nsys stands: the last signal it got and when.
+struct Stopping {
+    grace: Duration,
+    sent: Option<(Sig, Instant)>,
+}
+
+/// The signals nsys gets, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sig {
+    Int,
+    Term,
+    Kill,
+}
+
+impl Sig {
+    fn name(self) -> &'static str {
+        match self {
+            Sig::Int => "SIGINT",
+            Sig::Term => "SIGTERM",
+            Sig::Kill => "SIGKILL",
+        }
+    }
+}
+
+impl Stopping {
+    fn new(grace: Duration) -> Self {
+        Self { grace, sent: None }
+    }
+
+    // A stop was asked: SIGINT to nsys (unless the terminal sent it already), once.
+    fn asked(&mut self, from_terminal: bool, pid: u32) {
+        if self.sent.is_some() {
+            return;
+        }
+        if !from_terminal {
+            eprintln!("lanescope: stopping the recording (SIGINT to nsys {pid}); the report keeps what was captured");
+            send(pid, Sig::Int);
+        }
+        self.sent = Some((Sig::Int, Instant::now()));
+    }
+
+    // SIGTERM, then SIGKILL, to an nsys still running a grace period after the last one.
+    fn escalate(&mut self, pid: u32) {
+        let Some((last, at)) = self.sent else { return };
+        let next = match last {
+            Sig::Int => Sig::Term,
+            Sig::Term => Sig::Kill,
+            Sig::Kill => return,
+        };
+        if at.elapsed() >= self.grace {
+            let secs = self.grace.as_secs_f64();
+            eprintln!("lanescope: nsys {pid} still runs {secs:.0} s after {}: sending {}", last.name(), next.name());
+            send(pid, next);
+            self.sent = Some((next, Instant::now()));
+        }
+    }
+}
+
+// Signal nsys by its pid, with the kill(2) system call (no program is started for it).
+fn send(pid: u32, sig: Sig) {
+    use rustix::process::{Pid, Signal, kill_process};
+    let signal = match sig {
+        Sig::Int => Signal::INT,
+        Sig::Term => Signal::TERM,
+        Sig::Kill => Signal::KILL,
+    };
+    if let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = kill_process(p, signal);
+    }
+}
+
+// `$LANESCOPE_STOP_GRACE` seconds, else [`GRACE`].
+fn grace() -> Duration {
+    match std::env::var("LANESCOPE_STOP_GRACE").ok().and_then(|v| v.trim().parse::<f64>().ok()) {
+        Some(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s.min(86_400.0)),
+        _ => GRACE,
+    }
 }
 
 fn exit_code(status: ExitStatus) -> i32 {
@@ -202,6 +355,11 @@ fn exit_code(status: ExitStatus) -> i32 {
 // The command as one line for messages.
 fn shown(command: &[String]) -> String {
     crate::text::sanitize(&command.join(" ")).into_owned()
+}
+
+// A path for a message on the terminal.
+fn shown_path(p: &Path) -> String {
+    crate::text::sanitize(&p.display().to_string()).into_owned()
 }
 
 // What the export lacks of what was asked for (by the tables nsys writes).

@@ -29,6 +29,12 @@ pub(crate) fn write_json<T: serde::Serialize + ?Sized>(w: &mut dyn std::io::Writ
     writeln!(w, "{}", json_escape_controls(&text))
 }
 
+/// `value` as one line of compact JSON, escaped as [`write_json`] escapes (the MCP server's
+/// replies).
+pub(crate) fn json_line(value: &serde_json::Value) -> String {
+    json_escape_controls(&value.to_string()).into_owned()
+}
+
 // JSON structure is ASCII: these characters can only occur inside strings, where
 // `\uXXXX` is valid (all are in the Basic Multilingual Plane).
 fn json_escape_controls(s: &str) -> Cow<'_, str> {
@@ -57,6 +63,15 @@ pub fn sanitize(s: &str) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(s)
     }
+}
+
+/// Characters of a trace name (thread, kernel, call, phase, symbol) quoted in evidence
+/// and captions; the full name stays where it is asked for (`info`, `events`, JSON fields).
+pub(crate) const NAME_CHARS: usize = 200;
+
+/// A trace name cut to [`NAME_CHARS`] for evidence and captions.
+pub(crate) fn name(s: &str) -> Cow<'_, str> {
+    ellipsize(s, NAME_CHARS)
 }
 
 /// Cut `s` to at most `max` characters, ending with `…` when cut.

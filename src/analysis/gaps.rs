@@ -361,7 +361,7 @@ impl<'a> Ctx<'a> {
     fn describe(&self, li: usize, i: usize, d: Ns) -> (String, Ns, String) {
         let l = &self.trace.lanes[li];
         let owner = l.kind.tid().map_or_else(String::new, |t| self.trace.thread_label(l.pid, t));
-        (self.trace.strings.get(l.ev.name[i]).to_string(), d, owner)
+        (crate::text::name(self.trace.strings.get(l.ev.name[i])).into_owned(), d, owner)
     }
 
     fn thread(&self, pid: u32, tid: u32) -> Option<&ThreadLanes> {
@@ -655,7 +655,10 @@ impl<'a> Explainer<'a> {
                 let (name, owner) = row.map_or(("profiler overhead".to_string(), String::new()), |(li, i)| {
                     let l = &ctx.trace.lanes[li];
                     let owner = l.kind.tid().map_or(String::new(), |t| ctx.trace.thread_label(l.pid, t));
-                    (format!("{} {}", ctx.trace.strings.get(l.ev.name[i]), fmt_ns(l.ev.dur(i))), owner)
+                    (
+                        format!("{} {}", crate::text::name(ctx.trace.strings.get(l.ev.name[i])), fmt_ns(l.ev.dur(i))),
+                        owner,
+                    )
                 });
                 format!(
                     "{name} on {owner}: profiler overhead covers {} of {} while {who} waited",
@@ -674,8 +677,8 @@ impl<'a> Explainer<'a> {
                 )
             }
             Detail::Drain(sync, s) => {
-                let phase =
-                    phase_of(ctx, w.pid, tid, sync.end - 1, sync.end).map_or(String::new(), |p| format!(" in `{p}`"));
+                let phase = phase_of(ctx, w.pid, tid, sync.end - 1, sync.end)
+                    .map_or(String::new(), |p| format!(" in `{}`", crate::text::name(&p)));
                 let after = if s.busy_none >= s.busy_calls {
                     format!("{} outside CUDA and OS calls on {who}", fmt_ns(s.busy_none.max(s.unknown)))
                 } else {
@@ -748,8 +751,9 @@ fn busiest_pid(trace: &Trace, gpu_lanes: &[usize]) -> u32 {
     by_pid.into_iter().max_by_key(|&(p, n)| (n, std::cmp::Reverse(p))).map_or(0, |(p, _)| p)
 }
 
-fn call_name(trace: &Trace, at: crate::model::EventRef) -> &str {
-    trace.strings.get(trace.lanes[at.lane as usize].ev.name[at.idx as usize])
+// The name of a call, cut for evidence.
+fn call_name(trace: &Trace, at: crate::model::EventRef) -> std::borrow::Cow<'_, str> {
+    crate::text::name(trace.strings.get(trace.lanes[at.lane as usize].ev.name[at.idx as usize]))
 }
 
 // Rows of lane `li` overlapping `[a, b)`, clipped to it, with their row index.
@@ -964,7 +968,9 @@ fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, 
     }
     let who = trace.thread_label(pid, tid);
     match best {
-        Some((d, li, i)) => format!("{} {} on {who}", trace.strings.get(trace.lanes[li].ev.name[i]), fmt_ns(d)),
+        Some((d, li, i)) => {
+            format!("{} {} on {who}", crate::text::name(trace.strings.get(trace.lanes[li].ev.name[i])), fmt_ns(d))
+        }
         None => format!("calls nested in longer ones on {who}"),
     }
 }

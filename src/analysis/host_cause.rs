@@ -138,7 +138,8 @@ pub(crate) fn top_by_cause(hot: &HotByCause, n: usize) -> HashMap<Cause, Vec<Top
 
 // `48% _PyEval_EvalFrameDefault (python3.12), 20% ... of 312 samples`.
 fn hot_text(top: &[TopSymbol], samples: usize) -> String {
-    let parts: Vec<String> = top.iter().take(3).map(|t| format!("{:.0}% {}", t.share * 100.0, t.label())).collect();
+    let parts: Vec<String> =
+        top.iter().take(3).map(|t| format!("{:.0}% {}", t.share * 100.0, crate::text::name(&t.label()))).collect();
     format!("{} of {samples} samples", parts.join(", "))
 }
 

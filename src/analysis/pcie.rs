@@ -213,7 +213,7 @@ fn mean_inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<f64> {
 /// Sum and count of the samples of `s` whose sampling interval `[t, t + period)` lies
 /// inside `[a, b]`: none when the span is shorter than the period. The one rule for a
 /// mean over a span (phases, copies, the viewer's details).
-pub(crate) fn sum_inside(s: &Series, (a, b): (Ns, Ns)) -> (i64, usize) {
+pub(crate) fn sum_inside(s: &Series, (a, b): (Ns, Ns)) -> (i128, usize) {
     let period = s.period_ns();
     if b - a < period { (0, 0) } else { s.sum_in(a, b - period) }
 }
@@ -221,7 +221,7 @@ pub(crate) fn sum_inside(s: &Series, (a, b): (Ns, Ns)) -> (i64, usize) {
 // The mean and the time the counted samples cover.
 fn inside(s: &Series, spans: &[(Ns, Ns)]) -> Option<(f64, Ns)> {
     let p = s.period_ns();
-    let (sum, n) = spans.iter().fold((0i64, 0usize), |(sum, n), &span| {
+    let (sum, n) = spans.iter().fold((0i128, 0usize), |(sum, n), &span| {
         let (ds, dn) = sum_inside(s, span);
         (sum + ds, n + dn)
     });

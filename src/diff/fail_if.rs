@@ -145,6 +145,16 @@ fn threshold(value: &str, metric: &str) -> Result<Threshold, String> {
     }
 }
 
+/// True when one of `exprs` names phase `name` (`phase:NAME.FIELD`): a diff lists it
+/// even past its cap on phases.
+pub(crate) fn names_phase(exprs: &[String], name: &str) -> bool {
+    exprs.iter().any(|e| {
+        e.trim()
+            .strip_prefix("phase:")
+            .is_some_and(|rest| rest.starts_with(name) && rest[name.len()..].starts_with('.'))
+    })
+}
+
 /// Parse and evaluate `exprs` on `d`; an error names the expression, what is wrong and
 /// the metrics that exist.
 pub(crate) fn check(exprs: &[String], d: &Diff) -> Result<Vec<Outcome>, String> {

@@ -15,7 +15,7 @@ pub(crate) mod html;
 mod verdict;
 pub(crate) mod write;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -63,8 +63,12 @@ pub struct Diff {
     pub after: RunInfo,
     /// Overall metrics of both runs and their change.
     pub overall: Compared,
-    /// Phases matched by name: both runs first (in AFTER's order), then removed, then added.
+    /// Phases matched by name: both runs first (in AFTER's order), then removed, then added;
+    /// at most [`PHASES_LISTED`] (the longest) unless all are asked for.
     pub phases: Vec<PhaseDiff>,
+    /// The phases not listed, summed; absent when every phase is listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_phases: Option<OtherPhases>,
     /// Findings gone, stayed and new.
     pub findings: FindingDiffs,
     /// One line: the biggest changes.
@@ -161,6 +165,49 @@ pub struct PhaseDiff {
     pub values: Compared,
 }
 
+/// Phases a diff lists when not asked for all (`--all-phases`): the rest are summed.
+pub(crate) const PHASES_LISTED: usize = 50;
+
+/// The phases a diff does not list, summed over each run.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherPhases {
+    /// How many phase names are not listed.
+    pub phases: usize,
+    /// Their sums in both runs and the change.
+    #[serde(flatten)]
+    pub values: Compared,
+}
+
+/// Sums of the phases not listed, in one run.
+#[derive(Debug, Default, Serialize)]
+struct PhaseSums {
+    phases: usize,
+    count: u64,
+    wall_ns: Ns,
+    gpu_busy_ns: Ns,
+    kernel_busy_ns: Ns,
+    copy_busy_ns: Ns,
+    idle_ns: Ns,
+    exposed_copy_ns: Ns,
+    h2d_bytes: u64,
+    d2h_bytes: u64,
+}
+
+impl PhaseSums {
+    fn add(&mut self, p: &Phase) {
+        self.phases += 1;
+        self.count += p.count;
+        self.wall_ns = self.wall_ns.saturating_add(p.wall.sum_ns);
+        self.gpu_busy_ns = self.gpu_busy_ns.saturating_add(p.gpu_busy_ns);
+        self.kernel_busy_ns = self.kernel_busy_ns.saturating_add(p.kernel_busy_ns);
+        self.copy_busy_ns = self.copy_busy_ns.saturating_add(p.copy_busy_ns);
+        self.idle_ns = self.idle_ns.saturating_add(p.idle_ns);
+        self.exposed_copy_ns = self.exposed_copy_ns.saturating_add(p.exposed_copy_ns);
+        self.h2d_bytes = self.h2d_bytes.saturating_add(p.h2d_bytes);
+        self.d2h_bytes = self.d2h_bytes.saturating_add(p.d2h_bytes);
+    }
+}
+
 /// Findings of the two runs, matched by rule (and direction, for per-direction rules).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FindingDiffs {
@@ -196,15 +243,23 @@ pub struct Stayed {
     pub message: String,
 }
 
-/// Compare two runs.
+/// Compare two runs, listing every phase.
 pub fn diff(before: Run<'_>, after: Run<'_>) -> Diff {
+    diff_listing(before, after, None, &|_| false)
+}
+
+/// Compare two runs, listing at most `max` phases (the longest, and those `keep` names);
+/// the others are summed in [`Diff::other_phases`].
+pub(crate) fn diff_listing(before: Run<'_>, after: Run<'_>, max: Option<usize>, keep: &dyn Fn(&str) -> bool) -> Diff {
     let (b, a) = (before.analysis, after.analysis);
     let overall = Compared::new(to_value(&overall(b)), to_value(&overall(a)));
+    let (phases, other_phases) = phases(&Side::new(b), &Side::new(a), max, keep);
     let mut d = Diff {
         before: info(before),
         after: info(after),
         overall,
-        phases: phases(b, a),
+        phases,
+        other_phases,
         findings: findings(&b.findings, &a.findings),
         verdict: String::new(),
         whatif: whatif_check(b, a),
@@ -309,10 +364,10 @@ pub(crate) fn transfer_key(t: &crate::analysis::Transfer) -> String {
     format!("{}/{}", t.direction.label(), t.memory.label())
 }
 
-// Gaps passing `keep`, clipped to the steady window, by cause (every cause present).
-fn steady(a: &Analysis, keep: impl Fn(&Gap) -> bool) -> Steady {
+// `gaps` clipped to the steady window, by cause (every cause present).
+fn steady<'g>(a: &Analysis, gaps: impl Iterator<Item = &'g Gap>) -> Steady {
     let part = |g: &Gap| a.windows.steady_part(g.start, g.end);
-    let by_cause = json::by_cause_timed(a.gaps.iter().filter(|g| keep(g)), part);
+    let by_cause = json::by_cause_timed(gaps, part);
     Steady {
         count: by_cause.values().map(|c| c.count).sum(),
         idle_ns: by_cause.values().map(|c| c.total_ns).sum(),
@@ -320,30 +375,110 @@ fn steady(a: &Analysis, keep: impl Fn(&Gap) -> bool) -> Steady {
     }
 }
 
-fn phase_metrics<'a>(a: &Analysis, p: &'a Phase) -> PhaseMetrics<'a> {
+fn phase_metrics<'a>(a: &Analysis, p: &'a Phase, gaps: &[&Gap]) -> PhaseMetrics<'a> {
     PhaseMetrics {
         fields: PhaseFields(p),
         copy_verdict: p.copy_verdict.label(),
         gpu_busy_pct: fields::BUSY_PCT.of(p),
-        steady: steady(a, |g| g.phase.as_deref() == Some(p.name.as_str())),
+        steady: steady(a, gaps.iter().copied()),
     }
 }
 
-// Phases in both runs (AFTER's order: largest wall time first), then removed, then added.
-fn phases(b: &Analysis, a: &Analysis) -> Vec<PhaseDiff> {
-    let metrics = |x: &Analysis, name: &str| {
-        x.phases.iter().find(|p| p.name == name).map_or(Value::Null, |p| to_value(&phase_metrics(x, p)))
-    };
-    let entry = |name: &str, status| {
-        let (before, after) = (metrics(b, name), metrics(a, name));
-        PhaseDiff { name: name.to_string(), status, values: Compared::new(before, after) }
-    };
-    let in_b = |n: &str| b.phases.iter().any(|p| p.name == n);
-    let in_a = |n: &str| a.phases.iter().any(|p| p.name == n);
-    let both = a.phases.iter().filter(|p| in_b(&p.name)).map(|p| entry(&p.name, Status::Both));
-    let removed = b.phases.iter().filter(|p| !in_a(&p.name)).map(|p| entry(&p.name, Status::Removed));
-    let added = a.phases.iter().filter(|p| !in_b(&p.name)).map(|p| entry(&p.name, Status::Added));
-    both.chain(removed).chain(added).collect()
+/// One run's phases by name and its gaps by phase, each found once (a trace can hold
+/// 100,000 distinct range names: a scan per phase would be quadratic).
+struct Side<'a> {
+    a: &'a Analysis,
+    phases: HashMap<&'a str, &'a Phase>,
+    gaps: HashMap<&'a str, Vec<&'a Gap>>,
+}
+
+impl<'a> Side<'a> {
+    fn new(a: &'a Analysis) -> Self {
+        let mut phases = HashMap::with_capacity(a.phases.len());
+        for p in &a.phases {
+            phases.entry(p.name.as_str()).or_insert(p);
+        }
+        let mut gaps: HashMap<&str, Vec<&Gap>> = HashMap::new();
+        for g in &a.gaps {
+            if let Some(p) = g.phase.as_deref() {
+                gaps.entry(p).or_default().push(g);
+            }
+        }
+        Self { a, phases, gaps }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.phases.contains_key(name)
+    }
+
+    // The phase's metrics as JSON, null when the run lacks it.
+    fn metrics(&self, name: &str) -> Value {
+        self.phases.get(name).map_or(Value::Null, |p| {
+            to_value(&phase_metrics(self.a, p, self.gaps.get(name).map_or(&[][..], Vec::as_slice)))
+        })
+    }
+
+    fn wall(&self, name: &str) -> Ns {
+        self.phases.get(name).map_or(0, |p| p.wall.sum_ns)
+    }
+}
+
+// Phases in both runs (AFTER's order: largest wall time first), then removed, then added;
+// past `max`, only the longest (by the larger wall time of the two runs) and those `keep`
+// names are listed, and the rest summed.
+fn phases(
+    b: &Side<'_>,
+    a: &Side<'_>,
+    max: Option<usize>,
+    keep: &dyn Fn(&str) -> bool,
+) -> (Vec<PhaseDiff>, Option<OtherPhases>) {
+    let both = a.a.phases.iter().filter(|p| b.has(&p.name)).map(|p| (p.name.as_str(), Status::Both));
+    let removed = b.a.phases.iter().filter(|p| !a.has(&p.name)).map(|p| (p.name.as_str(), Status::Removed));
+    let added = a.a.phases.iter().filter(|p| !b.has(&p.name)).map(|p| (p.name.as_str(), Status::Added));
+    let all: Vec<(&str, Status)> = both.chain(removed).chain(added).collect();
+    let listed = listed(&all, max, |n| b.wall(n).max(a.wall(n)), keep);
+    let (mut out, mut sums) = (Vec::new(), (PhaseSums::default(), PhaseSums::default()));
+    for (&(name, status), shown) in all.iter().zip(listed) {
+        if shown {
+            out.push(PhaseDiff {
+                name: name.to_string(),
+                status,
+                values: Compared::new(b.metrics(name), a.metrics(name)),
+            });
+            continue;
+        }
+        if let Some(p) = b.phases.get(name) {
+            sums.0.add(p);
+        }
+        if let Some(p) = a.phases.get(name) {
+            sums.1.add(p);
+        }
+    }
+    let others = all.len() - out.len();
+    let other = (others > 0)
+        .then(|| OtherPhases { phases: others, values: Compared::new(to_value(&sums.0), to_value(&sums.1)) });
+    (out, other)
+}
+
+// Which of `all` are listed: all within `max`; else the `max` with the most wall time
+// (earlier first on ties), and every one `keep` names.
+fn listed(
+    all: &[(&str, Status)],
+    max: Option<usize>,
+    wall: impl Fn(&str) -> Ns,
+    keep: &dyn Fn(&str) -> bool,
+) -> Vec<bool> {
+    let Some(max) = max.filter(|&m| all.len() > m) else { return vec![true; all.len()] };
+    let mut by_wall: Vec<(Ns, usize)> = all.iter().enumerate().map(|(i, (n, _))| (wall(n), i)).collect();
+    by_wall.sort_unstable_by_key(|&(w, i)| (std::cmp::Reverse(w), i));
+    let mut shown = vec![false; all.len()];
+    for &(_, i) in by_wall.iter().take(max) {
+        shown[i] = true;
+    }
+    for (i, (n, _)) in all.iter().enumerate() {
+        shown[i] |= keep(n);
+    }
+    shown
 }
 
 // A finding's identity across runs: its rule, and its direction when the rule has one.

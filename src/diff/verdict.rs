@@ -174,6 +174,7 @@ mod tests {
 
     fn diff(before: Value, after: Value, phases: Vec<PhaseDiff>, findings: FindingDiffs) -> Diff {
         Diff {
+            other_phases: None,
             before: run(),
             after: run(),
             overall: Compared::new(before, after),

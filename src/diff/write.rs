@@ -162,6 +162,20 @@ fn overall_rows(c: &Compared) -> Vec<(String, String, Unit)> {
     v
 }
 
+// The sums of the phases a diff does not list.
+fn other_rows() -> Vec<(String, String, Unit)> {
+    vec![
+        row("phases", "phases", Unit::Count),
+        row("instances", "count", Unit::Count),
+        row("wall time", "wall_ns", Unit::Ns),
+        row("GPU busy", "gpu_busy_ns", Unit::Ns),
+        row("GPU idle in the ranges", "idle_ns", Unit::Ns),
+        row("exposed copy", "exposed_copy_ns", Unit::Ns),
+        row("H2D bytes", "h2d_bytes", Unit::Bytes),
+        row("D2H bytes", "d2h_bytes", Unit::Bytes),
+    ]
+}
+
 fn phase_rows() -> Vec<(String, String, Unit)> {
     let mut v = vec![
         field_row(fields::COUNT),
@@ -223,6 +237,10 @@ fn sections(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
         o.heading(2, &format!("Phase `{}`{side}", ellipsize(&p.name, 60)))?;
         o.table(&rows(&p.values, &table))?;
     }
+    if let Some(other) = &d.other_phases {
+        o.heading(2, &format!("{} other phases, summed (--all-phases lists them)", other.phases))?;
+        o.table(&rows(&other.values, &other_rows()))?;
+    }
     findings(o, &d.findings)
 }
 
@@ -279,6 +297,9 @@ pub(crate) fn csv(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
     compared("overall", "", &d.overall)?;
     for p in &d.phases {
         compared("phase", &p.name, &p.values)?;
+    }
+    if let Some(other) = &d.other_phases {
+        compared("other_phases", "", &other.values)?;
     }
     let f = &d.findings;
     for x in &f.gone {

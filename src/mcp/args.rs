@@ -17,7 +17,7 @@ impl<'a> Args<'a> {
     pub(super) fn new(v: &'a Value, known: &[&str]) -> Result<Self, String> {
         let map = v.as_object().ok_or("`arguments` must be an object")?;
         if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
-            return Err(format!("unknown argument `{k}` (this tool takes {})", known.join(", ")));
+            return Err(format!("unknown argument `{}` (this tool takes {})", super::shown(k), known.join(", ")));
         }
         Ok(Self { map })
     }
@@ -65,7 +65,11 @@ impl<'a> Args<'a> {
 /// Parse `START+WIDTH`, seconds from the trace start as the viewer shows them (`1.5+0.25`),
 /// or durations with units (`1500ms+250ms`); the offsets `[start, start + width)` in ns.
 pub(super) fn parse_window(s: &str) -> Result<(Ns, Ns), String> {
-    let bad = |why: &str| format!("`window` is `{s}`: {why}; write START+WIDTH in seconds, e.g. 1.5+0.25");
+    let bad =
+        |why: &str| format!("`window` is `{}`: {why}; write START+WIDTH in seconds, e.g. 1.5+0.25", super::shown(s));
+    if s.len() > 64 {
+        return Err(bad("too long for a window"));
+    }
     // A `+` after an exponent's `e` belongs to the number.
     let split = s.char_indices().skip(1).find(|&(i, c)| c == '+' && !s[..i].ends_with(['e', 'E'])).map(|(i, _)| i);
     let Some(i) = split else { return Err(bad("no `+`")) };

@@ -1,7 +1,6 @@
 //! The tools of `lanescope mcp`: their JSON schemas, and each call answered from the
 //! report's JSON contract (`report::json::build`), the diff's, or the lanes themselves.
 
-use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -20,6 +19,14 @@ const GAPS_PAGE: (usize, usize) = (20, 100);
 const EVENTS_PAGE: (usize, usize) = (50, 500);
 /// Lanes listed by `events` without `lane`, at most.
 const LANES_MAX: usize = 500;
+/// Bytes of one result at most: longer lists are cut (and `more` set) to fit.
+pub(super) const REPLY_BYTES: usize = 256 << 10;
+/// Characters of a name (an event's, a lane's) in a result; longer ones end in `…`.
+const NAME_CHARS: usize = 200;
+/// Characters of any other string in a result (messages, evidence).
+const TEXT_CHARS: usize = 1000;
+/// Traces kept open at most; the least recently used goes first.
+const CACHE_MAX: usize = 4;
 
 /// A trace opened and analyzed once, with the file state it was read at.
 struct Loaded {
@@ -28,10 +35,10 @@ struct Loaded {
     state: Option<(u64, SystemTime)>,
 }
 
-/// The server's state: traces opened so far, by path.
+/// The server's state: the traces opened last, by path, least recently used first.
 #[derive(Default)]
 pub(super) struct Server {
-    cache: HashMap<PathBuf, Rc<Loaded>>,
+    cache: Vec<(PathBuf, Rc<Loaded>)>,
 }
 
 /// One tool: name, description, argument schema and handler.
@@ -132,15 +139,16 @@ impl Server {
             params.get("name").and_then(Value::as_str).ok_or((INVALID_PARAMS, "tools/call needs `name`".into()))?;
         let tool = TOOLS.iter().find(|t| t.name == name).ok_or_else(|| {
             let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-            (INVALID_PARAMS, format!("unknown tool `{name}` (tools: {})", names.join(", ")))
+            (INVALID_PARAMS, format!("unknown tool `{}` (tools: {})", super::shown(name), names.join(", ")))
         })?;
         let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
         // A bug in the analysis of some odd trace must not end the session.
         let outcome = catch_unwind(AssertUnwindSafe(|| (tool.run)(self, &arguments)));
         Ok(match outcome {
-            Ok(Ok(v)) => {
-                json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v, "isError": false})
-            }
+            // One copy of the result, as text: every revision's clients read it (a
+            // `structuredContent` copy would double every reply).
+            Ok(Ok(v)) => json!({"content": [{"type": "text", "text": crate::text::json_line(&bound(v, REPLY_BYTES))}],
+                                 "isError": false}),
             Ok(Err(e)) => failure(&e),
             Err(_) => failure(&format!("lanescope failed inside `{name}` (a bug: the message is on its stderr)")),
         })
@@ -150,14 +158,27 @@ impl Server {
     fn open(&mut self, path: &Path) -> Result<Rc<Loaded>, String> {
         let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let state = file_state(&key);
-        if let Some(l) = self.cache.get(&key).filter(|l| l.state == state) {
-            return Ok(Rc::clone(l));
+        if let Some(i) = self.cache.iter().position(|(k, _)| *k == key) {
+            let entry = self.cache.remove(i);
+            if entry.1.state == state {
+                self.cache.push(entry);
+                return Ok(Rc::clone(&self.cache[self.cache.len() - 1].1));
+            }
         }
         let trace = crate::reader::load_inputs(&[path.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
         let analysis = crate::analysis::analyze(&trace, &Options::default());
         let l = Rc::new(Loaded { trace, analysis, state });
-        self.cache.insert(key, Rc::clone(&l));
+        if self.cache.len() >= CACHE_MAX {
+            self.cache.remove(0);
+        }
+        self.cache.push((key, Rc::clone(&l)));
         Ok(l)
+    }
+
+    /// The paths of the traces held, least recently used first.
+    #[cfg(test)]
+    fn cached(&self) -> Vec<&Path> {
+        self.cache.iter().map(|(k, _)| k.as_path()).collect()
     }
 }
 
@@ -269,7 +290,7 @@ fn events(s: &mut Server, v: &Value) -> Result<Value, String> {
         .take(limit)
         .map(|&k| {
             let (start, end) = (ln.ev.start[k], ln.ev.end(k));
-            json!({"name": t.strings.get(ln.ev.name[k]), "start_ns": start, "end_ns": end,
+            json!({"name": crate::text::ellipsize(t.strings.get(ln.ev.name[k]), NAME_CHARS), "start_ns": start, "end_ns": end,
                    "dur_ns": end - start, "start_s": secs(start - t0)})
         })
         .collect();
@@ -283,7 +304,7 @@ fn diff(s: &mut Server, v: &Value) -> Result<Value, String> {
     }
     let a = Args::new(v, &["before", "after"])?;
     let (before, after) = (s.open(&a.path("before")?)?, s.open(&a.path("after")?)?);
-    let d = crate::diff::diff(run(&before), run(&after));
+    let d = crate::diff::diff_listing(run(&before), run(&after), Some(crate::diff::PHASES_LISTED), &|_| false);
     serde_json::to_value(d).map_err(|e| e.to_string())
 }
 
@@ -308,14 +329,19 @@ fn in_window(ln: &Lane, ws: Ns, we: Ns) -> impl Iterator<Item = usize> + '_ {
     (0..hi).filter(move |&k| ln.ev.end(k) > ws || ln.ev.start[k] >= ws)
 }
 
-/// A lane's name: `GPU 0 · kernels s7`, `python3 1234 · CUDA API`.
+/// A lane's name: `GPU 0 · kernels s7` (`GPU 0 · kernels s7 (pid 4321)` where processes
+/// share the stream), `python3 1234 · CUDA API` (a thread name cut to [`NAME_CHARS`]).
 fn lane_name(t: &Trace, ln: &Lane) -> String {
     if let Some(d) = ln.kind.shown_with_gpu() {
-        return format!("GPU {d} · {}", ln.title());
+        // Processes sharing a GPU each have their stream 7: the pid tells their lanes apart.
+        let shared = t.lanes.iter().any(|o| o.kind == ln.kind && o.pid != ln.pid);
+        let pid = if shared { format!(" (pid {})", ln.pid) } else { String::new() };
+        return format!("GPU {d} · {}{pid}", ln.title());
     }
     let tid = ln.kind.tid().unwrap_or(0);
     let thread = t.threads.iter().find(|th| th.tid == tid && th.pid == ln.pid).map(|th| th.name.as_str());
-    format!("{} {tid} · {}", thread.filter(|n| !n.is_empty()).unwrap_or("thread"), ln.title())
+    let thread = crate::text::ellipsize(thread.filter(|n| !n.is_empty()).unwrap_or("thread"), NAME_CHARS);
+    format!("{thread} {tid} · {}", ln.title())
 }
 
 // The lane `arg` names: an index, an exact name, or a unique part of one.
@@ -334,11 +360,12 @@ fn find_lane(t: &Trace, arg: &Value) -> Result<usize, String> {
     let hits: Vec<usize> = (0..names.len()).filter(|&i| names[i].to_lowercase().contains(&low)).collect();
     match hits.as_slice() {
         [one] => Ok(*one),
-        [] => Err(format!("`lane` `{want}` names no lane; call `events` without `lane` to list them")),
+        [] => Err(format!("`lane` `{}` names no lane; call `events` without `lane` to list them", super::shown(want))),
         many => {
-            let some: Vec<&str> = many.iter().take(8).map(|&i| names[i].as_str()).collect();
+            let some: Vec<_> = many.iter().take(8).map(|&i| super::shown(&names[i])).collect();
             Err(format!(
-                "`lane` `{want}` matches {} lanes ({}...): be more precise or pass an index",
+                "`lane` `{}` matches {} lanes ({}...): be more precise or pass an index",
+                super::shown(want),
                 many.len(),
                 some.join("; ")
             ))
@@ -349,7 +376,7 @@ fn find_lane(t: &Trace, arg: &Value) -> Result<usize, String> {
 fn check_cause(c: &str) -> Result<&'static str, String> {
     Cause::ALL.iter().map(|c| c.label()).find(|l| *l == c).ok_or_else(|| {
         let all: Vec<&str> = Cause::ALL.iter().map(|c| c.label()).collect();
-        format!("`cause` `{c}` is none of {}", all.join(", "))
+        format!("`cause` `{}` is none of {}", super::shown(c), all.join(", "))
     })
 }
 
@@ -357,9 +384,10 @@ fn check_phase<'a>(a: &Analysis, p: &'a str) -> Result<&'a str, String> {
     if a.phases.iter().any(|x| x.name == p) {
         return Ok(p);
     }
-    let some: Vec<&str> = a.phases.iter().take(10).map(|x| x.name.as_str()).collect();
+    let some: Vec<_> = a.phases.iter().take(10).map(|x| super::shown(&x.name)).collect();
     Err(format!(
-        "`phase` `{p}` is no phase of this trace (phases: {})",
+        "`phase` `{}` is no phase of this trace (phases: {})",
+        super::shown(p),
         if some.is_empty() { "none".into() } else { some.join(", ") }
     ))
 }
@@ -391,6 +419,75 @@ fn without_host(mut g: Value) -> Value {
     g
 }
 
+/// `v` made to fit in `budget` bytes of JSON: strings cut to [`TEXT_CHARS`], then the
+/// longest list halved until it fits; a cut result gets `more: true` and `cut`, the
+/// paths of the lists cut.
+fn bound(mut v: Value, budget: usize) -> Value {
+    cut_strings(&mut v);
+    let mut cut: Vec<String> = Vec::new();
+    while json_bytes(&v) > budget {
+        let Some((path, len)) = largest_list(&v) else { break };
+        if let Some(Value::Array(list)) = v.pointer_mut(&path) {
+            list.truncate(len / 2);
+        }
+        if !cut.contains(&path) {
+            cut.push(path);
+        }
+    }
+    if let (false, Some(o)) = (cut.is_empty(), v.as_object_mut()) {
+        o.insert("more".into(), json!(true));
+        o.insert("cut".into(), json!(cut));
+    }
+    v
+}
+
+fn cut_strings(v: &mut Value) {
+    match v {
+        Value::String(s) if s.chars().nth(TEXT_CHARS).is_some() => {
+            *s = crate::text::ellipsize(s, TEXT_CHARS).into_owned();
+        }
+        Value::Array(a) => a.iter_mut().for_each(cut_strings),
+        Value::Object(o) => o.values_mut().for_each(cut_strings),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
+
+fn json_bytes(v: &Value) -> usize {
+    serde_json::to_vec(v).map_or(0, |b| b.len())
+}
+
+// The non-empty list of `v` with the most bytes, as a JSON pointer and its length.
+fn largest_list(v: &Value) -> Option<(String, usize)> {
+    let mut best = None;
+    sizes(v, &mut String::new(), &mut best);
+    best.map(|(_, path, len)| (path, len))
+}
+
+// The bytes of `v` as compact JSON (closely), keeping in `best` the largest list seen
+// (bytes, pointer, length); `at` is the pointer of `v`.
+fn sizes(v: &Value, at: &mut String, best: &mut Option<(usize, String, usize)>) -> usize {
+    let mut child = |x: &Value, key: &str, at: &mut String| {
+        let n = at.len();
+        at.push('/');
+        at.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        let bytes = sizes(x, at, best);
+        at.truncate(n);
+        bytes
+    };
+    let bytes = match v {
+        Value::Array(a) => 2 + a.iter().enumerate().map(|(i, x)| 1 + child(x, &i.to_string(), at)).sum::<usize>(),
+        Value::Object(o) => 2 + o.iter().map(|(k, x)| k.len() + 4 + child(x, k, at)).sum::<usize>(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => json_bytes(v),
+    };
+    if let Value::Array(a) = v
+        && !a.is_empty()
+        && best.as_ref().is_none_or(|b| bytes > b.0)
+    {
+        *best = Some((bytes, at.clone(), a.len()));
+    }
+    bytes
+}
+
 fn int(v: &Value, key: &str) -> i64 {
     v[key].as_i64().unwrap_or(0)
 }
@@ -411,6 +508,72 @@ mod tests {
         listed.sort_unstable();
         all.sort_unstable();
         assert_eq!(listed, all);
+    }
+
+    // A tiny export with `n` kernels named `name`.
+    fn tiny(dir: &Path, file: &str, name: &str, n: i64) -> PathBuf {
+        let p = dir.join(file);
+        let c = rusqlite::Connection::open(&p).unwrap();
+        c.execute_batch(
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+               correlationId INT, globalPid INT, shortName INT, demangledName INT);",
+        )
+        .unwrap();
+        c.execute("INSERT INTO StringIds VALUES (1, ?1)", [name]).unwrap();
+        for i in 0..n {
+            c.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?2, 0, 7, ?3, 0, 1, 1)",
+                [i * 100, i * 100 + 50, i],
+            )
+            .unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn the_cache_keeps_the_traces_used_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> =
+            (0..CACHE_MAX + 2).map(|i| tiny(dir.path(), &format!("t{i}.sqlite"), "k", 3)).collect();
+        let mut s = Server::default();
+        for p in &paths {
+            s.open(p).unwrap();
+            // The first is used again each time: it stays.
+            s.open(&paths[0]).unwrap();
+        }
+        let held = s.cached();
+        assert_eq!(held.len(), CACHE_MAX);
+        let canon = |p: &PathBuf| std::fs::canonicalize(p).unwrap();
+        assert_eq!(held[CACHE_MAX - 1], canon(&paths[0]), "used last");
+        let want: Vec<PathBuf> = paths[paths.len() - (CACHE_MAX - 1)..].iter().map(canon).collect();
+        assert_eq!(held[..CACHE_MAX - 1], want.iter().map(PathBuf::as_path).collect::<Vec<_>>()[..]);
+    }
+
+    #[test]
+    fn results_fit_the_byte_budget_with_names_and_lists_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "k".repeat(256 << 10);
+        let p = tiny(dir.path(), "big.sqlite", &name, 600);
+        let mut s = Server::default();
+        let args = json!({"trace": p.display().to_string(), "lane": 0, "limit": 500});
+        let reply = s.call(&json!({"name": "events", "arguments": args})).unwrap();
+        let text = reply["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() <= REPLY_BYTES, "{} bytes", text.len());
+        assert!(reply.get("structuredContent").is_none(), "one copy of the result");
+        let v: Value = serde_json::from_str(text).unwrap();
+        let events = v["events"].as_array().unwrap();
+        assert_eq!(events.len(), 500, "names cut, no list needed cutting");
+        let shown = events[0]["name"].as_str().unwrap();
+        assert_eq!(shown.chars().count(), NAME_CHARS);
+        assert!(shown.ends_with('…') && name.starts_with(shown.trim_end_matches('…')));
+        // A list too large for the budget is cut, and says so.
+        let big =
+            json!({"a": 1, "list": (0..100_000).map(|i| json!({"i": i, "s": "x".repeat(50)})).collect::<Vec<_>>()});
+        let b = bound(big, REPLY_BYTES);
+        assert!(json_bytes(&b) <= REPLY_BYTES && b["list"].as_array().unwrap().len() > 100);
+        assert_eq!((&b["more"], &b["cut"]), (&json!(true), &json!(["/list"])));
+        assert_eq!(b["list"][3], json!({"i": 3, "s": "x".repeat(50)}), "what is kept is unchanged");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! metric, held by the trace beside its lanes. Means over any time range cost two binary
 //! searches (prefix sums), so a screen cell or a phase never scans samples.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::Ns;
@@ -9,7 +10,7 @@ use super::Ns;
 /// The counter series of a trace, by (device, metric name); empty when not captured.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counters {
-    /// Series sorted by device, then in the export's metric order.
+    /// Series sorted by device, then by the export's metric id.
     pub series: Vec<Series>,
 }
 
@@ -22,8 +23,9 @@ pub struct Series {
     pub name: String,
     /// Sample instants, sorted; shared by the metrics of one GPU sampled together.
     pub times: Arc<[Ns]>,
-    // prefix[i] = sum of the first i values: a range's sum is two lookups.
-    prefix: Vec<i64>,
+    // prefix[i] = sum of the first i values: a range's sum is two lookups. 128 bits: a
+    // sum of 64-bit samples never saturates (values near i64::MAX are legal samples).
+    prefix: Vec<i128>,
     max: i64,
     // The median time between samples, found once (it scans every sample).
     period: Ns,
@@ -45,10 +47,10 @@ impl Series {
     pub fn new(device: u32, name: String, times: Arc<[Ns]>, values: &[i64]) -> Self {
         debug_assert_eq!(times.len(), values.len());
         let mut prefix = Vec::with_capacity(values.len() + 1);
-        let mut sum = 0i64;
+        let mut sum = 0i128;
         prefix.push(0);
         for &v in values {
-            sum = sum.saturating_add(v);
+            sum += i128::from(v);
             prefix.push(sum);
         }
         let max = values.iter().copied().max().unwrap_or(0);
@@ -73,7 +75,7 @@ impl Series {
 
     /// The `i`-th sample's value.
     pub fn value(&self, i: usize) -> i64 {
-        self.prefix[i + 1] - self.prefix[i]
+        (self.prefix[i + 1] - self.prefix[i]) as i64
     }
 
     /// Largest sample (0 without samples).
@@ -89,7 +91,7 @@ impl Series {
     }
 
     /// Sum and count of the samples taken in `[start, end]`.
-    pub fn sum_in(&self, start: Ns, end: Ns) -> (i64, usize) {
+    pub fn sum_in(&self, start: Ns, end: Ns) -> (i128, usize) {
         let r = self.range(start, end);
         (self.prefix[r.end] - self.prefix[r.start], r.len())
     }
@@ -102,7 +104,7 @@ impl Series {
 
     /// Mean of the samples taken inside any of `spans` (sorted, non-overlapping `[start, end]`).
     pub fn mean_over(&self, spans: &[(Ns, Ns)]) -> Option<f64> {
-        let (sum, n) = spans.iter().fold((0i64, 0usize), |(s, n), &(a, b)| {
+        let (sum, n) = spans.iter().fold((0i128, 0usize), |(s, n), &(a, b)| {
             let (ds, dn) = self.sum_in(a, b);
             (s + ds, n + dn)
         });
@@ -127,13 +129,13 @@ impl Series {
 
     /// Approximate heap bytes (times counted once per shared column by the caller).
     pub fn heap_bytes(&self) -> usize {
-        self.prefix.capacity() * 8 + self.name.len()
+        self.prefix.capacity() * 16 + self.name.len()
     }
 }
 
 // The median of the times between consecutive samples (0 with fewer than two).
 fn median_period(times: &[Ns]) -> Ns {
-    let mut d: Vec<Ns> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let mut d: Vec<Ns> = times.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
     if d.is_empty() {
         return 0;
     }
@@ -188,13 +190,12 @@ impl Counters {
 
     /// Approximate heap bytes, shared time columns counted once.
     pub fn heap_bytes(&self) -> usize {
-        let mut seen: Vec<*const Ns> = Vec::new();
+        // A set, not a list: a trace can hold 100,000 series with columns of their own.
+        let mut seen: HashSet<*const Ns> = HashSet::new();
         let mut bytes = 0;
         for s in &self.series {
             bytes += s.heap_bytes();
-            let p = s.times.as_ptr();
-            if !seen.contains(&p) {
-                seen.push(p);
+            if seen.insert(s.times.as_ptr()) {
                 bytes += s.times.len() * 8;
             }
         }
@@ -205,18 +206,15 @@ impl Counters {
     /// time columns shared before stay shared.
     #[must_use]
     pub fn moved(self, by: Ns, dev: impl Fn(u32) -> u32) -> Self {
-        let mut done: Vec<(*const Ns, Arc<[Ns]>)> = Vec::new();
+        // Columns moved so far, by their address: one lookup per series, not a scan.
+        let mut done: HashMap<*const Ns, Arc<[Ns]>> = HashMap::new();
         let mut series = self.series;
         for s in &mut series {
             s.device = dev(s.device);
-            let p = s.times.as_ptr();
-            s.times = if let Some(d) = done.iter().find(|d| d.0 == p) {
-                Arc::clone(&d.1)
-            } else {
-                let t: Arc<[Ns]> = s.times.iter().map(|&t| t.saturating_add(by)).collect();
-                done.push((p, Arc::clone(&t)));
-                t
-            };
+            let moved = done
+                .entry(s.times.as_ptr())
+                .or_insert_with(|| s.times.iter().map(|&t| t.saturating_add(by)).collect::<Arc<[Ns]>>());
+            s.times = Arc::clone(moved);
         }
         Self { series }
     }
@@ -255,6 +253,40 @@ mod tests {
             .map(|(_, v)| *v)
             .collect();
         assert_eq!(s.mean_over(&spans), Some(picked.iter().sum::<i64>() as f64 / picked.len() as f64));
+    }
+
+    #[test]
+    fn means_of_samples_near_the_64_bit_limit_do_not_saturate() {
+        let big = [i64::MAX, i64::MAX - 6, i64::MAX - 2, i64::MIN, i64::MAX];
+        let s = series(&[0, 10, 20, 30, 40], &big);
+        let exact = |v: &[i64]| (v.iter().map(|&x| i128::from(x)).sum::<i128>() as f64) / v.len() as f64;
+        let sum = s.summary().unwrap();
+        assert_eq!(sum.mean.to_bits(), exact(&big).to_bits());
+        assert_eq!((sum.p95, sum.max), (i64::MAX, i64::MAX));
+        assert_eq!((0..5).map(|i| s.value(i)).collect::<Vec<_>>(), big);
+        assert_eq!(s.mean_in(0, 20).map(f64::to_bits), Some(exact(&big[..3]).to_bits()));
+        assert!((s.mean_in(0, 20).unwrap() - 9.223_372_036_854_775e18).abs() < 1e4);
+        assert_eq!(s.mean_over(&[(0, 0), (40, 40)]).map(f64::to_bits), Some(exact(&[big[0], big[4]]).to_bits()));
+    }
+
+    #[test]
+    fn moving_many_series_takes_linear_time() {
+        // Each series with a time column of its own, as 100,000 metrics sampled apart give.
+        let n = 50_000;
+        let series: Vec<Series> =
+            (0..n).map(|i| Series::new(i as u32 % 4, format!("m{i}"), vec![i].into(), &[1])).collect();
+        let mut c = Counters { series };
+        c.series.push(Series { name: "shares".into(), ..c.series[7].clone() });
+        let t0 = std::time::Instant::now();
+        let moved = c.moved(1000, |d| d + 256);
+        let bytes = moved.heap_bytes();
+        // A scan of the columns moved so far per series takes over 10 s here.
+        assert!(t0.elapsed().as_secs_f64() < 2.0, "{:?}", t0.elapsed());
+        assert_eq!(moved.series.len(), n as usize + 1);
+        assert!(moved.series.iter().take(n as usize).enumerate().all(|(i, s)| *s.times == [i as Ns + 1000]));
+        assert!(Arc::ptr_eq(&moved.series[7].times, &moved.series[n as usize].times), "a shared column stays shared");
+        let want: usize = moved.series.iter().map(Series::heap_bytes).sum::<usize>() + n as usize * 8;
+        assert_eq!(bytes, want);
     }
 
     #[test]

@@ -6,33 +6,48 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::tables::{Src, scan};
+use super::tables::{Src, int, scan, text};
 use crate::model::counters::{Counters, Series};
 use crate::model::{Ns, TableStat};
 
 /// The export's counters (empty without `GPU_METRICS`), and the table's read stats.
 pub(super) fn read_counters(src: Src<'_>) -> Result<(Counters, Vec<TableStat>)> {
     let mut stats = Vec::new();
-    if !src.schema.has("GPU_METRICS") || !src.schema.has("TARGET_INFO_GPU_METRICS") {
+    // Every column is optional, as in other tables: without one of these there are no
+    // counters to read (the metric name alone may be missing).
+    let has = |t: &str, cols: &[&str]| cols.iter().all(|c| src.schema.has_col(t, c));
+    if !has("GPU_METRICS", &["timestamp", "typeId", "metricId", "value"])
+        || !has("TARGET_INFO_GPU_METRICS", &["typeId", "metricId"])
+    {
         return Ok((Counters::default(), stats));
     }
+    let name_col = src.schema.col_or_null("TARGET_INFO_GPU_METRICS", "metricName");
     // Metric ids are not stable between exports: names come from this file's own table.
     let mut names: HashMap<(i64, i64), String> = HashMap::new();
     let mut order: Vec<(i64, i64)> = Vec::new();
+    // A row with a cell of the wrong type is skipped and counted, as in other tables.
+    let mut bad = [0usize; 2];
     scan(
         src.conn,
         "TARGET_INFO_GPU_METRICS",
-        "SELECT typeId, metricId, metricName FROM TARGET_INFO_GPU_METRICS",
+        &format!("SELECT typeId, metricId, {name_col} FROM TARGET_INFO_GPU_METRICS"),
         src.progress,
         &mut stats,
         |r| {
-            let key = (r.get::<_, i64>(0)?, r.get::<_, i64>(1)?);
-            if names.insert(key, r.get::<_, Option<String>>(2)?.unwrap_or_default()).is_none() {
-                order.push(key);
+            let (Some(ty), Some(id)) = (int(r.get_ref(0)?), int(r.get_ref(1)?)) else {
+                bad[0] += 1;
+                return Ok(());
+            };
+            let name = text(r.get_ref(2)?).unwrap_or_default();
+            if names.insert((ty, id), name.to_string()).is_none() {
+                order.push((ty, id));
             }
             Ok(())
         },
     )?;
+    // By (type, metric id), not row order: the same export read with its rows in another
+    // order lists its metrics alike.
+    order.sort_unstable();
     let slot: HashMap<(i64, i64), usize> = order.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let mut cols: Vec<(Vec<Ns>, Vec<i64>)> = vec![(Vec::new(), Vec::new()); order.len()];
     // Samples of an unlisted metric are skipped, as are rows without a time (schema 3.x allows NULL).
@@ -43,14 +58,26 @@ pub(super) fn read_counters(src: Src<'_>) -> Result<(Counters, Vec<TableStat>)> 
         src.progress,
         &mut stats,
         |r| {
-            if let Some(&i) = slot.get(&(r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)) {
-                let c = &mut cols[i];
-                c.0.push(r.get(0)?);
-                c.1.push(r.get::<_, Option<i64>>(3)?.unwrap_or(0));
+            let (Some(t), Some(ty), Some(id)) = (int(r.get_ref(0)?), int(r.get_ref(1)?), int(r.get_ref(2)?)) else {
+                bad[1] += 1;
+                return Ok(());
+            };
+            let v = r.get_ref(3)?;
+            let value = if matches!(v, rusqlite::types::ValueRef::Null) { Some(0) } else { int(v) };
+            match (slot.get(&(ty, id)), value) {
+                (Some(&i), Some(v)) => {
+                    cols[i].0.push(t);
+                    cols[i].1.push(v);
+                }
+                (Some(_), None) => bad[1] += 1,
+                (None, _) => {}
             }
             Ok(())
         },
     )?;
+    for (table, n) in ["TARGET_INFO_GPU_METRICS", "GPU_METRICS"].into_iter().zip(bad).filter(|x| x.1 > 0) {
+        stats.push(TableStat { name: format!("  {table} rows with an unreadable cell (skipped)"), rows: n, ms: 0.0 });
+    }
     let mut series = Vec::new();
     let mut shared: HashMap<u32, Arc<[Ns]>> = HashMap::new();
     for (key, (times, values)) in order.iter().zip(cols) {

@@ -322,8 +322,9 @@ fn close_open_ranges(lanes: &mut [Lane], end: i64) {
     }
 }
 
-// Display order: GPUs by device (kernels, graphs, then memory lanes, by stream), then
-// processes by pid with the main thread first (NVTX by depth, API, OS runtime).
+// Display order: GPUs by device (kernels, graphs, then memory lanes, by stream, then pid),
+// then processes by pid with the main thread first (NVTX by depth, API, OS runtime); the
+// same on every run over the same file.
 pub(crate) fn order_lanes(trace: &mut Trace) {
     fn rank(kind: LaneKind, pid: u32) -> (u8, u32, u32, u8, u32, u32) {
         match kind {
@@ -341,9 +342,16 @@ pub(crate) fn order_lanes(trace: &mut Trace) {
             LaneKind::Samples { tid } => (1, pid, u32::from(tid != pid), 7, tid, 0),
         }
     }
-    // Keep a thread's lanes together: sort by (pid, main-first, tid) before the kind.
+    // Keep a thread's lanes together: sort by (pid, main-first, tid) before the kind. The
+    // pid last: two processes' lanes of one GPU stream (each has a stream 7) are told
+    // apart by it, not by the hash order they were gathered in.
     trace.lanes.sort_by_key(|l| {
         let (g, a, b, k, c, d) = rank(l.kind, l.pid);
-        if g == 0 { (g, a, b, u32::from(k), c, d) } else { (g, a, b, c, u32::from(k), d) }
+        if g == 0 { (g, a, b, u32::from(k), c, d, l.pid) } else { (g, a, b, c, u32::from(k), d, l.pid) }
     });
+    // Everything else gathered by hash (syncs by process) gets one order too.
+    trace.syncs.sort_by_key(|s| s.pid);
+    trace.processes.sort_by_key(|p| p.pid);
+    trace.threads.sort_by_key(|t| (t.pid, t.tid));
+    trace.host.sampled_threads.sort_by_key(|t| (t.pid, t.tid));
 }

@@ -36,6 +36,7 @@ pub(super) fn sniff(path: &Path) -> Result<(Format, u64)> {
     if meta.is_dir() {
         bail!("is a directory, not an nsys SQLite export or a PyTorch profiler trace");
     }
+    not_special(&meta)?;
     if meta.len() == 0 {
         bail!("empty file, not an nsys SQLite export or a PyTorch profiler trace");
     }
@@ -69,9 +70,32 @@ pub(super) fn sniff(path: &Path) -> Result<(Format, u64)> {
     Ok((Format::Sqlite, meta.len()))
 }
 
-/// True when `path` is a file that begins like a SQLite database.
+/// Refuse what is not a regular file (a FIFO, a device, a socket, `/dev/stdin`): opening
+/// one can block forever, so this is checked on its metadata before any open.
+pub(super) fn not_special(meta: &std::fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    if meta.is_file() || meta.is_dir() {
+        return Ok(());
+    }
+    let t = meta.file_type();
+    let what = if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    };
+    bail!("is {what}, not a regular file: lanescope reads trace files only")
+}
+
+/// True when `path` is a regular file that begins like a SQLite database.
 pub(super) fn is_sqlite(path: &Path) -> bool {
     let mut head = [0u8; 16];
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     File::open(path).and_then(|mut f| read_up_to(&mut f, &mut head)).is_ok_and(|n| n == 16 && &head == SQLITE_MAGIC)
 }
 

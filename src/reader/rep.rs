@@ -68,6 +68,7 @@ pub(crate) fn export(path: &Path) -> Result<PathBuf> {
     if meta.is_dir() {
         bail!("is a directory, not an nsys report");
     }
+    super::open::not_special(&meta)?;
     let hint = format!("export it with: nsys export --type sqlite {}", path.display());
     let dir = cache_dir().with_context(|| format!("is an nsys report and there is no cache directory ({hint})"))?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());

@@ -74,7 +74,9 @@ fn pictures(w: &mut dyn Write, scene: &Scene) -> io::Result<()> {
     writeln!(w, "<h2>Timeline</h2>")?;
     let (from, to) = steady_range(a);
     let caption = match &a.step_phase {
-        Some(p) => format!("Steady state: the first {STEADY_STEPS} steps of `{p}` after the first"),
+        Some(p) => {
+            format!("Steady state: the first {STEADY_STEPS} steps of `{}` after the first", crate::text::name(p))
+        }
         None => "Steady state: the whole GPU span (no step phase)".to_string(),
     };
     figure(w, scene, &Pick::Range(from, to), &caption)?;

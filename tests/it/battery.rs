@@ -1,7 +1,10 @@
 //! The hostile-input battery behind SECURITY.md's figures: inputs of every kind the README
 //! accepts, each run through `lanescope info` and `report --format json` with a deadline,
-//! counting crashes (a signal, a panic), hangs and peak memory. Slow (a few minutes), so
-//! ignored: `cargo test --release -- --ignored --nocapture battery`.
+//! counting crashes (a signal, a panic), hangs and peak memory; and (issue 36) hostile MCP
+//! sessions, `record` against misbehaving stub `nsys`es, hostile names in the HTML and
+//! SVG outputs (parsed as XML and HTML), GPU-metrics table mutants and shuffled rows
+//! (`battery4.rs`, its own test: `battery` runs both).
+//! Slow (a few minutes), so ignored: `cargo test --release -- --ignored --nocapture battery`.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -14,12 +17,12 @@ use tempfile::TempDir;
 use crate::util::fixture;
 
 #[derive(Default)]
-struct Tally {
-    tried: usize,
-    errors: usize,
-    crashes: Vec<String>,
-    hangs: Vec<String>,
-    peak_kib: u64,
+pub(crate) struct Tally {
+    pub(crate) tried: usize,
+    pub(crate) errors: usize,
+    pub(crate) crashes: Vec<String>,
+    pub(crate) hangs: Vec<String>,
+    pub(crate) peak_kib: u64,
 }
 
 // Peak resident memory of a running process so far (VmHWM), KiB.
@@ -29,14 +32,18 @@ fn hwm(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn run(t: &mut Tally, label: &str, args: &[&OsStr], env: &[(&str, &OsStr)]) {
+pub(crate) fn run(t: &mut Tally, label: &str, args: &[&OsStr], env: &[(&str, &OsStr)]) {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("lanescope"));
     c.args(args).env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
     for (k, v) in env {
         c.env(k, v);
     }
     c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
+    watch(t, label, c.spawn().unwrap());
+}
+
+// Wait for `child` (60 s at most), tallying its end and peak memory.
+pub(crate) fn watch(t: &mut Tally, label: &str, mut child: std::process::Child) {
     let (t0, mut peak) = (Instant::now(), 0);
     let status = loop {
         peak = peak.max(hwm(child.id()).unwrap_or(0));
@@ -60,7 +67,7 @@ fn run(t: &mut Tally, label: &str, args: &[&OsStr], env: &[(&str, &OsStr)]) {
     }
 }
 
-fn both(t: &mut Tally, label: &str, p: &Path, env: &[(&str, &OsStr)]) {
+pub(crate) fn both(t: &mut Tally, label: &str, p: &Path, env: &[(&str, &OsStr)]) {
     for cmd in [&["info"][..], &["report", "--format", "json"][..]] {
         let mut args: Vec<&OsStr> = cmd.iter().map(OsStr::new).collect();
         args.push(p.as_os_str());
@@ -69,8 +76,12 @@ fn both(t: &mut Tally, label: &str, p: &Path, env: &[(&str, &OsStr)]) {
 }
 
 fn sqlite_mutations(d: &Path) -> Vec<(String, PathBuf)> {
-    let base = fixture("pageable.sqlite");
-    let c = Connection::open(&base).unwrap();
+    mutations_of(d, &fixture("pageable.sqlite"), "m", &|_| true)
+}
+
+// Structural mutations of the tables of `base` that `pick` keeps and lanescope reads.
+pub(crate) fn mutations_of(d: &Path, base: &Path, prefix: &str, pick: &dyn Fn(&str) -> bool) -> Vec<(String, PathBuf)> {
+    let c = Connection::open(base).unwrap();
     let tables: Vec<String> = c
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
         .unwrap()
@@ -83,7 +94,7 @@ fn sqlite_mutations(d: &Path) -> Vec<(String, PathBuf)> {
     let mut n = 0;
     // The tables lanescope reads (the enums, analysis and diagnostic tables it does not).
     let read = |t: &&String| !t.starts_with("ENUM_") && !t.starts_with("ANALYSIS") && *t != "DIAGNOSTIC_EVENT";
-    for t in tables.iter().filter(read) {
+    for t in tables.iter().filter(read).filter(|t| pick(t)) {
         let cols: Vec<String> = c
             .prepare(&format!("SELECT name FROM pragma_table_info('{t}')"))
             .unwrap()
@@ -100,8 +111,8 @@ fn sqlite_mutations(d: &Path) -> Vec<(String, PathBuf)> {
         }
         for sql in sqls {
             n += 1;
-            let p = d.join(format!("m{n}.sqlite"));
-            std::fs::copy(&base, &p).unwrap();
+            let p = d.join(format!("{prefix}{n}.sqlite"));
+            std::fs::copy(base, &p).unwrap();
             // Constraints refuse some values (NOT NULL, INTEGER PRIMARY KEY): skip those.
             if Connection::open(&p).unwrap().execute_batch(&sql).is_ok() {
                 out.push((sql, p));
@@ -236,7 +247,7 @@ fn kineto_inputs(d: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-fn print(kind: &str, t: &Tally) {
+pub(crate) fn print(kind: &str, t: &Tally) {
     println!(
         "{kind:<28} tried {:>4}  refused {:>4}  crashes {}  hangs {}  peak {} MiB",
         t.tried,

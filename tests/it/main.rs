@@ -2,18 +2,21 @@
 
 mod analysis_sql;
 mod battery;
+mod battery4;
 mod causes_export;
 mod cli;
 mod compact_writer;
 mod completions;
 mod contract;
 mod diff;
+mod diff_many;
 mod diff_view;
 mod findings_real;
 mod gpu_metrics;
 mod host_causes;
 mod host_sql;
 mod hostile;
+mod hostile4;
 mod kineto;
 mod labels;
 mod layers;

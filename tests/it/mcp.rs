@@ -11,6 +11,12 @@ use crate::util::{fixture, sql_i64};
 
 // Send `requests` (one per line), close stdin, and return the replies by id.
 fn converse(requests: &[Value]) -> Vec<Value> {
+    let text = converse_raw(requests);
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+// The server's whole output for `requests`.
+fn converse_raw(requests: &[Value]) -> String {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
         .arg("mcp")
         .env("NO_COLOR", "1")
@@ -27,8 +33,7 @@ fn converse(requests: &[Value]) -> Vec<Value> {
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    String::from_utf8(out.stdout).unwrap()
 }
 
 fn call(id: u64, tool: &str, arguments: &Value) -> Value {
@@ -39,13 +44,13 @@ fn by_id(replies: &[Value], id: u64) -> &Value {
     replies.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("no reply to request {id}"))
 }
 
-// The structured result of a successful tool call.
-fn ok(replies: &[Value], id: u64) -> &Value {
+// The result of a successful tool call: one copy, as JSON text.
+fn ok(replies: &[Value], id: u64) -> Value {
     let r = &by_id(replies, id)["result"];
     assert_eq!(r["isError"], false, "request {id}: {r}");
-    let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(text, r["structuredContent"], "request {id}: the text is the same JSON");
-    &r["structuredContent"]
+    assert!(r.get("structuredContent").is_none(), "request {id}: the result is sent once");
+    assert_eq!(r["content"].as_array().map(Vec::len), Some(1), "request {id}");
+    serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap()
 }
 
 // The message of a tool error.
@@ -116,9 +121,10 @@ fn a_scripted_conversation_uses_every_tool() {
     let kernels =
         sql_i64(&fixture("pageable.sqlite"), "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE streamId = 7");
     assert_eq!((ev["count"].as_i64(), ev["returned"].as_u64()), (Some(kernels), Some(4)));
-    let e = &ev["events"].as_array().unwrap();
+    let e = ev["events"].as_array().unwrap();
     assert!(e.iter().all(|x| x["name"].is_string() && x["end_ns"].as_i64() >= x["start_ns"].as_i64()));
-    let lanes = ok(&replies, 8)["lanes"].as_array().unwrap();
+    let lanes_reply = ok(&replies, 8);
+    let lanes = lanes_reply["lanes"].as_array().unwrap();
     let kernel_lane = lanes.iter().find(|l| l["name"] == "GPU 0 · kernels s7").expect("the kernel lane is listed");
     assert_eq!(kernel_lane["events"].as_i64(), Some(kernels));
 
@@ -212,4 +218,128 @@ fn the_official_python_client_lists_and_calls() {
     assert_eq!(v["tools"], json!(["summary", "gaps", "gap", "phases", "events", "diff"]));
     assert_eq!(v["is_error"], false);
     assert!(v["headline"].as_str().is_some_and(|h| h.contains("pageable")), "{v}");
+}
+
+// Issue 36, item 4: a FIFO named like a report is refused at once, and the server goes on.
+#[test]
+fn a_fifo_named_like_a_report_is_a_tool_error_not_a_hang() {
+    let d = tempfile::TempDir::new().unwrap();
+    let fifo = d.path().join("run.nsys-rep");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let requests =
+        [call(1, "summary", &json!({"trace": p(&fifo)})), json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})];
+    std::thread::spawn(move || tx.send(converse(&requests)));
+    let replies = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the server hangs on a FIFO");
+    assert!(tool_error(&replies, 1).contains("not a regular file"), "{replies:?}");
+    assert_eq!(by_id(&replies, 2)["result"], json!({}));
+}
+
+// Issue 36, item 6: DEL, C1 and bidi controls of trace names are escaped in the reply's
+// bytes (as every JSON writer of lanescope does), and read back as the names.
+#[test]
+fn replies_escape_del_c1_and_bidi_controls() {
+    let d = tempfile::TempDir::new().unwrap();
+    let t = crate::util::hostile_export(d.path());
+    let evil = "\u{7f}\u{9b}31m\u{202e}rlo\u{2066}";
+    crate::util::sql_exec(&t, &format!("UPDATE StringIds SET value = '{evil}' WHERE id = 1"));
+    let out = converse_raw(&[call(1, "events", &json!({"trace": p(&t), "lane": 0}))]);
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "a raw control: {out:?}");
+    assert!(!out.contains(['\u{202e}', '\u{2066}']), "a raw bidi control: {out:?}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let r: Value = serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(r["events"][0]["name"], evil);
+}
+
+// Issue 36, items 3 and 5: bytes that are not UTF-8 and a huge id get errors and the
+// session goes on; a 256 KiB kernel name is cut in every reply.
+#[test]
+fn bad_lines_are_answered_and_big_names_are_cut() {
+    let d = tempfile::TempDir::new().unwrap();
+    let t = crate::util::hostile_export(d.path());
+    let name = "n".repeat(256 << 10);
+    crate::util::sql_exec(&t, &format!("UPDATE StringIds SET value = '{name}' WHERE id = 1"));
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\xc3\x28\"}\n").unwrap();
+    writeln!(stdin, "{{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"ping\"}}").unwrap();
+    writeln!(stdin, "{}", call(3, "events", &json!({"trace": p(&t), "lane": 0}))).unwrap();
+    writeln!(stdin, "{}", call(4, "summary", &json!({"trace": p(&t)}))).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    let replies: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(replies[0]["error"]["code"], -32700);
+    assert_eq!(replies[1]["error"]["code"], -32700);
+    for (id, line) in [(3, lines[2]), (4, lines[3])] {
+        assert!(line.len() < 64 << 10, "reply {id}: {} bytes", line.len());
+        assert!(!ok(&replies, id).to_string().contains(&"n".repeat(1001)), "reply {id}");
+    }
+    let events = ok(&replies, 3);
+    let shown = events["events"][0]["name"].as_str().unwrap();
+    assert!(shown.ends_with('…') && name.starts_with(shown.trim_end_matches('…')), "{shown}");
+}
+
+// Issue 36, item 3: a line over 16 MiB is refused (not parsed), ids a client cannot read
+// back exactly are refused, a long method is not echoed whole; the session goes on.
+#[test]
+fn long_lines_unsafe_ids_and_long_methods_are_refused() {
+    let pad = " ".repeat(17 << 20);
+    let mut input = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"{pad}}}\n").into_bytes();
+    for id in ["18446744073709551616", "9007199254740993", "2.5"] {
+        input.extend(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").bytes());
+    }
+    let method = "m".repeat(1 << 20);
+    input.extend(format!("{}\n", json!({"jsonrpc": "2.0", "id": 5, "method": method})).bytes());
+    input.extend(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    let r: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for v in &r[..4] {
+        assert_eq!((v["error"]["code"].as_i64(), &v["id"]), (Some(-32600), &Value::Null), "{v}");
+    }
+    assert_eq!(r[4]["error"]["code"], -32601);
+    assert!(lines[4].len() < 1000, "{} bytes", lines[4].len());
+    assert_eq!(r[5]["result"], json!({}));
+}
+
+// Issue 36, item 13: lanes of processes that share a GPU stream have one index and one
+// name on every run of the server, the name telling the process.
+#[test]
+fn lanes_shared_by_processes_keep_their_index_and_name() {
+    let d = tempfile::TempDir::new().unwrap();
+    let t = crate::hostile4::processes_on_one_stream(d.path(), 4);
+    let list = || {
+        let replies = converse(&[call(1, "events", &json!({"trace": p(&t)}))]);
+        ok(&replies, 1)["lanes"].clone()
+    };
+    let first = list();
+    let kernels: Vec<(String, i64)> = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["name"].as_str().is_some_and(|n| n.starts_with("GPU 0 · kernels s7")))
+        .map(|l| (l["name"].as_str().unwrap().to_string(), l["pid"].as_i64().unwrap()))
+        .collect();
+    let want: Vec<(String, i64)> = (101..105).map(|p| (format!("GPU 0 · kernels s7 (pid {p})"), p)).collect();
+    assert_eq!(kernels, want);
+    for _ in 0..4 {
+        assert_eq!(list(), first);
+    }
 }

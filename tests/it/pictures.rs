@@ -357,3 +357,32 @@ fn paeth(a: u8, b: u8, c: u8) -> u8 {
         c
     }
 }
+
+// Issue 36, item 2: a 1 MiB thread and process name is cut in every gap's evidence, so
+// the HTML report, the SVG and the JSON stay small; `info` still shows it whole.
+#[test]
+fn a_huge_thread_name_is_cut_in_evidence_and_pictures() {
+    let d = tempfile::TempDir::new().unwrap();
+    let p = hostile_export(d.path());
+    let name = "\u{167}".repeat(1 << 20);
+    crate::util::sql_exec(
+        &p,
+        &format!("UPDATE StringIds SET value = '{name}' WHERE id = 1; UPDATE PROCESSES SET name = '{name}';"),
+    );
+    let ps = p.to_str().unwrap();
+    let long = "\u{167}".repeat(201);
+    for args in [
+        vec!["report", ps, "--format", "html", "--min-gap", "1us"],
+        vec!["report", ps, "--format", "json", "--min-gap", "1us", "--all-gaps"],
+        vec!["snapshot", ps, "--min-gap", "1us", "-o", "-"],
+    ] {
+        let out = lanescope().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.len() < 256 << 10, "{args:?}: {} bytes", text.len());
+        assert!(!text.contains(&long), "{args:?}: a name over 200 characters");
+        assert!(text.contains(&format!("{}…", "\u{167}".repeat(199))), "{args:?}: the name is shown, cut");
+    }
+    let info = lanescope().args(["info", ps]).output().unwrap();
+    assert!(String::from_utf8(info.stdout).unwrap().contains(&name), "info shows the whole name");
+}

@@ -115,3 +115,8 @@ pub(crate) fn hostile_export(dir: &Path) -> PathBuf {
     drop(c);
     p
 }
+
+/// Run `sql` on a test's own (writable) export.
+pub(crate) fn sql_exec(path: &Path, sql: &str) {
+    rusqlite::Connection::open(path).unwrap().execute_batch(sql).unwrap();
+}

@@ -113,9 +113,14 @@ impl Pair {
     /// Build the view of two loaded runs on a `size` terminal, aligned at the first
     /// steady step when both have a step phase. Builds each run's render index.
     pub fn new(before: (Trace, Analysis), after: (Trace, Analysis), size: (u16, u16)) -> Self {
-        let diff = diff::diff(
+        // The delta table lists the phases `diff` lists (a trace of 100,000 range names
+        // would take minutes and gigabytes for all), always with the step phases.
+        let steps = [before.1.step_phase.clone(), after.1.step_phase.clone()];
+        let diff = diff::diff_listing(
             diff::Run { path: &before.0.meta.path, analysis: &before.1 },
             diff::Run { path: &after.0.meta.path, analysis: &after.1 },
+            Some(diff::PHASES_LISTED),
+            &|n| steps.iter().any(|s| s.as_deref() == Some(n)),
         );
         let runs = [App::new(before.0, before.1, size), App::new(after.0, after.1, size)];
         let mut pair = Self {
