@@ -31,6 +31,7 @@
 
 use std::collections::HashMap;
 
+use super::gaps::is_file_call;
 use super::host::{self, HostIndex, HostWindow, TopSymbol, is_profiler_thread};
 use super::{Cause, Gap, Hint};
 use crate::model::{LaneKind, Ns, Trace};
@@ -265,8 +266,10 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
         }
         Cause::HostWait => {
             if 2 * t.file_ns >= dur {
+                let seen = host::os_calls_seen(trace, ix, me, (g.start, g.end), is_file_call);
                 let note = format!(
-                    "{who} in storage calls (pread, open, stat...) for {} of {}",
+                    "{who} in storage calls ({}) for {} of {}",
+                    host::calls_text(&seen, 3),
                     fmt_ns(t.file_ns),
                     fmt_ns(dur)
                 );
@@ -616,11 +619,7 @@ mod tests {
             .gap();
         // pread is a blocking call (rule 4: host-wait) on a file: io-wait.
         assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
-        assert!(
-            g.evidence.contains("in storage calls (pread, open, stat...) for 7.00 ms of 9.00 ms"),
-            "{}",
-            g.evidence
-        );
+        assert!(g.evidence.contains("in storage calls (pread 7.00 ms) for 7.00 ms of 9.00 ms"), "{}", g.evidence);
         // A `read` may be a pipe from a worker: the wait is followed, and no producer ran.
         let g = T::new()
             .os(MAIN, MAIN, &[(2 * MS, 9 * MS, "read")])

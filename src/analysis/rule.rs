@@ -120,6 +120,9 @@ pub enum Fix {
     StartupOnly,
     /// A second loop after the steps: analyse it on its own; its gaps' cause's fix.
     SecondLoop(Cause),
+    /// Stop the allocator from synchronising every step: no `empty_cache()` in the loop,
+    /// stable shapes, expandable segments, reused pinned buffers.
+    AllocatorChurn,
     /// Even out the straggling rank.
     BalanceRanks {
         /// The straggler.
@@ -200,6 +203,12 @@ const STARTUP_ONLY: &str = "This idle is one-time start-up or teardown (CUDA con
     autotuning caches (TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_PATH), and capture the loop alone (nsys \
     profile --capture-range=cudaProfilerApi around torch.cuda.profiler.start()/stop(), or --delay).";
 
+const ALLOCATOR_CHURN: &str = "Allocator calls that wait for the GPU (cudaFree, cudaMalloc on a busy device, \
+    cudaHostAlloc/cudaHostRegister) ran in the loop and drained its queue: drop torch.cuda.empty_cache() from the loop, \
+    keep tensor shapes stable (fixed batch shapes, drop_last=True, padding to buckets) so that the caching allocator \
+    reuses its blocks, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and allocate pinned host buffers once \
+    and reuse them.";
+
 impl serde::Serialize for Fix {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.id())
@@ -233,6 +242,7 @@ impl Fix {
             Hint::PageableSync => Fix::PinMemory,
             Hint::Compile => Fix::WarmUpCompile,
             Hint::Gil => Fix::ReleaseGil,
+            Hint::Allocator => Fix::AllocatorChurn,
             Hint::None => Fix::for_cause(cause),
         }
     }
@@ -264,6 +274,7 @@ impl Fix {
             Fix::Collate => "collate",
             Fix::StartupOnly => "startup_only",
             Fix::SecondLoop(_) => "second_loop",
+            Fix::AllocatorChurn => "allocator_churn",
             Fix::BalanceRanks { .. } => "balance_ranks",
         }
     }
@@ -292,6 +303,7 @@ impl Fix {
             | Fix::AsyncCopy
             | Fix::Collate
             | Fix::StartupOnly
+            | Fix::AllocatorChurn
             | Fix::BalanceRanks { .. } => None,
         }
     }
@@ -322,6 +334,7 @@ impl Fix {
             Fix::HostAheadOfGraphs => HOST_AHEAD_OF_GRAPHS,
             Fix::Collate => COLLATE,
             Fix::StartupOnly => STARTUP_ONLY,
+            Fix::AllocatorChurn => ALLOCATOR_CHURN,
             Fix::SecondLoop(cause) => {
                 return Cow::Owned(format!(
                     "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase \

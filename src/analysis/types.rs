@@ -176,6 +176,10 @@ pub enum Hint {
     Compile,
     /// The thread waited for Python's GIL, held by another thread of its process.
     Gil,
+    /// The draining or waiting call is an allocator call that synchronises implicitly
+    /// (`cudaFree` from `torch.cuda.empty_cache()`, `cudaMalloc` on a busy device,
+    /// `cudaHostAlloc`/`cudaHostRegister`...): allocator churn.
+    Allocator,
 }
 
 impl Hint {
@@ -187,10 +191,12 @@ impl Hint {
             Hint::PageableSync => " (the syncs of copies from pageable memory)",
             Hint::Compile => " (a JIT compile)",
             Hint::Gil => " (GIL contention)",
+            Hint::Allocator => " (allocator calls that synchronise: cudaFree, cudaMalloc...)",
         }
     }
 
-    /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`).
+    /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`, `gil`,
+    /// `allocator`).
     pub fn label(self) -> &'static str {
         match self {
             Hint::None => "none",
@@ -198,6 +204,7 @@ impl Hint {
             Hint::PageableSync => "pageable-sync",
             Hint::Compile => "compile",
             Hint::Gil => "gil",
+            Hint::Allocator => "allocator",
         }
     }
 }

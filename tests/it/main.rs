@@ -16,6 +16,7 @@ mod host_sql;
 mod hostile;
 mod kineto;
 mod labels;
+mod labels_r6;
 mod layers;
 mod matrix;
 mod mcp;
