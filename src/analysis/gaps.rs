@@ -122,28 +122,21 @@ impl NameClass {
 }
 
 /// True for CUDA calls that synchronise implicitly: they wait for the device's queued
-/// work before they return. Frees, unmaps, page-locked host allocations and
-/// registrations and `cudaDeviceSetLimit` always do; allocations
-/// ([`syncs_when_busy`]) only when the caching allocator must free first, which the
-/// trace shows as a call that began while the device was busy. Stream-ordered
-/// `cudaFreeAsync`/`cudaMallocAsync` do not. The version suffix nsys adds (`_v3020`)
-/// is ignored.
+/// work before they return. Frees and unmaps (`cudaFree`, `cudaFreeHost`, `cuMemFree`,
+/// `cuMemUnmap`...), `cudaHostUnregister` and `cudaDeviceSetLimit` always count as syncs;
+/// allocations and registrations ([`syncs_when_busy`]) only where the trace shows them
+/// waiting. Stream-ordered `cudaFreeAsync`/`cudaMallocAsync` do not synchronise. The
+/// version suffix nsys adds (`_v3020`) is ignored.
 pub(crate) fn is_implicit_sync(name: &str) -> bool {
     const ALWAYS: &[&str] = &[
         "cudaFree",
         "cudaFreeHost",
         "cudaFreeArray",
         "cudaFreeMipmappedArray",
-        "cudaMallocHost",
-        "cudaHostAlloc",
-        "cudaHostRegister",
         "cudaHostUnregister",
         "cudaDeviceSetLimit",
         "cuMemFree",
         "cuMemFreeHost",
-        "cuMemAllocHost",
-        "cuMemHostAlloc",
-        "cuMemHostRegister",
         "cuMemHostUnregister",
         "cuMemUnmap",
         "cuMemRelease",
@@ -153,10 +146,24 @@ pub(crate) fn is_implicit_sync(name: &str) -> bool {
     ALWAYS.contains(&base) || syncs_when_busy(base)
 }
 
-/// True for device allocations (`cudaMalloc`, `cuMemAlloc`...), which wait for the device
-/// only when it is busy.
+/// True for allocations and registrations (`cudaMalloc`, `cudaHostAlloc`,
+/// `cudaMallocHost`, `cudaHostRegister`, their `cuMem*` forms): they wait for the device
+/// only when it is busy, and then return when it idles; the rest of such a call is its
+/// own driver work (mapping or pinning memory). They count as syncs only when they began
+/// before the gap and returned within [`DRAIN_SLACK_NS`] of its start.
 pub(crate) fn syncs_when_busy(name: &str) -> bool {
-    const NAMES: &[&str] = &["cudaMalloc", "cudaMallocPitch", "cuMemAlloc", "cuMemAllocPitch"];
+    const NAMES: &[&str] = &[
+        "cudaMalloc",
+        "cudaMallocPitch",
+        "cudaMallocHost",
+        "cudaHostAlloc",
+        "cudaHostRegister",
+        "cuMemAlloc",
+        "cuMemAllocPitch",
+        "cuMemAllocHost",
+        "cuMemHostAlloc",
+        "cuMemHostRegister",
+    ];
     NAMES.contains(&api_base(name))
 }
 
@@ -355,11 +362,13 @@ impl<'a> Ctx<'a> {
     }
 
     // True when API call `i` of lane `li` synchronises implicitly ([`is_implicit_sync`]);
-    // an allocation only when it began before the gap start, while the device was busy.
+    // an allocation only when it waited for the device: it began before the gap start,
+    // while the device was busy, and returned as the device idled.
     fn implicit_sync(&mut self, li: usize, i: usize) -> bool {
         let ev = &self.trace.lanes[li].ev;
+        let waited = ev.start[i] < self.gap_start && ev.end(i) <= self.gap_start + DRAIN_SLACK_NS;
         self.name_class(ev.name[i]) == NameClass::ImplicitSync
-            && (ev.start[i] < self.gap_start || !syncs_when_busy(self.trace.strings.get(ev.name[i])))
+            && (waited || !syncs_when_busy(self.trace.strings.get(ev.name[i])))
     }
 
     fn os_act(&mut self, li: usize, i: usize) -> Act {
@@ -1269,6 +1278,21 @@ mod tests {
             "{}",
             g.evidence
         );
+        // An allocation that began before the gap and went on 6 ms after it (mapping
+        // memory) did not wait for the device: driver work, host-busy.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[(MS / 2, 7 * MS, "cudaHostAlloc_v3020", 9), launch_at(10 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+        // One that returned as the device idled waited for it: a drain.
+        let g = Builder::new()
+            .gap_until(3 * MS)
+            .lane(API, &[(0, MS + 50_000, "cudaMalloc_v3020", 9), launch_at(3 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::SyncDrain, Hint::Allocator), "{}", g.evidence);
         // A cudaMalloc that began on an idle device waited for nothing: host work.
         let g = Builder::new()
             .gap_until(10 * MS)
@@ -1278,7 +1302,8 @@ mod tests {
         assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
         // Stream-ordered frees do not synchronise.
         assert!(!is_implicit_sync("cudaFreeAsync_v11020"));
-        assert!(is_implicit_sync("cudaHostAlloc_v3020") && is_implicit_sync("cuMemFree_v2"));
+        assert!(is_implicit_sync("cudaHostAlloc_v3020") && syncs_when_busy("cudaHostAlloc_v3020"));
+        assert!(is_implicit_sync("cuMemFree_v2") && !syncs_when_busy("cuMemFree_v2"));
     }
 
     #[test]
