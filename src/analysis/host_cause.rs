@@ -641,8 +641,9 @@ mod tests {
         let g = base().on(WORKER, WORKER, 2, &[(MS, 9 * MS)]).gap();
         assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
         assert!(g.evidence.contains("producer pt_data_worker (tid 200) on CPU 89%"), "{}", g.evidence);
-        // The worker runs 1 ms then is off CPU untraced (reading): io-wait.
-        let g = base().on(WORKER, WORKER, 2, &[(MS, 2 * MS)]).gap();
+        // The worker runs 1 ms then is off CPU untraced (reading) until it runs again
+        // after the gap: io-wait.
+        let g = base().on(WORKER, WORKER, 2, &[(MS, 2 * MS), (11 * MS, 12 * MS)]).gap();
         assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
         // Worker and another thread share one CPU while the other usable CPU is busy too:
         // the worker waits for a CPU.
@@ -654,6 +655,19 @@ mod tests {
         assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
         // No producer ran: the wait stays.
         assert_eq!(base().gap().cause, Cause::HostWait);
+    }
+
+    #[test]
+    fn a_thread_after_its_last_row_is_no_wait() {
+        // A worker of the last epoch runs 1 ms into the gap and exits (no row after 2 ms):
+        // its absence is no untraced wait, and nothing says what main waited for.
+        let base = || T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        let g = base().on(WORKER, WORKER, 2, &[(0, 2 * MS)]).gap();
+        assert_eq!(g.cause, Cause::HostWait, "{}", g.evidence);
+        // A new worker forks mid-gap and computes its start-up to the gap end: worker-busy,
+        // though the old one exited.
+        let g = base().on(WORKER, WORKER, 2, &[(0, 2 * MS)]).on(300, 300, 3, &[(4 * MS, 10 * MS)]).gap();
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
     }
 
     #[test]
