@@ -731,11 +731,17 @@ impl<'a> Explainer<'a> {
                 };
                 return Verdict { cause: Cause::SyncDrain, detail: Detail::Drain(d.call, s), hint };
             }
-            return Verdict { cause: s.cause, detail: Detail::AfterSync(d.call, s), hint: Hint::None };
+            let hint = if checkpoint_writes(ctx, w.pid, tid, w.start, w.end) { Hint::Checkpoint } else { Hint::None };
+            return Verdict { cause: s.cause, detail: Detail::AfterSync(d.call, s), hint };
         }
-        // A wait mostly in allocator calls that synchronise is allocator churn.
+        // A wait mostly in allocator calls that synchronise is allocator churn; host work
+        // or waits in writing a file are a checkpoint.
         let hint = if s.cause == Cause::SyncWait && implicit_sync_waits(ctx, w.pid, tid, w.start, w.end) {
             Hint::Allocator
+        } else if matches!(s.cause, Cause::HostBusy | Cause::HostWait | Cause::Unknown)
+            && checkpoint_writes(ctx, w.pid, tid, w.start, w.end)
+        {
+            Hint::Checkpoint
         } else {
             Hint::None
         };
@@ -792,7 +798,7 @@ impl<'a> Explainer<'a> {
                 let of = match v.hint {
                     Hint::PageableSync => " (the sync of a copy from pageable memory)",
                     Hint::Allocator => " (an allocator call that waits for the device)",
-                    Hint::None | Hint::Sleep | Hint::Compile | Hint::Gil => "",
+                    Hint::None | Hint::Sleep | Hint::Compile | Hint::Gil | Hint::Checkpoint => "",
                 };
                 format!(
                     "{}{of} returned {when}{phase}; then {after}, before the next launch",
@@ -1019,6 +1025,44 @@ fn allocator_evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> St
         fmt_ns(total),
         fmt_ns(b - a)
     )
+}
+
+/// True for OS calls that write or sync a file (base libc names): what saving a
+/// checkpoint spends its time in.
+pub(crate) fn is_file_write(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "write",
+        "writev",
+        "pwrite",
+        "pwritev",
+        "pwritev2",
+        "fwrite",
+        "fflush",
+        "fsync",
+        "fdatasync",
+        "sync_file_range",
+        "msync",
+        "close",
+        "fclose",
+        "fopen",
+        "ftruncate",
+    ];
+    NAMES.contains(&&*libc_base(name))
+}
+
+// True when thread `tid` wrote a checkpoint in `[a, b)`: at least half of it in calls
+// that write or sync a file, or its longest OS call there made by a serializer (its
+// backtrace holds `PyTorchStreamWriter` or pickle).
+fn checkpoint_writes(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> bool {
+    let (_, Some(os)) = ctx.thread_lanes(pid, tid) else { return false };
+    let rows = clipped(ctx, os, a, b);
+    let ev = &ctx.trace.lanes[os].ev;
+    let writes = Union::from_pairs(
+        rows.iter().filter(|r| is_file_write(ctx.trace.strings.get(ev.name[r.2]))).map(|r| (r.0, r.1)),
+    );
+    let longest = rows.iter().max_by_key(|r| (r.1 - r.0, Reverse(r.0)));
+    2 * writes.total() >= b - a
+        || longest.is_some_and(|r| ev.flags(r.2) & crate::model::OSRT_SERIALIZER != 0 && r.1 > r.0)
 }
 
 // Rule 2's evidence: what delayed work that was already queued.
@@ -1304,6 +1348,33 @@ mod tests {
         assert!(!is_implicit_sync("cudaFreeAsync_v11020"));
         assert!(is_implicit_sync("cudaHostAlloc_v3020") && syncs_when_busy("cudaHostAlloc_v3020"));
         assert!(is_implicit_sync("cuMemFree_v2") && !syncs_when_busy("cuMemFree_v2"));
+    }
+
+    #[test]
+    fn file_writes_and_a_serializer_on_the_launching_thread_are_a_checkpoint() {
+        // torch.save's fclose then fsync of the file: 8 ms of the 9 ms gap.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(OS, &[(MS / 2, 3 * MS, "fclose", 0), (3 * MS, 9 * MS, "fsync", 0)])
+            .gap();
+        assert_eq!(g.hint, Hint::Checkpoint, "{:?} {}", g.cause, g.evidence);
+        // Serializing: a 3 ms writev whose backtrace is PyTorchStreamWriter's, then 6 ms
+        // of CPU (the zip's checksum): the cause is host work, the mechanism a checkpoint.
+        let mut b = Builder::new().gap_until(10 * MS).lane(API, &[launch_at(10 * MS)]);
+        let mut ev = Events::default();
+        let id = b.0.strings.intern("writev");
+        ev.push(MS, 4 * MS, id, None, None, Some(crate::model::OSRT_SERIALIZER));
+        b.0.lanes.push(Lane::new(OS, PID, ev));
+        let g = b.gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::Checkpoint), "{}", g.evidence);
+        // The same writev without a serializer's backtrace (a log line): no checkpoint.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(OS, &[(MS, 4 * MS, "writev", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
     }
 
     #[test]

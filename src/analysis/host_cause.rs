@@ -78,7 +78,10 @@ pub(crate) fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
             let s = host::top_symbols(trace, ix, d.explainer.0, d.explainer.1, (g.start, g.end), TOP_FUNCTIONS);
             (w.samples, w.top) = (s.samples, s.top);
         }
-        (g.cause, g.hint) = (d.cause, d.hint);
+        // A checkpoint written by the deciding thread stays named whatever rule 6 finds
+        // its wait to be (io-wait in an fsync, host-busy serializing).
+        let checkpoint = g.hint == Hint::Checkpoint && d.hint == Hint::None && d.explainer == (g.pid, tid);
+        (g.cause, g.hint) = (d.cause, if checkpoint { Hint::Checkpoint } else { d.hint });
         if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, &compilers, (g.pid, tid), g) {
             g.hint = Hint::Compile;
         }

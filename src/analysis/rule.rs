@@ -123,6 +123,8 @@ pub enum Fix {
     /// Stop the allocator from synchronising every step: no `empty_cache()` in the loop,
     /// stable shapes, expandable segments, reused pinned buffers.
     AllocatorChurn,
+    /// Save checkpoints less often, or asynchronously off the launching thread.
+    SaveLessOften,
     /// Even out the straggling rank.
     BalanceRanks {
         /// The straggler.
@@ -209,6 +211,10 @@ const ALLOCATOR_CHURN: &str = "Allocator calls that wait for the GPU (cudaFree, 
     reuses its blocks, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and allocate pinned host buffers once \
     and reuse them.";
 
+const SAVE_LESS_OFTEN: &str = "The launching thread wrote a checkpoint (serialized the state and wrote and synced the \
+    file) while the GPU waited: save less often, or asynchronously: copy the state to pinned host memory and write it \
+    on a background thread or process (torch.distributed.checkpoint.async_save), and keep fsync off the loop.";
+
 impl serde::Serialize for Fix {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.id())
@@ -243,6 +249,7 @@ impl Fix {
             Hint::Compile => Fix::WarmUpCompile,
             Hint::Gil => Fix::ReleaseGil,
             Hint::Allocator => Fix::AllocatorChurn,
+            Hint::Checkpoint => Fix::SaveLessOften,
             Hint::None => Fix::for_cause(cause),
         }
     }
@@ -275,6 +282,7 @@ impl Fix {
             Fix::StartupOnly => "startup_only",
             Fix::SecondLoop(_) => "second_loop",
             Fix::AllocatorChurn => "allocator_churn",
+            Fix::SaveLessOften => "save_less_often",
             Fix::BalanceRanks { .. } => "balance_ranks",
         }
     }
@@ -304,6 +312,7 @@ impl Fix {
             | Fix::Collate
             | Fix::StartupOnly
             | Fix::AllocatorChurn
+            | Fix::SaveLessOften
             | Fix::BalanceRanks { .. } => None,
         }
     }
@@ -335,6 +344,7 @@ impl Fix {
             Fix::Collate => COLLATE,
             Fix::StartupOnly => STARTUP_ONLY,
             Fix::AllocatorChurn => ALLOCATOR_CHURN,
+            Fix::SaveLessOften => SAVE_LESS_OFTEN,
             Fix::SecondLoop(cause) => {
                 return Cow::Owned(format!(
                     "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase \

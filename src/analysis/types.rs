@@ -180,6 +180,10 @@ pub enum Hint {
     /// (`cudaFree` from `torch.cuda.empty_cache()`, `cudaMalloc` on a busy device,
     /// `cudaHostAlloc`/`cudaHostRegister`...): allocator churn.
     Allocator,
+    /// The launching thread wrote a checkpoint in the gap: most of it in file writes and
+    /// syncs (`write`, `writev`, `fsync`, `close`...), or its longest OS call made by a
+    /// serializer (`PyTorchStreamWriter`, pickle).
+    Checkpoint,
 }
 
 impl Hint {
@@ -192,11 +196,12 @@ impl Hint {
             Hint::Compile => " (a JIT compile)",
             Hint::Gil => " (GIL contention)",
             Hint::Allocator => " (allocator calls that synchronise: cudaFree, cudaMalloc...)",
+            Hint::Checkpoint => " (checkpoint writes on the launching thread)",
         }
     }
 
     /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`, `gil`,
-    /// `allocator`).
+    /// `allocator`, `checkpoint`).
     pub fn label(self) -> &'static str {
         match self {
             Hint::None => "none",
@@ -205,6 +210,7 @@ impl Hint {
             Hint::Compile => "compile",
             Hint::Gil => "gil",
             Hint::Allocator => "allocator",
+            Hint::Checkpoint => "checkpoint",
         }
     }
 }
