@@ -150,7 +150,7 @@ pub(crate) fn is_implicit_sync(name: &str) -> bool {
 /// `cudaMallocHost`, `cudaHostRegister`, their `cuMem*` forms): they wait for the device
 /// only when it is busy, and then return when it idles; the rest of such a call is its
 /// own driver work (mapping or pinning memory). They count as syncs only when they began
-/// before the gap and returned within [`DRAIN_SLACK_NS`] of its start.
+/// before the gap and returned within [`DRAIN_SLACK_NS`] after its start.
 pub(crate) fn syncs_when_busy(name: &str) -> bool {
     const NAMES: &[&str] = &[
         "cudaMalloc",
@@ -366,7 +366,9 @@ impl<'a> Ctx<'a> {
     // while the device was busy, and returned as the device idled.
     fn implicit_sync(&mut self, li: usize, i: usize) -> bool {
         let ev = &self.trace.lanes[li].ev;
-        let waited = ev.start[i] < self.gap_start && ev.end(i) <= self.gap_start + DRAIN_SLACK_NS;
+        // A call that waited for the device cannot return before the device idled.
+        let waited =
+            ev.start[i] < self.gap_start && (self.gap_start..=self.gap_start + DRAIN_SLACK_NS).contains(&ev.end(i));
         self.name_class(ev.name[i]) == NameClass::ImplicitSync
             && (waited || !syncs_when_busy(self.trace.strings.get(ev.name[i])))
     }
@@ -1174,8 +1176,9 @@ fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, 
 /// and the whole call in brackets when it outlasts the gap (`2.07 ms in the gap (32.4 ms
 /// call)`).
 pub(crate) fn in_gap(s: Ns, e: Ns, a: Ns, b: Ns) -> String {
-    let inside = (e.min(b) - s.max(a)).max(0);
-    if inside < e - s { format!("{} in the gap ({} call)", fmt_ns(inside), fmt_ns(e - s)) } else { fmt_ns(e - s) }
+    let (inside, whole) = (fmt_ns((e.min(b) - s.max(a)).max(0)), fmt_ns(e - s));
+    // A call a few ns outside the gap reads the same both ways: no brackets.
+    if inside == whole { whole } else { format!("{inside} in the gap ({whole} call)") }
 }
 
 // The phase of `[a, b)`: the innermost NVTX range covering at least half of it on
@@ -1327,6 +1330,13 @@ mod tests {
         let g = Builder::new()
             .gap_until(10 * MS)
             .lane(API, &[(MS / 2, 7 * MS, "cudaHostAlloc_v3020", 9), launch_at(10 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+        // One that returned before the device idled (launches followed it) did not wait.
+        let g = Builder::new()
+            .gap_until(3 * MS)
+            .lane(API, &[(-2 * MS, MS - 90_000, "cudaMalloc_v3020", 9), launch_at(3 * MS)])
             .lane(OS, &[(0, 10, "ioctl", 0)])
             .gap();
         assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
