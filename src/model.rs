@@ -725,6 +725,10 @@ pub enum LaneKind {
 /// `take_gil`, `PyEval_RestoreThread`...).
 pub(crate) const OSRT_GIL: u32 = 1;
 
+/// Flag of an OS runtime call made by a serializer writing a checkpoint (its backtrace
+/// holds `PyTorchStreamWriter`, `torch.save`'s writer, pickle or safetensors).
+pub(crate) const OSRT_SERIALIZER: u32 = 2;
+
 /// Where a lane is shown: with a GPU, or with a thread of the lane's process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {

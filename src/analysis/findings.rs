@@ -298,12 +298,15 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
     let sync_gaps =
         counted(x).filter(|g| matches!(g.cause, Cause::SyncDrain | Cause::SyncWait) && g.hint != Hint::PageableSync);
     let gaps = sync_gaps.clone().count();
-    let idle: Ns = sync_gaps.map(|g| w.steady_part(g.start, g.end)).sum();
+    let idle: Ns = sync_gaps.clone().map(|g| w.steady_part(g.start, g.end)).sum();
+    // Syncs that are allocator calls (cudaFree from empty_cache()) have the allocator's fix.
+    let allocator: Ns = sync_gaps.filter(|g| g.hint == Hint::Allocator).map(|g| w.steady_part(g.start, g.end)).sum();
+    let hint = if allocator > 0 && 2 * allocator >= idle { Hint::Allocator } else { Hint::None };
     let steady = steady_span(x);
     // One sync before reading results is necessary, not per-step synchronization.
     let severity =
         if gaps <= 1 || steady <= 0 { Severity::Info } else { by_share(idle as f64 / steady as f64, 0.25, 0.05) };
-    let (fix, fix_note) = fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }, Hint::None);
+    let (fix, fix_note) = fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }, hint);
     Some(Finding {
         rule: Rule::CudaApiSync,
         weight: idle,

@@ -92,15 +92,24 @@ enum NameClass {
     StreamWait,
     // Profiler overhead rows that time the application loading a library.
     LibraryLoad,
+    // An allocator call that waits for the device (`is_implicit_sync`).
+    ImplicitSync,
 }
 
 impl NameClass {
-    const ALL: [NameClass; 4] =
-        [NameClass::Plain, NameClass::ModuleLoad, NameClass::StreamWait, NameClass::LibraryLoad];
+    const ALL: [NameClass; 5] = [
+        NameClass::Plain,
+        NameClass::ModuleLoad,
+        NameClass::StreamWait,
+        NameClass::LibraryLoad,
+        NameClass::ImplicitSync,
+    ];
 
     fn of(name: &str) -> Self {
         const WAITS: [&str; 4] = ["StreamWaitEvent", "LaunchHostFunc", "StreamAddCallback", "StreamWaitValue"];
-        if name.contains("ModuleLoad") || name.contains("LibraryLoad") {
+        if is_implicit_sync(name) {
+            NameClass::ImplicitSync
+        } else if name.contains("ModuleLoad") || name.contains("LibraryLoad") {
             NameClass::ModuleLoad
         } else if WAITS.iter().any(|w| name.contains(w)) {
             NameClass::StreamWait
@@ -109,6 +118,60 @@ impl NameClass {
         } else {
             NameClass::Plain
         }
+    }
+}
+
+/// True for CUDA calls that synchronise implicitly: they wait for the device's queued
+/// work before they return. Frees and unmaps (`cudaFree`, `cudaFreeHost`, `cuMemFree`,
+/// `cuMemUnmap`...), `cudaHostUnregister` and `cudaDeviceSetLimit` always count as syncs;
+/// allocations and registrations ([`syncs_when_busy`]) only where the trace shows them
+/// waiting. Stream-ordered `cudaFreeAsync`/`cudaMallocAsync` do not synchronise. The
+/// version suffix nsys adds (`_v3020`) is ignored.
+pub(crate) fn is_implicit_sync(name: &str) -> bool {
+    const ALWAYS: &[&str] = &[
+        "cudaFree",
+        "cudaFreeHost",
+        "cudaFreeArray",
+        "cudaFreeMipmappedArray",
+        "cudaHostUnregister",
+        "cudaDeviceSetLimit",
+        "cuMemFree",
+        "cuMemFreeHost",
+        "cuMemHostUnregister",
+        "cuMemUnmap",
+        "cuMemRelease",
+        "cuCtxSetLimit",
+    ];
+    let base = api_base(name);
+    ALWAYS.contains(&base) || syncs_when_busy(base)
+}
+
+/// True for allocations and registrations (`cudaMalloc`, `cudaHostAlloc`,
+/// `cudaMallocHost`, `cudaHostRegister`, their `cuMem*` forms): they wait for the device
+/// only when it is busy, and then return when it idles; the rest of such a call is its
+/// own driver work (mapping or pinning memory). They count as syncs only when they began
+/// before the gap and returned within [`DRAIN_SLACK_NS`] after its start.
+pub(crate) fn syncs_when_busy(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "cudaMalloc",
+        "cudaMallocPitch",
+        "cudaMallocHost",
+        "cudaHostAlloc",
+        "cudaHostRegister",
+        "cuMemAlloc",
+        "cuMemAllocPitch",
+        "cuMemAllocHost",
+        "cuMemHostAlloc",
+        "cuMemHostRegister",
+    ];
+    NAMES.contains(&api_base(name))
+}
+
+// A CUDA API name without the version suffix nsys adds (`cudaFree_v3020`, `cuMemFree_v2`).
+fn api_base(name: &str) -> &str {
+    match name.rfind("_v") {
+        Some(i) if i + 2 < name.len() && name[i + 2..].bytes().all(|b| b.is_ascii_digit()) => &name[..i],
+        _ => name,
     }
 }
 
@@ -199,6 +262,9 @@ struct Ctx<'a> {
     corrs: Hints,
     // Calls overlapping the current gap, reused.
     calls: Vec<(Ns, Ns, Act)>,
+    // Start of the gap being explained: an implicitly synchronising call that began
+    // before it (while the device was busy) waited for the device.
+    gap_start: Ns,
 }
 
 #[derive(Debug, Default)]
@@ -273,6 +339,7 @@ impl<'a> Ctx<'a> {
             starts: Hints::new(trace),
             corrs: Hints::new(trace),
             calls: Vec::new(),
+            gap_start: Ns::MIN,
         }
     }
 
@@ -289,8 +356,21 @@ impl<'a> Ctx<'a> {
             ApiKind::MemcpySync | ApiKind::MemcpyAsync if pageable() => Act::Pageable,
             ApiKind::MemcpySync | ApiKind::Sync => Act::Sync,
             ApiKind::Launch | ApiKind::Memset | ApiKind::MemcpyAsync => Act::Launch,
+            ApiKind::Other if self.implicit_sync(li, i) => Act::Sync,
             ApiKind::Other => Act::ApiOther,
         }
+    }
+
+    // True when API call `i` of lane `li` synchronises implicitly ([`is_implicit_sync`]);
+    // an allocation only when it waited for the device: it began before the gap start,
+    // while the device was busy, and returned as the device idled.
+    fn implicit_sync(&mut self, li: usize, i: usize) -> bool {
+        let ev = &self.trace.lanes[li].ev;
+        // A call that waited for the device cannot return before the device idled.
+        let waited =
+            ev.start[i] < self.gap_start && (self.gap_start..=self.gap_start + DRAIN_SLACK_NS).contains(&ev.end(i));
+        self.name_class(ev.name[i]) == NameClass::ImplicitSync
+            && (waited || !syncs_when_busy(self.trace.strings.get(ev.name[i])))
     }
 
     fn os_act(&mut self, li: usize, i: usize) -> Act {
@@ -322,19 +402,24 @@ impl<'a> Ctx<'a> {
 
     // The longest CUDA call of class `class` of process `pid` overlapping `[a, b)`, as
     // (name, duration, thread label).
-    fn process_call_matching(&mut self, pid: u32, a: Ns, b: Ns, class: NameClass) -> Option<(String, Ns, String)> {
+    // (name, its duration in the gap as `in_gap` says it, thread label).
+    fn process_call_matching(&mut self, pid: u32, a: Ns, b: Ns, class: NameClass) -> Option<(String, String, String)> {
         let lanes = self.api_by_pid.iter().find(|(p, _)| *p == pid).map(|(_, v)| v.clone()).unwrap_or_default();
         let mut best: Option<(Ns, usize, usize)> = None;
         for li in lanes {
             for i in self.overlapping(li, a, b) {
                 let ev = &self.trace.lanes[li].ev;
-                let d = ev.dur(i);
-                if ev.end(i) > a && best.is_none_or(|x| d > x.0) && self.name_class(ev.name[i]) == class {
+                let d = ev.end(i).min(b) - ev.start[i].max(a);
+                if d > 0 && best.is_none_or(|x| d > x.0) && self.name_class(ev.name[i]) == class {
                     best = Some((d, li, i));
                 }
             }
         }
-        best.map(|(d, li, i)| self.describe(li, i, d))
+        best.map(|(d, li, i)| {
+            let (name, _, owner) = self.describe(li, i, d);
+            let ev = &self.trace.lanes[li].ev;
+            (name, in_gap(ev.start[i], ev.end(i), a, b), owner)
+        })
     }
 
     // The last stream-wait or host-function call of process `pid` starting in `[a, b)`.
@@ -612,6 +697,7 @@ impl<'a> Explainer<'a> {
     // Rules 1-5 of docs/causes.md for the deciding thread `tid`.
     fn decide(&mut self, w: &Win, tid: u32) -> Verdict {
         let ctx = &mut self.ctx;
+        ctx.gap_start = w.start;
         let dur = w.end - w.start;
         let profiler = profiler_time(ctx, w.pid, tid, w.start, w.end);
         if 2 * profiler.0 >= dur && profiler.0 > 0 {
@@ -638,16 +724,35 @@ impl<'a> Explainer<'a> {
             // least half as long as the work after it: after a tiny sync (a metrics
             // .item()), the host's own work is the gap, sync or not.
             if d.pageable_sync || 2 * (d.call.end - d.since) >= dur {
-                let hint = if d.pageable { Hint::PageableSync } else { Hint::None };
+                let hint = if d.pageable {
+                    Hint::PageableSync
+                } else if ctx.implicit_sync(d.call.at.lane as usize, d.call.at.idx as usize) {
+                    Hint::Allocator
+                } else {
+                    Hint::None
+                };
                 return Verdict { cause: Cause::SyncDrain, detail: Detail::Drain(d.call, s), hint };
             }
-            return Verdict { cause: s.cause, detail: Detail::AfterSync(d.call, s), hint: Hint::None };
+            let hint = if checkpoint_writes(ctx, w.pid, tid, w.start, w.end) { Hint::Checkpoint } else { Hint::None };
+            return Verdict { cause: s.cause, detail: Detail::AfterSync(d.call, s), hint };
         }
-        Verdict { cause: s.cause, detail: Detail::Score(s), hint: Hint::None }
+        // A wait mostly in allocator calls that synchronise is allocator churn; host work
+        // or waits in writing a file are a checkpoint.
+        let hint = if s.cause == Cause::SyncWait && implicit_sync_waits(ctx, w.pid, tid, w.start, w.end) {
+            Hint::Allocator
+        } else if matches!(s.cause, Cause::HostBusy | Cause::HostWait | Cause::Unknown)
+            && checkpoint_writes(ctx, w.pid, tid, w.start, w.end)
+        {
+            Hint::Checkpoint
+        } else {
+            Hint::None
+        };
+        Verdict { cause: s.cause, detail: Detail::Score(s), hint }
     }
 
     fn evidence(&mut self, w: &Win, tid: u32, v: &Verdict) -> String {
         let ctx = &mut self.ctx;
+        ctx.gap_start = w.start;
         let who = ctx.trace.thread_label(w.pid, tid);
         let dur = w.end - w.start;
         match &v.detail {
@@ -655,10 +760,8 @@ impl<'a> Explainer<'a> {
                 let (name, owner) = row.map_or(("profiler overhead".to_string(), String::new()), |(li, i)| {
                     let l = &ctx.trace.lanes[li];
                     let owner = l.kind.tid().map_or(String::new(), |t| ctx.trace.thread_label(l.pid, t));
-                    (
-                        format!("{} {}", crate::text::name(ctx.trace.strings.get(l.ev.name[i])), fmt_ns(l.ev.dur(i))),
-                        owner,
-                    )
+                    let d = in_gap(l.ev.start[i], l.ev.end(i), w.start, w.end);
+                    (format!("{} {d}", crate::text::name(ctx.trace.strings.get(l.ev.name[i]))), owner)
                 });
                 format!(
                     "{name} on {owner}: profiler overhead covers {} of {} while {who} waited",
@@ -694,7 +797,11 @@ impl<'a> Explainer<'a> {
                 } else {
                     format!("{} before the gap", fmt_ns(w.start - sync.end))
                 };
-                let of = if v.hint == Hint::PageableSync { " (the sync of a copy from pageable memory)" } else { "" };
+                let of = match v.hint {
+                    Hint::PageableSync => " (the sync of a copy from pageable memory)",
+                    Hint::Allocator => " (an allocator call that waits for the device)",
+                    Hint::None | Hint::Sleep | Hint::Compile | Hint::Gil | Hint::Checkpoint => "",
+                };
                 format!(
                     "{}{of} returned {when}{phase}; then {after}, before the next launch",
                     call_name(ctx.trace, sync.at),
@@ -706,6 +813,7 @@ impl<'a> Explainer<'a> {
                 fmt_ns(sync.end - sync.start),
                 call_name(ctx.trace, sync.at)
             ),
+            Detail::Score(_) if v.hint == Hint::Allocator => allocator_evidence(ctx, w.pid, tid, w.start, w.end),
             Detail::Score(s) => score_evidence(ctx, w.pid, tid, (w.start, w.end), s),
         }
     }
@@ -873,12 +981,99 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Dra
     })
 }
 
+// True when at least half of thread `tid`'s time in sync calls in `[a, b)` is in
+// implicitly synchronising allocator calls.
+fn implicit_sync_waits(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> bool {
+    let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return false };
+    let (mut all, mut implicit) = (0, 0);
+    for (s, e, i) in clipped(ctx, api, a, b) {
+        if ctx.act(api, i) == Act::Sync {
+            all += e - s;
+            if ctx.implicit_sync(api, i) {
+                implicit += e - s;
+            }
+        }
+    }
+    implicit > 0 && 2 * implicit >= all
+}
+
+// The evidence of a wait in allocator calls that synchronise: the calls seen, by name
+// and count, their time in the gap, and the longest.
+fn allocator_evidence(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> String {
+    let who = ctx.trace.thread_label(pid, tid);
+    let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return String::new() };
+    let mut by: Vec<(String, usize)> = Vec::new();
+    let (mut total, mut longest) = (0, None::<(Ns, usize)>);
+    for (s, e, i) in clipped(ctx, api, a, b) {
+        if !ctx.implicit_sync(api, i) {
+            continue;
+        }
+        let name = api_base(ctx.trace.strings.get(ctx.trace.lanes[api].ev.name[i])).to_string();
+        match by.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, k)) => *k += 1,
+            None => by.push((name, 1)),
+        }
+        total += e - s;
+        if longest.is_none_or(|(d, _)| e - s > d) {
+            longest = Some((e - s, i));
+        }
+    }
+    let names: Vec<String> = by.iter().map(|(n, k)| format!("{n} ×{k}")).collect();
+    let ev = &ctx.trace.lanes[api].ev;
+    let long =
+        longest.map_or(String::new(), |(_, i)| format!("; the longest {}", in_gap(ev.start[i], ev.end(i), a, b)));
+    format!(
+        "{} (allocator calls that synchronise) {} of {} on {who}{long}",
+        names.join(", "),
+        fmt_ns(total),
+        fmt_ns(b - a)
+    )
+}
+
+/// True for OS calls that write or sync a file (base libc names): what saving a
+/// checkpoint spends its time in.
+pub(crate) fn is_file_write(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "write",
+        "writev",
+        "pwrite",
+        "pwritev",
+        "pwritev2",
+        "fwrite",
+        "fflush",
+        "fsync",
+        "fdatasync",
+        "sync_file_range",
+        "msync",
+        "close",
+        "fclose",
+        "fopen",
+        "ftruncate",
+    ];
+    NAMES.contains(&&*libc_base(name))
+}
+
+// True when thread `tid` wrote a checkpoint in `[a, b)`: at least half of it in calls
+// that write or sync a file, or its longest OS call there made by a serializer (its
+// backtrace holds `PyTorchStreamWriter` or pickle).
+fn checkpoint_writes(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> bool {
+    let (_, Some(os)) = ctx.thread_lanes(pid, tid) else { return false };
+    let rows = clipped(ctx, os, a, b);
+    let ev = &ctx.trace.lanes[os].ev;
+    let writes = Union::from_pairs(
+        rows.iter().filter(|r| is_file_write(ctx.trace.strings.get(ev.name[r.2]))).map(|r| (r.0, r.1)),
+    );
+    let longest = rows.iter().max_by_key(|r| (r.1 - r.0, Reverse(r.0)));
+    2 * writes.total() >= b - a
+        || longest.is_some_and(|r| ev.flags(r.2) & crate::model::OSRT_SERIALIZER != 0 && r.1 > r.0)
+}
+
 // Rule 2's evidence: what delayed work that was already queued.
 fn queued_evidence(ctx: &mut Ctx<'_>, devices: &[DeviceActivity], w: &Win, c: &ApiCall, who: &str) -> String {
     let head =
         format!("{} on {who} queued the work {} before the gap", call_name(ctx.trace, c.at), fmt_ns(w.start - c.end));
     if let Some((name, d, owner)) = ctx.process_call_matching(w.pid, w.start, w.end, NameClass::ModuleLoad) {
-        return format!("{head}; {name} {} on {owner} was loading code (lazy loading)", fmt_ns(d));
+        return format!("{head}; {name} {d} on {owner} was loading code (lazy loading)");
     }
     if let Some((name, _, owner)) = ctx.process_call_starting(w.pid, w.stretch_start, c.start) {
         return format!("{head}; {name} on {owner} made the stream wait");
@@ -960,19 +1155,31 @@ fn longest_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, acts: &[Act], start: Ns, 
     for li in api.into_iter().chain(os) {
         let ev = &trace.lanes[li].ev;
         for i in candidates(ctx, li, start, end) {
-            let d = ev.dur(i);
-            if ev.end(i) > start && best.is_none_or(|(b, _, _)| d > b) && acts.contains(&ctx.act(li, i)) {
+            // The longest inside the gap: a call that outlasts it counts by its part in it.
+            let d = ev.end(i).min(end) - ev.start[i].max(start);
+            if d > 0 && best.is_none_or(|(b, _, _)| d > b) && acts.contains(&ctx.act(li, i)) {
                 best = Some((d, li, i));
             }
         }
     }
     let who = trace.thread_label(pid, tid);
     match best {
-        Some((d, li, i)) => {
-            format!("{} {} on {who}", crate::text::name(trace.strings.get(trace.lanes[li].ev.name[i])), fmt_ns(d))
+        Some((_, li, i)) => {
+            let ev = &trace.lanes[li].ev;
+            let name = crate::text::name(trace.strings.get(ev.name[i]));
+            format!("{name} {} on {who}", in_gap(ev.start[i], ev.end(i), start, end))
         }
         None => format!("calls nested in longer ones on {who}"),
     }
+}
+
+/// The duration of a call `[s, e)` as a gap `[a, b)` saw it: its part inside the gap,
+/// and the whole call in brackets when it outlasts the gap (`2.07 ms in the gap (32.4 ms
+/// call)`).
+pub(crate) fn in_gap(s: Ns, e: Ns, a: Ns, b: Ns) -> String {
+    let (inside, whole) = (fmt_ns((e.min(b) - s.max(a)).max(0)), fmt_ns(e - s));
+    // A call a few ns outside the gap reads the same both ways: no brackets.
+    if inside == whole { whole } else { format!("{inside} in the gap ({whole} call)") }
 }
 
 // The phase of `[a, b)`: the innermost NVTX range covering at least half of it on
@@ -1089,7 +1296,115 @@ mod tests {
             .gap();
         assert_eq!((g.start, g.end, g.pid), (MS, 10 * MS, PID));
         assert_eq!(g.cause, Cause::SyncWait);
-        assert_eq!(g.evidence, "cudaStreamSynchronize 8.50 ms on python3 (tid 100)");
+        // The call began before the gap: the evidence says its part in the gap.
+        assert_eq!(g.evidence, "cudaStreamSynchronize 8.00 ms in the gap (8.50 ms call) on python3 (tid 100)");
+    }
+
+    #[test]
+    fn a_free_that_waits_for_the_device_is_a_sync_of_the_allocator() {
+        // empty_cache()'s cudaFree began while the GPU ran and returns inside the gap.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[(MS / 2, 8 * MS, "cudaFree_v3020", 9), launch_at(10 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::SyncWait, Hint::Allocator), "{}", g.evidence);
+        assert_eq!(
+            g.evidence,
+            "cudaFree ×1 (allocator calls that synchronise) 7.00 ms of 9.00 ms on python3 (tid 100); the longest 7.00 ms \
+             in the gap (7.50 ms call)"
+        );
+        // A free that drained the queue, then host work: sync-drain, allocator.
+        let g = Builder::new()
+            .gap_until(3 * MS)
+            .lane(API, &[(0, MS + 50_000, "cudaFree", 9), launch_at(3 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::SyncDrain, Hint::Allocator), "{}", g.evidence);
+        assert!(
+            g.evidence.starts_with("cudaFree (an allocator call that waits for the device) returned"),
+            "{}",
+            g.evidence
+        );
+        // An allocation that began before the gap and went on 6 ms after it (mapping
+        // memory) did not wait for the device: driver work, host-busy.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[(MS / 2, 7 * MS, "cudaHostAlloc_v3020", 9), launch_at(10 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+        // One that returned before the device idled (launches followed it) did not wait.
+        let g = Builder::new()
+            .gap_until(3 * MS)
+            .lane(API, &[(-2 * MS, MS - 90_000, "cudaMalloc_v3020", 9), launch_at(3 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+        // One that returned as the device idled waited for it: a drain.
+        let g = Builder::new()
+            .gap_until(3 * MS)
+            .lane(API, &[(0, MS + 50_000, "cudaMalloc_v3020", 9), launch_at(3 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::SyncDrain, Hint::Allocator), "{}", g.evidence);
+        // A cudaMalloc that began on an idle device waited for nothing: host work.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[(2 * MS, 8 * MS, "cudaMalloc_v3020", 9), launch_at(10 * MS)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+        // Stream-ordered frees do not synchronise.
+        assert!(!is_implicit_sync("cudaFreeAsync_v11020"));
+        assert!(is_implicit_sync("cudaHostAlloc_v3020") && syncs_when_busy("cudaHostAlloc_v3020"));
+        assert!(is_implicit_sync("cuMemFree_v2") && !syncs_when_busy("cuMemFree_v2"));
+    }
+
+    #[test]
+    fn file_writes_and_a_serializer_on_the_launching_thread_are_a_checkpoint() {
+        // torch.save's fclose then fsync of the file: 8 ms of the 9 ms gap.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(OS, &[(MS / 2, 3 * MS, "fclose", 0), (3 * MS, 9 * MS, "fsync", 0)])
+            .gap();
+        assert_eq!(g.hint, Hint::Checkpoint, "{:?} {}", g.cause, g.evidence);
+        // Serializing: a 3 ms writev whose backtrace is PyTorchStreamWriter's, then 6 ms
+        // of CPU (the zip's checksum): the cause is host work, the mechanism a checkpoint.
+        let mut b = Builder::new().gap_until(10 * MS).lane(API, &[launch_at(10 * MS)]);
+        let mut ev = Events::default();
+        let id = b.0.strings.intern("writev");
+        ev.push(MS, 4 * MS, id, None, None, Some(crate::model::OSRT_SERIALIZER));
+        b.0.lanes.push(Lane::new(OS, PID, ev));
+        let g = b.gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::Checkpoint), "{}", g.evidence);
+        // The same writev without a serializer's backtrace (a log line): no checkpoint.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(OS, &[(MS, 4 * MS, "writev", 0)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+    }
+
+    #[test]
+    fn evidence_clips_calls_to_the_gap() {
+        // A condition wait from before the gap to after its end: 9 ms of it in the gap.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(OS, &[(0, 20 * MS, "pthread_cond_wait", 0)])
+            .gap();
+        assert_eq!(g.cause, Cause::HostWait);
+        assert_eq!(g.evidence, "pthread_cond_wait 9.00 ms in the gap (20.0 ms call) on python3 (tid 100)");
+        // The longest call is the longest in the gap, not the longest call.
+        let g = Builder::new()
+            .gap_until(10 * MS)
+            .lane(API, &[launch_at(10 * MS)])
+            .lane(OS, &[(0, 2 * MS, "pthread_cond_wait", 0), (3 * MS, 7 * MS, "poll", 0)])
+            .gap();
+        assert_eq!(g.evidence, "poll 4.00 ms on python3 (tid 100)");
     }
 
     #[test]

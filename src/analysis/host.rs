@@ -129,6 +129,9 @@ struct ThreadLanes {
     os: Option<usize>,
     // Running max of OS call ends per MAX_END_BLOCK rows; empty when calls do not nest.
     os_max_end: Vec<Ns>,
+    // The thread's life: from the start of its first row to the end of its last, over
+    // every lane of it (CUDA API, OS runtime, NVTX, samples, context switches).
+    life: Option<(Ns, Ns)>,
 }
 
 /// Share of a process tree's on-CPU time below which a CPU it touched is a stray, not
@@ -189,6 +192,16 @@ impl HostIndex {
                 }
                 _ => {}
             }
+        }
+        // A thread exists from its first row to its last, on any lane.
+        for l in trace.lanes.iter().filter(|l| keep(l.pid) && !l.ev.is_empty()) {
+            let Some(t) = l.kind.tid().and_then(|tid| by_thread.get_mut(&(l.pid, tid))) else { continue };
+            let last = if l.disjoint {
+                l.ev.end(l.ev.len() - 1)
+            } else {
+                (0..l.ev.len()).map(|i| l.ev.end(i)).max().unwrap_or(0)
+            };
+            t.life = Some(t.life.map_or((l.ev.start[0], last), |(s, e)| (s.min(l.ev.start[0]), e.max(last))));
         }
         let mut threads: Vec<_> = by_thread.into_iter().collect();
         threads.sort_unstable_by_key(|&(k, _)| k);
@@ -413,6 +426,11 @@ pub(crate) struct ThreadTime {
 /// context switches of it.
 pub(crate) fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<ThreadTime> {
     let t = ix.thread(pid, tid)?;
+    let window_ns = (b - a).max(0);
+    // Before its first row and after its last the thread does not exist: it waits for
+    // nothing there (the window stays the one asked for: shares are of it).
+    let life = t.life.unwrap_or((a, a));
+    let (a, b) = (a.max(life.0), b.min(life.1).max(a.max(life.0)));
     let on: Vec<(Ns, Ns)> = clipped(&trace.lanes[t.on_cpu?], a, b).collect();
     let (mut blocking, mut all, mut io, mut file) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut sleep, mut lock, mut gil) = (Vec::new(), Vec::new(), Vec::new());
@@ -450,13 +468,12 @@ pub(crate) fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: 
     let len = |v: &[(Ns, Ns)]| v.iter().map(|(s, e)| e - s).sum::<Ns>();
     let blocked_ns = len(&blocking) - overlap(&blocking, &on);
     let off_in_calls = len(&all) - overlap(&all, &on);
-    let window_ns = (b - a).max(0);
     Some(ThreadTime {
         window_ns,
         on_cpu_ns,
         blocked_ns,
         os_call_ns: off_in_calls - blocked_ns,
-        runnable_ns: window_ns - on_cpu_ns - off_in_calls,
+        runnable_ns: (b - a).max(0) - on_cpu_ns - off_in_calls,
         io_ns: len(&io) - overlap(&io, &on),
         file_ns: len(&file) - overlap(&file, &on),
         sleep_ns: len(&sleep) - overlap(&sleep, &on),
@@ -465,10 +482,44 @@ pub(crate) fn thread_time(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: 
     })
 }
 
+/// The OS calls of thread (`pid`, `tid`) in `[a, b)` whose names `keep` accepts, by
+/// base libc name ([`super::gaps::libc_base`]), with their time in the window (calls
+/// clipped to it), longest first: what an evidence line names.
+pub(crate) fn os_calls_seen(
+    trace: &Trace,
+    ix: &HostIndex,
+    (pid, tid): (u32, u32),
+    (a, b): (Ns, Ns),
+    keep: impl Fn(&str) -> bool,
+) -> Vec<(String, Ns)> {
+    let Some(li) = ix.thread(pid, tid).and_then(|t| t.os) else { return Vec::new() };
+    let t = ix.thread(pid, tid).map(|t| t.os_max_end.as_slice()).unwrap_or_default();
+    let lane = &trace.lanes[li];
+    let mut by: HashMap<String, Ns> = HashMap::new();
+    for i in os_rows(lane, t, a, b) {
+        let d = lane.ev.end(i).min(b) - lane.ev.start[i].max(a);
+        let name = trace.strings.get(lane.ev.name[i]);
+        if d > 0 && keep(name) {
+            *by.entry(super::gaps::libc_base(name).into_owned()).or_default() += d;
+        }
+    }
+    let mut v: Vec<(String, Ns)> = by.into_iter().collect();
+    v.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    v
+}
+
+/// `fsync 40.1 ms, close 2.6 ms`: the first `n` of [`os_calls_seen`].
+pub(crate) fn calls_text(calls: &[(String, Ns)], n: usize) -> String {
+    let parts: Vec<String> = calls.iter().take(n).map(|(c, d)| format!("{c} {}", crate::text::fmt_ns(*d))).collect();
+    parts.join(", ")
+}
+
 // Off-CPU stretches of a thread in [a, b) outside any OS runtime call: runnable, or an
 // untraced wait.
 fn runnable_intervals(trace: &Trace, ix: &HostIndex, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<Vec<(Ns, Ns)>> {
     let t = ix.thread(pid, tid)?;
+    let life = t.life.unwrap_or((a, a));
+    let (a, b) = (a.max(life.0), b.min(life.1).max(a.max(life.0)));
     let mut covered: Vec<(Ns, Ns)> = clipped(&trace.lanes[t.on_cpu?], a, b).collect();
     if let Some(li) = t.os {
         let lane = &trace.lanes[li];
@@ -752,8 +803,8 @@ mod tests {
 
     #[test]
     fn split_of_a_thread() {
-        // On CPU 0-10 and 30-40; futex 10-20 (blocked), open 20-25 (OS call), 25-30 and
-        // 40-50 outside any call (runnable).
+        // On CPU 0-10 and 30-40; futex 10-20 (blocked), open 20-25 (OS call), 25-30
+        // outside any call (runnable); 40-50 after its last row (the thread has exited).
         let t = trace(&[(1, 1, 0, 10, 0), (1, 1, 30, 40, 1)], &[(1, 1, 10, 20, "futex"), (1, 1, 20, 25, "open")], &[]);
         let ix = HostIndex::build(&t);
         let got = thread_time(&t, &ix, 1, 1, 0, 50).unwrap();
@@ -764,7 +815,7 @@ mod tests {
                 on_cpu_ns: 20,
                 blocked_ns: 10,
                 os_call_ns: 5,
-                runnable_ns: 15,
+                runnable_ns: 5,
                 io_ns: 5,
                 file_ns: 5,
                 sleep_ns: 0,
@@ -875,6 +926,12 @@ mod tests {
                 let on = lane(&t, LaneKind::OnCpu { tid }, pid);
                 let os = lane(&t, LaneKind::Osrt { tid }, pid);
                 let mut want = ThreadTime { window_ns: b - a, ..ThreadTime::default() };
+                // The thread's life: its first row's start to its last row's end, any lane.
+                let rows = t.lanes.iter().filter(|l| l.pid == pid && l.kind.tid() == Some(tid));
+                let life = rows.flat_map(|l| (0..l.ev.len()).map(|i| (l.ev.start[i], l.ev.end(i)))).fold(
+                    None,
+                    |acc: Option<(Ns, Ns)>, (s, e)| Some(acc.map_or((s, e), |(x, y)| (x.min(s), y.max(e)))),
+                );
                 for x in a..b {
                     let calls: Vec<usize> = covers(os, x).collect();
                     let blocking = calls.iter().any(|&i| is_blocking_os_call(t.strings.get(os.unwrap().ev.name[i])));
@@ -899,7 +956,7 @@ mod tests {
                         want.blocked_ns += 1;
                     } else if !calls.is_empty() {
                         want.os_call_ns += 1;
-                    } else {
+                    } else if life.is_some_and(|(s, e)| (s..e).contains(&x)) {
                         want.runnable_ns += 1;
                     }
                 }

@@ -31,6 +31,7 @@
 
 use std::collections::HashMap;
 
+use super::gaps::is_file_call;
 use super::host::{self, HostIndex, HostWindow, TopSymbol, is_profiler_thread};
 use super::{Cause, Gap, Hint};
 use crate::model::{LaneKind, Ns, Trace};
@@ -77,7 +78,10 @@ pub(crate) fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
             let s = host::top_symbols(trace, ix, d.explainer.0, d.explainer.1, (g.start, g.end), TOP_FUNCTIONS);
             (w.samples, w.top) = (s.samples, s.top);
         }
-        (g.cause, g.hint) = (d.cause, d.hint);
+        // A checkpoint written by the deciding thread stays named whatever rule 6 finds
+        // its wait to be (io-wait in an fsync, host-busy serializing).
+        let checkpoint = g.hint == Hint::Checkpoint && d.hint == Hint::None && d.explainer == (g.pid, tid);
+        (g.cause, g.hint) = (d.cause, if checkpoint { Hint::Checkpoint } else { d.hint });
         if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, &compilers, (g.pid, tid), g) {
             g.hint = Hint::Compile;
         }
@@ -266,8 +270,10 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
         }
         Cause::HostWait => {
             if 2 * t.file_ns >= dur {
+                let seen = host::os_calls_seen(trace, ix, me, (g.start, g.end), is_file_call);
                 let note = format!(
-                    "{who} in storage calls (pread, open, stat...) for {} of {}",
+                    "{who} in storage calls ({}) for {} of {}",
+                    host::calls_text(&seen, 3),
                     fmt_ns(t.file_ns),
                     fmt_ns(dur)
                 );
@@ -617,11 +623,7 @@ mod tests {
             .gap();
         // pread is a blocking call (rule 4: host-wait) on a file: io-wait.
         assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
-        assert!(
-            g.evidence.contains("in storage calls (pread, open, stat...) for 7.00 ms of 9.00 ms"),
-            "{}",
-            g.evidence
-        );
+        assert!(g.evidence.contains("in storage calls (pread 7.00 ms) for 7.00 ms of 9.00 ms"), "{}", g.evidence);
         // A `read` may be a pipe from a worker: the wait is followed, and no producer ran.
         let g = T::new()
             .os(MAIN, MAIN, &[(2 * MS, 9 * MS, "read")])
@@ -643,8 +645,9 @@ mod tests {
         let g = base().on(WORKER, WORKER, 2, &[(MS, 9 * MS)]).gap();
         assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
         assert!(g.evidence.contains("producer pt_data_worker (tid 200) on CPU 89%"), "{}", g.evidence);
-        // The worker runs 1 ms then is off CPU untraced (reading): io-wait.
-        let g = base().on(WORKER, WORKER, 2, &[(MS, 2 * MS)]).gap();
+        // The worker runs 1 ms then is off CPU untraced (reading) until it runs again
+        // after the gap: io-wait.
+        let g = base().on(WORKER, WORKER, 2, &[(MS, 2 * MS), (11 * MS, 12 * MS)]).gap();
         assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
         // Worker and another thread share one CPU while the other usable CPU is busy too:
         // the worker waits for a CPU.
@@ -656,6 +659,19 @@ mod tests {
         assert_eq!(g.cause, Cause::CpuContention, "{}", g.evidence);
         // No producer ran: the wait stays.
         assert_eq!(base().gap().cause, Cause::HostWait);
+    }
+
+    #[test]
+    fn a_thread_after_its_last_row_is_no_wait() {
+        // A worker of the last epoch runs 1 ms into the gap and exits (no row after 2 ms):
+        // its absence is no untraced wait, and nothing says what main waited for.
+        let base = || T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+        let g = base().on(WORKER, WORKER, 2, &[(0, 2 * MS)]).gap();
+        assert_eq!(g.cause, Cause::HostWait, "{}", g.evidence);
+        // A new worker forks mid-gap and computes its start-up to the gap end: worker-busy,
+        // though the old one exited.
+        let g = base().on(WORKER, WORKER, 2, &[(0, 2 * MS)]).on(300, 300, 3, &[(4 * MS, 10 * MS)]).gap();
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
     }
 
     #[test]

@@ -132,6 +132,11 @@ pub enum Fix {
     PersistentWorkers,
     /// Feed another loop as the training loop is fed (`feed_loop`).
     FeedLoop,
+    /// Stop the allocator from synchronising every step: no `empty_cache()` in the loop,
+    /// stable shapes, expandable segments, reused pinned buffers.
+    AllocatorChurn,
+    /// Save checkpoints less often, or asynchronously off the launching thread.
+    SaveLessOften,
     /// Even out the straggling rank.
     BalanceRanks {
         /// The straggler.
@@ -222,6 +227,16 @@ const STARTUP_ONLY: &str = "This idle is one-time start-up or teardown (CUDA con
     autotuning caches (TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_PATH), and capture the loop alone (nsys \
     profile --capture-range=cudaProfilerApi around torch.cuda.profiler.start()/stop(), or --delay).";
 
+const ALLOCATOR_CHURN: &str = "Allocator calls that wait for the GPU (cudaFree, cudaMalloc on a busy device, \
+    cudaHostAlloc/cudaHostRegister) ran in the loop and drained its queue: drop torch.cuda.empty_cache() from the loop, \
+    keep tensor shapes stable (fixed batch shapes, drop_last=True, padding to buckets) so that the caching allocator \
+    reuses its blocks, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and allocate pinned host buffers once \
+    and reuse them.";
+
+const SAVE_LESS_OFTEN: &str = "The launching thread wrote a checkpoint (serialized the state and wrote and synced the \
+    file) while the GPU waited: save less often, or asynchronously: copy the state to pinned host memory and write it \
+    on a background thread or process (torch.distributed.checkpoint.async_save), and keep fsync off the loop.";
+
 impl serde::Serialize for Fix {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.id())
@@ -266,6 +281,8 @@ impl Fix {
             Hint::PageableSync => Fix::PinMemory,
             Hint::Compile => Fix::WarmUpCompile,
             Hint::Gil => Fix::ReleaseGil,
+            Hint::Allocator => Fix::AllocatorChurn,
+            Hint::Checkpoint => Fix::SaveLessOften,
             Hint::None => Fix::for_cause(cause),
         }
     }
@@ -300,6 +317,8 @@ impl Fix {
             Fix::LessOften => "less_often",
             Fix::PersistentWorkers => "persistent_workers",
             Fix::FeedLoop => "feed_loop",
+            Fix::AllocatorChurn => "allocator_churn",
+            Fix::SaveLessOften => "save_less_often",
             Fix::BalanceRanks { .. } => "balance_ranks",
         }
     }
@@ -331,6 +350,8 @@ impl Fix {
             | Fix::AsyncCopy
             | Fix::Collate
             | Fix::StartupOnly
+            | Fix::AllocatorChurn
+            | Fix::SaveLessOften
             | Fix::BalanceRanks { .. } => None,
         }
     }
@@ -364,6 +385,8 @@ impl Fix {
             Fix::LessOften => LESS_OFTEN,
             Fix::PersistentWorkers => PERSISTENT_WORKERS,
             Fix::FeedLoop => FEED_LOOP,
+            Fix::AllocatorChurn => ALLOCATOR_CHURN,
+            Fix::SaveLessOften => SAVE_LESS_OFTEN,
             Fix::SecondLoop(cause) => {
                 return Cow::Owned(format!(
                     "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase \

@@ -176,6 +176,14 @@ pub enum Hint {
     Compile,
     /// The thread waited for Python's GIL, held by another thread of its process.
     Gil,
+    /// The draining or waiting call is an allocator call that synchronises implicitly
+    /// (`cudaFree` from `torch.cuda.empty_cache()`, `cudaMalloc` on a busy device,
+    /// `cudaHostAlloc`/`cudaHostRegister`...): allocator churn.
+    Allocator,
+    /// The launching thread wrote a checkpoint in the gap: most of it in file writes and
+    /// syncs (`write`, `writev`, `fsync`, `close`...), or its longest OS call made by a
+    /// serializer (`PyTorchStreamWriter`, pickle).
+    Checkpoint,
 }
 
 impl Hint {
@@ -187,10 +195,13 @@ impl Hint {
             Hint::PageableSync => " (the syncs of copies from pageable memory)",
             Hint::Compile => " (a JIT compile)",
             Hint::Gil => " (GIL contention)",
+            Hint::Allocator => " (allocator calls that synchronise: cudaFree, cudaMalloc...)",
+            Hint::Checkpoint => " (checkpoint writes on the launching thread)",
         }
     }
 
-    /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`).
+    /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`, `gil`,
+    /// `allocator`, `checkpoint`).
     pub fn label(self) -> &'static str {
         match self {
             Hint::None => "none",
@@ -198,6 +209,8 @@ impl Hint {
             Hint::PageableSync => "pageable-sync",
             Hint::Compile => "compile",
             Hint::Gil => "gil",
+            Hint::Allocator => "allocator",
+            Hint::Checkpoint => "checkpoint",
         }
     }
 }

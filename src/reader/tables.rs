@@ -12,8 +12,8 @@ use rusqlite::types::ValueRef;
 use super::schema::Schema;
 use super::{OPEN_END, Progress};
 use crate::model::{
-    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, NamedColumn, OSRT_GIL, Process, StrId,
-    Strings, SyncRecords, TableStat, Thread, decode_global_tid, strip_api_version,
+    ApiKind, Events, Gpu, Lane, LaneKind, MemClass, MemFlags, MemKind, Meta, NamedColumn, OSRT_GIL, OSRT_SERIALIZER,
+    Process, StrId, Strings, SyncRecords, TableStat, Thread, decode_global_tid, strip_api_version,
 };
 
 // A raw name reference: a StringIds id, or LOCAL | index into `Partial::local_names`.
@@ -610,7 +610,8 @@ pub(super) fn read_runtime(src: Src<'_>) -> Result<Partial> {
 
 fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     let gil = gil_callchains(src)?;
-    if gil.is_empty() {
+    let serializer = serializer_callchains(src)?;
+    if gil.is_empty() && serializer.is_empty() {
         return read_thread_rows(src, sink, "OSRT_API", |tid| LaneKind::Osrt { tid });
     }
     let Some(sql) = select(src.schema, "OSRT_API") else { return Ok(()) };
@@ -620,7 +621,9 @@ fn read_osrt(src: Src<'_>, sink: &mut Sink) -> Result<()> {
         let s = col(r, 0, 0)?;
         let e = col(r, 1, s)?;
         let (pid, tid) = int(r.get_ref(2)?).map_or((0, 0), decode_global_tid);
-        let flags = if int(r.get_ref(4)?).is_some_and(|c| gil.contains(&c)) { OSRT_GIL } else { 0 };
+        let chain = int(r.get_ref(4)?);
+        let flags = if chain.is_some_and(|c| gil.contains(&c)) { OSRT_GIL } else { 0 }
+            | if chain.is_some_and(|c| serializer.contains(&c)) { OSRT_SERIALIZER } else { 0 };
         lanes.get((LaneKind::Osrt { tid }, pid)).push(s, e, col(r, 3, 0)? as u32, None, None, Some(flags));
         Ok(())
     })
@@ -641,6 +644,30 @@ fn gil_callchains(src: Src<'_>) -> Result<std::collections::HashSet<i64>> {
     let sql = format!(
         "SELECT DISTINCT c.id FROM OSRT_CALLCHAINS c WHERE c.stackDepth < 6 AND c.symbol IN \
          (SELECT id FROM StringIds WHERE value IN ({list}))"
+    );
+    let mut stmt = src.conn.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        if let Some(id) = int(r.get_ref(0)?) {
+            out.insert(id);
+        }
+    }
+    Ok(out)
+}
+
+// Frames (substrings of symbols) of a serializer writing a checkpoint: PyTorch's
+// `torch.save` (caffe2::serialize::PyTorchStreamWriter), pickle, safetensors.
+const SERIALIZER_FRAMES: [&str; 4] = ["PyTorchStreamWriter", "_pickle", "pickle_", "safetensors"];
+
+// Callchain ids with a serializer's frame (OSRT_CALLCHAINS); empty without backtraces.
+fn serializer_callchains(src: Src<'_>) -> Result<std::collections::HashSet<i64>> {
+    let mut out = std::collections::HashSet::new();
+    if !src.schema.has_col("OSRT_CALLCHAINS", "symbol") || !src.schema.has_col("OSRT_API", "callchainId") {
+        return Ok(out);
+    }
+    let like = SERIALIZER_FRAMES.iter().map(|f| format!("value LIKE '%{f}%'")).collect::<Vec<_>>().join(" OR ");
+    let sql = format!(
+        "SELECT DISTINCT c.id FROM OSRT_CALLCHAINS c WHERE c.symbol IN (SELECT id FROM StringIds WHERE {like})"
     );
     let mut stmt = src.conn.prepare(&sql)?;
     let mut rows = stmt.query([])?;

@@ -19,6 +19,7 @@ mod hostile;
 mod hostile4;
 mod kineto;
 mod labels;
+mod labels_r6;
 mod layers;
 mod matrix;
 mod matrix_r6;
