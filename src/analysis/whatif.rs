@@ -379,7 +379,7 @@ pub(crate) fn regions(regions: &[super::Region], steady: &super::Steady, steps: 
             basis: format!(
                 "removes the {} idle of `{}` ({} over {steps} steady steps) from the mean step of {}",
                 crate::text::fmt_ns(r.idle_ns),
-                r.name,
+                crate::text::sanitize(&r.name),
                 r.occurrences,
                 crate::text::fmt_ns(mean)
             ),
