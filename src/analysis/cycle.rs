@@ -52,10 +52,6 @@ pub(crate) struct Inferred {
     pub pid: u32,
     /// The kernel whose launches mark the boundaries.
     pub anchor: StrId,
-    /// The kernel that agrees with it.
-    pub second: StrId,
-    /// Kernels per step.
-    pub period_kernels: usize,
     /// Steps as ranges of the launching thread, sorted by start.
     pub instances: Vec<Instance>,
 }
@@ -74,7 +70,7 @@ pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> 
     let seq = sequence(trace, &lanes);
     let cands = candidates(trace, &seq.names);
     let period = period(&seq.names, &cands)?;
-    let (anchor, second) = anchors(&cands, period)?;
+    let anchor = anchor(&cands, period)?;
     let at_end = anchor.kind == 0;
     let refs: Vec<EventRef> = if seq.complete {
         let pos = if at_end { &anchor.ends } else { &anchor.starts };
@@ -83,13 +79,7 @@ pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> 
         every_launch(trace, &lanes, anchor.name, period, at_end)
     };
     let instances = steps(trace, index, pid, &refs, at_end);
-    (instances.len() >= MIN_STEPS).then_some(Inferred {
-        pid,
-        anchor: anchor.name,
-        second: second.name,
-        period_kernels: period,
-        instances,
-    })
+    (instances.len() >= MIN_STEPS).then_some(Inferred { pid, anchor: anchor.name, instances })
 }
 
 // The GPU of a kernel lane.
@@ -116,15 +106,20 @@ struct Sequence {
     complete: bool,
 }
 
-fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
+// The kernels of `lanes` in start order, as (lane, row).
+fn in_start_order<'a>(trace: &'a Trace, lanes: &'a [usize]) -> impl Iterator<Item = (usize, usize)> + 'a {
     let rows = lanes.iter().map(|&li| {
         let ev = &trace.lanes[li].ev;
         (0..ev.len()).map(move |i| (ev.start[i], li, i))
     });
+    itertools::kmerge_by(rows, |a: &(Ns, usize, usize), b: &(Ns, usize, usize)| a.0 < b.0).map(|(_, li, i)| (li, i))
+}
+
+fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
     let mut names = Vec::new();
     let mut refs = Vec::new();
     let mut complete = true;
-    for (_, li, i) in itertools::kmerge_by(rows, |a: &(Ns, usize, usize), b: &(Ns, usize, usize)| a.0 < b.0) {
+    for (li, i) in in_start_order(trace, lanes) {
         if names.len() == MAX_SEQUENCE {
             complete = false;
             break;
@@ -245,16 +240,14 @@ fn repeats(names: &[StrId], lag: usize) -> bool {
     distinct && same as f64 >= REPEAT_SHARE * all as f64
 }
 
-// The anchor and the kernel that agrees with it, both once per period.
-fn anchors(cands: &[Candidate], period: usize) -> Option<(&Candidate, &Candidate)> {
+// The anchor: a kernel once per period that another kernel agrees with.
+fn anchor(cands: &[Candidate], period: usize) -> Option<&Candidate> {
     let mut once: Vec<(&Candidate, f64)> =
         cands.iter().map(|c| (c, c.regularity(period))).filter(|c| c.1 >= ONCE_SHARE).collect();
     // Optimizer kernels, then NCCL all-reduce, then the most regular; the earliest on ties.
     once.sort_by(|a, b| a.0.kind.cmp(&b.0.kind).then(b.1.total_cmp(&a.1)).then(a.0.starts[0].cmp(&b.0.starts[0])));
     // The second anchor may come several times a step (a micro-batch's kernel), as often in each.
-    once.iter().find_map(|a| {
-        cands.iter().filter(|b| b.name != a.0.name).find(|b| agree(&a.0.starts, &b.starts)).map(|b| (a.0, b))
-    })
+    once.iter().map(|a| a.0).find(|a| cands.iter().any(|b| b.name != a.name && agree(&a.starts, &b.starts)))
 }
 
 // 0 for an optimizer kernel, 1 for an NCCL all-reduce, 2 for any other.
@@ -298,15 +291,9 @@ fn agree(a: &[u32], b: &[u32]) -> bool {
 // whole run (runs longer than MAX_SEQUENCE): a burst breaks where consecutive launches
 // are half a period of kernels apart or more.
 fn every_launch(trace: &Trace, lanes: &[usize], name: StrId, period: usize, at_end: bool) -> Vec<EventRef> {
-    let seq = lanes.iter().map(|&li| {
-        let ev = &trace.lanes[li].ev;
-        (0..ev.len()).map(move |i| (ev.start[i], li, i))
-    });
     let mut out = Vec::new();
     let mut last: Option<usize> = None;
-    for (p, (_, li, i)) in
-        itertools::kmerge_by(seq, |a: &(Ns, usize, usize), b: &(Ns, usize, usize)| a.0 < b.0).enumerate()
-    {
+    for (p, (li, i)) in in_start_order(trace, lanes).enumerate() {
         if trace.lanes[li].ev.name[i] != name {
             continue;
         }

@@ -636,16 +636,20 @@ const GIL_FRAMES: [&str; 5] =
 // Callchain ids whose first frames take the GIL (OSRT_CALLCHAINS, where the capture has
 // OS runtime backtraces); empty without them.
 fn gil_callchains(src: Src<'_>) -> Result<std::collections::HashSet<i64>> {
+    let list = GIL_FRAMES.iter().map(|f| format!("'{f}'")).collect::<Vec<_>>().join(", ");
+    callchains_where(
+        src,
+        &format!("c.stackDepth < 6 AND c.symbol IN (SELECT id FROM StringIds WHERE value IN ({list}))"),
+    )
+}
+
+// Callchain ids of OSRT_CALLCHAINS rows passing `filter` (over `c`); empty without backtraces.
+fn callchains_where(src: Src<'_>, filter: &str) -> Result<std::collections::HashSet<i64>> {
     let mut out = std::collections::HashSet::new();
     if !src.schema.has_col("OSRT_CALLCHAINS", "symbol") || !src.schema.has_col("OSRT_API", "callchainId") {
         return Ok(out);
     }
-    let list = GIL_FRAMES.iter().map(|f| format!("'{f}'")).collect::<Vec<_>>().join(", ");
-    let sql = format!(
-        "SELECT DISTINCT c.id FROM OSRT_CALLCHAINS c WHERE c.stackDepth < 6 AND c.symbol IN \
-         (SELECT id FROM StringIds WHERE value IN ({list}))"
-    );
-    let mut stmt = src.conn.prepare(&sql)?;
+    let mut stmt = src.conn.prepare(&format!("SELECT DISTINCT c.id FROM OSRT_CALLCHAINS c WHERE {filter}"))?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         if let Some(id) = int(r.get_ref(0)?) {
@@ -661,22 +665,8 @@ const SERIALIZER_FRAMES: [&str; 4] = ["PyTorchStreamWriter", "_pickle", "pickle_
 
 // Callchain ids with a serializer's frame (OSRT_CALLCHAINS); empty without backtraces.
 fn serializer_callchains(src: Src<'_>) -> Result<std::collections::HashSet<i64>> {
-    let mut out = std::collections::HashSet::new();
-    if !src.schema.has_col("OSRT_CALLCHAINS", "symbol") || !src.schema.has_col("OSRT_API", "callchainId") {
-        return Ok(out);
-    }
     let like = SERIALIZER_FRAMES.iter().map(|f| format!("value LIKE '%{f}%'")).collect::<Vec<_>>().join(" OR ");
-    let sql = format!(
-        "SELECT DISTINCT c.id FROM OSRT_CALLCHAINS c WHERE c.symbol IN (SELECT id FROM StringIds WHERE {like})"
-    );
-    let mut stmt = src.conn.prepare(&sql)?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        if let Some(id) = int(r.get_ref(0)?) {
-            out.insert(id);
-        }
-    }
-    Ok(out)
+    callchains_where(src, &format!("c.symbol IN (SELECT id FROM StringIds WHERE {like})"))
 }
 
 // Profiler overhead rows, one lane per thread (names are StringIds like OS runtime calls).
