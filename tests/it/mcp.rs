@@ -217,7 +217,15 @@ fn the_official_python_client_lists_and_calls() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tools"], json!(["summary", "gaps", "gap", "phases", "events", "diff"]));
     assert_eq!(v["is_error"], false);
-    assert!(v["headline"].as_str().is_some_and(|h| h.contains("pageable")), "{v}");
+    // The headline is the one `report` writes for the same trace (findings[0]'s message).
+    let report = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
+        .args(["report", "--format", "json"])
+        .arg(fixture("pageable.sqlite"))
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let first = report["findings"][0]["message"].as_str().expect("a first finding");
+    assert_eq!(v["headline"].as_str(), Some(first), "{v}");
 }
 
 // Issue 36, item 4: a FIFO named like a report is refused at once, and the server goes on.
