@@ -30,8 +30,8 @@ pub use analysis::host::{HostIndex, cpu_load};
 pub use analysis::pcie::{CopyVerdict, Pcie};
 pub use analysis::whatif::{StepModel, WhatIf, applied as applied_fix};
 pub use analysis::{
-    Analysis, Cause, Finding, Fix, Gap, Hint, Options, Region, RegionKind, Rule, Severity, Steady, StepSource,
-    StepsInfo, Window, analyze, find_gaps,
+    Analysis, Cause, Finding, Fix, Gap, GpuProcess, Hint, Options, Region, RegionKind, Rule, Severity, Steady,
+    StepSource, StepsInfo, Window, analyze, find_gaps,
 };
 pub use cli::{Cli, Exit, run};
 pub use diff::{Diff, Run as DiffRun, Status as DiffStatus, diff};

@@ -105,8 +105,8 @@ pub(crate) fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Fin
     out.into_iter().flatten().collect()
 }
 
-/// True when steady gaps wait on copies from pageable memory or on their syncs: the
-/// pinned-memory fix then leads its severity ([`super::rule::rank`]).
+/// True when steady gaps wait on copies from pageable memory or on their syncs: among
+/// fixes of one saving and severity, the pinned-memory fix then leads ([`super::rule::rank`]).
 pub(crate) fn waits_on_pageable_sync(gaps: &[Gap]) -> bool {
     gaps.iter().any(|g| {
         g.cause != Cause::Profiler
@@ -183,7 +183,10 @@ fn pct(share: f64) -> String {
 fn fix(x: &Inputs<'_>, cause: Cause, hint: Hint) -> (Option<Fix>, String) {
     let fix = Fix::for_gaps(cause, hint);
     if hint != Hint::None
-        || !matches!(cause, Cause::HostBusy | Cause::WorkerBusy | Cause::SyncDrain | Cause::CpuContention)
+        || !matches!(
+            cause,
+            Cause::HostBusy | Cause::WorkerBusy | Cause::SyncDrain | Cause::CpuContention | Cause::HostWait
+        )
     {
         return (Some(fix), String::new());
     }
@@ -371,7 +374,6 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
     let Some(longest) = longest else {
         // Only start-up or profiler gaps: say so, as information.
         let g = counted(x).max_by_key(|g| g.dur())?;
-        let (fix, fix_note) = fix(x, g.cause, g.hint);
         return Some(Finding {
             rule: Rule::GpuGaps,
             weight: 0,
@@ -384,8 +386,9 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 g.window.label()
             ),
             evidence: vec![ev("steady_gaps", &0), ev("startup_idle_ns", &startup), ev("profiler_idle_ns", &profiler)],
-            fix,
-            fix_note,
+            // The summary: the fix is the headline's (issue 32, item 6).
+            fix: None,
+            fix_note: String::new(),
             whatif: None,
         });
     };
@@ -394,7 +397,6 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
     let hint = dominant_hint(steady_gaps.iter().copied(), cause, in_steady);
     let place = longest.phase.as_deref().map_or("outside any NVTX range".to_string(), |p| format!("in `{p}`"));
     let n = steady_gaps.len();
-    let (fix, fix_note) = fix(x, cause, hint);
     Some(Finding {
         rule: Rule::GpuGaps,
         weight: cause_ns,
@@ -429,8 +431,8 @@ fn gpu_gaps(x: &Inputs<'_>) -> Option<Finding> {
                 ),
             ),
         ],
-        fix,
-        fix_note,
+        fix: None,
+        fix_note: String::new(),
         whatif: None,
     })
 }

@@ -100,11 +100,12 @@ pub(crate) fn whatif_of<'a>(f: &Finding, whatifs: &'a [WhatIf]) -> Option<&'a Wh
 }
 
 /// Add each finding's what-if to its evidence (`whatif_*` keys). A finding whose fix would
-/// not shorten the step (another limit binds) drops a severity level and says which limit,
-/// and one whose fix saves under 5% of the step is at most a warning: the headline is
-/// what a user acts on.
+/// not shorten the step (another limit binds) drops a severity level, says which limit,
+/// and shows no fix: no finding shows a fix beside a what-if that says it saves nothing
+/// (the limit's own finding carries its fix). One whose fix saves under 5% of the step is
+/// at most a warning: the headline is what a user acts on.
 pub(crate) fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
-    for f in findings {
+    for f in findings.iter_mut() {
         let Some(w) = whatif_of(f, whatifs).cloned() else { continue };
         if w.saving_per_step_ns == 0 && w.limited_by != "none" {
             f.severity = match f.severity {
@@ -117,18 +118,42 @@ pub(crate) fn attach(findings: &mut [Finding], whatifs: &[WhatIf]) {
                 w.fix.id(),
                 w.limited_by
             );
+            f.fix = None;
+            f.fix_note.clear();
         }
-        f.evidence.extend([
-            ev("whatif_fix", &w.fix.id()),
-            ev("whatif_saving_per_step_ns", &w.saving_per_step_ns),
-            ev("whatif_step_after_ns", &w.step_ns_after),
-            ev("whatif_limited_by", &w.limited_by),
-        ]);
-        f.whatif = Some(w);
-        // A fix that saves little of the step is never critical (nor the headline: rule::rank).
-        if super::rule::saves_little(f) {
-            f.severity = f.severity.min(Severity::Warning);
-        }
+        set_whatif(f, w);
+    }
+}
+
+/// A step that blocks on the GPU cannot be captured in one CUDA graph: `launch_bound` then
+/// names the blocking calls and proposes removing them first (issue 33, item 4), and no
+/// what-if prices graphs ([`super::whatif::cuda_graphs`]).
+pub(crate) fn graphs_need_no_syncs(findings: &mut [Finding], model: Option<&StepModel>) {
+    let Some(m) = model.filter(|m| m.blocking_calls > 0) else { return };
+    for f in findings.iter_mut().filter(|f| f.rule == Rule::LaunchBound && f.fix == Some(Fix::GraphTheStep)) {
+        let _ = write!(
+            f.message,
+            "; the launching thread waits for the GPU {} times a step (syncs, blocking copies): a CUDA graph \
+             cannot hold a step that syncs",
+            m.blocking_calls
+        );
+        f.evidence.push(ev("blocking_calls_per_step", &m.blocking_calls));
+        f.fix = Some(Fix::SyncsFirst);
+    }
+}
+
+// `w` as the finding's what-if, in its evidence too; a fix that saves little of the step
+// is never critical (nor the headline: rule::rank).
+fn set_whatif(f: &mut Finding, w: WhatIf) {
+    f.evidence.extend([
+        ev("whatif_fix", &w.fix.id()),
+        ev("whatif_saving_per_step_ns", &w.saving_per_step_ns),
+        ev("whatif_step_after_ns", &w.step_ns_after),
+        ev("whatif_limited_by", &w.limited_by),
+    ]);
+    f.whatif = Some(w);
+    if f.fix.is_some() && super::rule::saves_little(f) {
+        f.severity = f.severity.min(Severity::Warning);
     }
 }
 

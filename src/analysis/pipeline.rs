@@ -1,8 +1,8 @@
 //! The pipeline: [`analyze`] runs every analysis over a [`Trace`], in two threads.
 
 use super::{
-    Analysis, DeviceActivity, Gap, Options, Phase, Steady, StepsInfo, findings, gaps, host, host_cause, index, link,
-    pcie, phases, ranks, regions, rule, steps, transfers, whatif,
+    Analysis, DeviceActivity, Fix, Gap, Options, Phase, Steady, StepsInfo, findings, gaps, host, host_cause, index,
+    link, pcie, phases, ranks, regions, rule, shared, steps, transfers, whatif,
 };
 use crate::model::{Ns, Trace};
 
@@ -74,9 +74,11 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let mut whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
     whatifs.extend(whatif::regions(&regions, &steady, step_instances_steady(&steps)));
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
+    let processes = shared_gpus(trace, &index, &devices, steady_ns, (&mut findings, &mut whatifs));
     let link = link::findings(&phases, steps.name.as_deref(), step_model.as_ref());
     let ranked = ranks::finding(&collectives, steady_ns);
     findings.extend(link.into_iter().chain(ranked));
+    link::graphs_need_no_syncs(&mut findings, step_model.as_ref());
     link::attach(&mut findings, &whatifs);
     rule::order(&mut findings, findings::waits_on_pageable_sync(&gaps));
     let step_instances: Vec<(Ns, Ns)> = steps.instances.iter().map(|i| (i.start, i.end)).collect();
@@ -99,6 +101,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         whatif: whatifs,
         windows: steps.windows,
         devices,
+        processes,
         gaps,
         phases,
         transfers,
@@ -127,6 +130,29 @@ fn rank_phases(
         (r.rank, phases::stats(ctx, mine, &launched))
     };
     trace.ranks.iter().map(rank).collect()
+}
+
+// Per GPU with several processes, their work on it; each such GPU's `shared_gpu` finding
+// and the what-if of one job on it.
+fn shared_gpus(
+    trace: &Trace,
+    index: &index::Index,
+    devices: &[DeviceActivity],
+    steady_ns: Ns,
+    (findings, whatifs): (&mut Vec<super::Finding>, &mut Vec<whatif::WhatIf>),
+) -> Vec<(u32, Vec<shared::GpuProcess>)> {
+    let processes: Vec<(u32, Vec<shared::GpuProcess>)> = devices
+        .iter()
+        .map(|d| (d.device, shared::processes(trace, index, d.device)))
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    for (device, procs) in &processes {
+        findings.extend(shared::finding(*device, procs, steady_ns));
+        if whatifs.iter().all(|w| w.fix != Fix::OneJobPerGpu) {
+            whatifs.extend(shared::whatif(procs));
+        }
+    }
+    processes
 }
 
 // Steady steps: those starting in the steady window.

@@ -44,6 +44,8 @@ pub enum Rule {
     PeriodicStall,
     /// Another loop (an NVTX phase outside the steps, such as `eval`) that starves.
     LoopRegion,
+    /// Two or more processes share one GPU, each waiting behind the others' work.
+    SharedGpu,
 }
 
 impl Rule {
@@ -65,6 +67,7 @@ impl Rule {
             Rule::Straggler => "straggler",
             Rule::PeriodicStall => "periodic_stall",
             Rule::LoopRegion => "loop_region",
+            Rule::SharedGpu => "shared_gpu",
         }
     }
 }
@@ -118,6 +121,10 @@ pub enum Fix {
     PinnedResults,
     /// Kernels shorter than their launch: a CUDA graph, fusion, larger batches.
     GraphTheStep,
+    /// Kernels shorter than their launch in a step that syncs: remove the syncs first.
+    SyncsFirst,
+    /// One job per GPU: processes sharing one wait behind each other (`one_job_per_gpu`).
+    OneJobPerGpu,
     /// Graphs already replay: let the host run ahead between replays.
     HostAheadOfGraphs,
     /// Collate the samples into one pinned buffer and copy once.
@@ -217,6 +224,13 @@ const GRAPH_THE_STEP: &str = "Kernels are shorter than the time to launch them: 
     (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), fuse small kernels, use larger \
     batches, and drop per-token or per-step host syncs (.item(), .cpu()) that stop the host from \
     running ahead.";
+const SYNCS_FIRST: &str = "Kernels are shorter than the time to launch them, and the step waits for the GPU: remove the \
+    syncs first (copies from pinned memory with non_blocking=True instead of pageable ones, no \
+    per-step .item()/.cpu()/torch.cuda.synchronize(), static shapes instead of nonzero() or boolean \
+    masks) so that the host runs ahead; then capture the step in a CUDA graph or fuse small kernels.";
+const ONE_JOB_PER_GPU: &str = "Processes share this GPU and each one's kernels wait in the queue behind the others': run \
+    one job per GPU (one after the other, or on separate GPUs), or merge the work into one process; \
+    where sharing is intended, partition the GPU (MIG) or use MPS so that each gets a fixed share.";
 const HOST_AHEAD_OF_GRAPHS: &str = "The steps already replay CUDA graphs; the idle is the host between replays: drop per-token or \
     per-step host syncs (.item(), .cpu()) so that the host runs ahead, capture more work per graph \
     (several tokens or steps), and use larger batches.";
@@ -310,6 +324,8 @@ impl Fix {
             Fix::AsyncCopy => "async_copy",
             Fix::PinnedResults => "pinned_results",
             Fix::GraphTheStep => "graph_the_step",
+            Fix::SyncsFirst => "syncs_first",
+            Fix::OneJobPerGpu => "one_job_per_gpu",
             Fix::HostAheadOfGraphs => "host_ahead_of_graphs",
             Fix::Collate => "collate",
             Fix::StartupOnly => "startup_only",
@@ -337,6 +353,7 @@ impl Fix {
             Fix::LessOften => Some(Fix::LessOften),
             Fix::PersistentWorkers => Some(Fix::PersistentWorkers),
             Fix::FeedLoop => Some(Fix::FeedLoop),
+            Fix::OneJobPerGpu => Some(Fix::OneJobPerGpu),
             Fix::RemoveSync
             | Fix::OffloadHostWork
             | Fix::MoreCpus
@@ -351,6 +368,7 @@ impl Fix {
             | Fix::Collate
             | Fix::StartupOnly
             | Fix::AllocatorChurn
+            | Fix::SyncsFirst
             | Fix::SaveLessOften
             | Fix::BalanceRanks { .. } => None,
         }
@@ -379,6 +397,8 @@ impl Fix {
             Fix::AsyncCopy => ASYNC_COPY,
             Fix::PinnedResults => PINNED_RESULTS,
             Fix::GraphTheStep => GRAPH_THE_STEP,
+            Fix::SyncsFirst => SYNCS_FIRST,
+            Fix::OneJobPerGpu => ONE_JOB_PER_GPU,
             Fix::HostAheadOfGraphs => HOST_AHEAD_OF_GRAPHS,
             Fix::Collate => COLLATE,
             Fix::StartupOnly => STARTUP_ONLY,
@@ -405,18 +425,17 @@ impl Fix {
     }
 }
 
-/// The headline order's key of a finding (larger first): first the warnings and critical
-/// findings but those whose own what-if saves under [`MINOR_SAVING`] of the step (so such
-/// a fix is the headline only where nothing else is worth a warning); then its severity;
-/// within one, a straggler first, then (when steady gaps wait on the sync of pageable
-/// copies, `pageable_sync`) the pinned-memory fix, then what it explains (`weight`).
-pub(crate) fn rank(f: &super::Finding, pageable_sync: bool) -> (bool, Severity, u8, Ns) {
-    let first = match (f.rule, f.fix.as_ref()) {
-        (Rule::Straggler, _) => 2,
-        (_, Some(Fix::PinMemory)) if pageable_sync => 1,
-        _ => 0,
-    };
-    (f.severity >= Severity::Warning && !saves_little(f), f.severity, first, f.weight)
+/// The headline order of a finding (larger first): a finding with a fix worth acting on
+/// (at least a warning, saving [`MINOR_SAVING`] of the step or more) before the rest; a
+/// straggler first among them; then what its fix saves per steady step where a what-if
+/// prices it (a priced fix before one nothing prices); then severity; then, when steady
+/// gaps wait on the syncs of pageable copies (`pageable_sync`), the pinned-memory fix;
+/// then weight.
+pub(crate) fn rank(f: &super::Finding, pageable_sync: bool) -> (bool, bool, Ns, Severity, bool, Ns) {
+    let actionable = f.fix.is_some() && f.severity >= Severity::Warning && !saves_little(f);
+    let saving = f.whatif.as_ref().filter(|_| f.fix.is_some()).map_or(0, |w| w.saving_per_step_ns);
+    let pinned = pageable_sync && f.fix == Some(Fix::PinMemory);
+    (actionable, f.rule == Rule::Straggler, saving, f.severity, pinned, f.weight)
 }
 
 /// Share of the step under which a fix's saving is minor.
@@ -429,10 +448,14 @@ pub(crate) fn saves_little(f: &super::Finding) -> bool {
         .is_some_and(|w| (w.saving_per_step_ns as f64) < MINOR_SAVING * (w.saving_per_step_ns + w.step_ns_after) as f64)
 }
 
-/// Put the headline first: the one sort of the findings, by [`rank`], larger first;
-/// the rules' order breaks ties.
-pub(crate) fn order(findings: &mut [super::Finding], pageable_sync: bool) {
+/// Put the headline first: the one sort of the findings, by [`rank`], larger first (the
+/// rules' order breaks ties); `gpu_gaps`, the summary, right after the headline.
+pub(crate) fn order(findings: &mut Vec<super::Finding>, pageable_sync: bool) {
     findings.sort_by_cached_key(|f| std::cmp::Reverse(rank(f, pageable_sync)));
+    if let Some(i) = findings.iter().position(|f| f.rule == Rule::GpuGaps).filter(|&i| i > 1) {
+        let summary = findings.remove(i);
+        findings.insert(1, summary);
+    }
 }
 
 #[cfg(test)]
@@ -444,48 +467,54 @@ mod tests {
         Finding::new(rule, severity, String::new(), Vec::new()).with_fix(fix, String::new()).weighing(weight)
     }
 
+    fn priced(rule: Rule, severity: Severity, weight: Ns, saving: Ns) -> Finding {
+        let mut f = finding(rule, severity, weight, Fix::PinMemory);
+        f.whatif = Some(crate::analysis::whatif::WhatIf {
+            fix: Fix::PinMemory,
+            saving_per_step_ns: saving,
+            step_ns_after: 100 - saving,
+            limited_by: "none",
+            basis: String::new(),
+        });
+        f
+    }
+
     #[test]
-    fn the_headline_is_the_most_severe_then_the_straggler_the_pinned_fix_and_the_most_idle() {
-        let make = || {
-            vec![
-                finding(Rule::GpuTimeUtil, Severity::Warning, 0, Fix::StartupOnly),
-                finding(Rule::PageableBandwidth, Severity::Warning, 5, Fix::PinMemory),
-                finding(Rule::GpuGaps, Severity::Warning, 10, Fix::OffloadHostWork),
-                finding(Rule::Starvation, Severity::Critical, 1, Fix::MoreWorkers),
-                finding(Rule::Straggler, Severity::Warning, 1, Fix::RemoveSync),
-            ]
-        };
-        let rules = |v: &[Finding]| v.iter().map(|f| f.rule).collect::<Vec<_>>();
-        let mut v = make();
+    fn the_headline_is_the_fix_that_saves_most_and_gpu_gaps_follows_it() {
+        let mut gaps = finding(Rule::GpuGaps, Severity::Critical, 1000, Fix::OffloadHostWork);
+        gaps.fix = None;
+        // Priced savings per step: 30, and 20 though critical; a heavy unpriced fix after
+        // them; the straggler first whatever it saves; gpu_gaps (no fix) second.
+        let mut v = vec![
+            finding(Rule::GpuTimeUtil, Severity::Info, 0, Fix::StartupOnly),
+            priced(Rule::PageableBandwidth, Severity::Warning, 5, 30),
+            gaps,
+            finding(Rule::LaunchBound, Severity::Warning, 400, Fix::OffloadHostWork),
+            priced(Rule::Starvation, Severity::Critical, 1, 20),
+            finding(Rule::Straggler, Severity::Warning, 1, Fix::RemoveSync),
+        ];
         order(&mut v, false);
-        let want = [Rule::Starvation, Rule::Straggler, Rule::GpuGaps, Rule::PageableBandwidth, Rule::GpuTimeUtil];
-        assert_eq!(rules(&v), want);
-        let mut v = make();
-        order(&mut v, true);
-        let want = [Rule::Starvation, Rule::Straggler, Rule::PageableBandwidth, Rule::GpuGaps, Rule::GpuTimeUtil];
-        assert_eq!(rules(&v), want);
+        let rules: Vec<Rule> = v.iter().map(|f| f.rule).collect();
+        let want = [
+            Rule::Straggler,
+            Rule::GpuGaps,
+            Rule::PageableBandwidth,
+            Rule::Starvation,
+            Rule::LaunchBound,
+            Rule::GpuTimeUtil,
+        ];
+        assert_eq!(rules, want);
     }
 
     #[test]
     fn a_fix_that_saves_under_five_percent_of_the_step_is_never_the_headline() {
-        let priced = |rule: Rule, severity: Severity, weight: Ns, saving: Ns| {
-            let mut f = finding(rule, severity, weight, Fix::PinMemory);
-            f.whatif = Some(crate::analysis::whatif::WhatIf {
-                fix: Fix::PinMemory,
-                saving_per_step_ns: saving,
-                step_ns_after: 100 - saving,
-                limited_by: "none",
-                basis: String::new(),
-            });
-            f
-        };
         // 4% of the step, critical and heavy, goes after a 5% warning; an info stays last.
         let mut v = vec![
             priced(Rule::GpuGaps, Severity::Critical, 1000, 4),
             finding(Rule::GpuTimeUtil, Severity::Info, 0, Fix::StartupOnly),
             priced(Rule::CudaMemcpyAsync, Severity::Warning, 1, 5),
         ];
-        order(&mut v, true);
+        order(&mut v, false);
         let rules: Vec<Rule> = v.iter().map(|f| f.rule).collect();
         assert_eq!(rules, [Rule::CudaMemcpyAsync, Rule::GpuGaps, Rule::GpuTimeUtil]);
     }

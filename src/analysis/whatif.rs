@@ -73,6 +73,9 @@ pub struct StepModel {
     pub sync_idle_ns: Ns,
     /// GPU idle per step in launch-bound gaps and holes under the gap threshold.
     pub launch_idle_ns: Ns,
+    /// Calls per step in which the launching thread waited for the GPU (syncs, synchronous
+    /// copies, async copies from pageable memory): a step with one cannot be a CUDA graph.
+    pub blocking_calls: usize,
 }
 
 /// Steady-step inputs of [`model`].
@@ -139,7 +142,9 @@ pub(crate) fn model(x: &Inputs<'_>) -> Option<StepModel> {
         m.usable_cpus =
             input_gaps.iter().filter_map(|g| g.host.as_ref()).map(|h| h.cpus.usable.len()).max().unwrap_or(0);
     }
-    let blocked = x.index.api_lane(launcher, x.steps[last].tid).map_or(0, |l| blocked_ns(x.trace, l, host_span, x.h2d));
+    let (blocked, calls) =
+        x.index.api_lane(launcher, x.steps[last].tid).map_or((0, 0), |l| blocked_ns(x.trace, l, host_span, x.h2d));
+    m.blocking_calls = calls / periods;
     m.host_ns = per((host_span.1 - host_span.0 - blocked - input_wait).max(0));
     m.sync_idle_ns = per(steady().filter(|g| g.cause == Cause::SyncDrain && g.hint == Hint::None).map(Gap::dur).sum());
     m.launch_idle_ns =
@@ -151,13 +156,13 @@ fn overlap(s: Ns, e: Ns, (a, b): (Ns, Ns)) -> Ns {
     (e.min(b) - s.max(a)).max(0)
 }
 
-// Time the calls of CUDA API lane `api` spent waiting for the GPU inside `span`: syncs,
-// synchronous copies, and async copies that a pageable host side made blocking.
-fn blocked_ns(trace: &Trace, api: usize, span: (Ns, Ns), h2d: &[CopyOp]) -> Ns {
+// Time the calls of CUDA API lane `api` spent waiting for the GPU inside `span`, and how
+// many: syncs, synchronous copies, and async copies that a pageable host side made blocking.
+fn blocked_ns(trace: &Trace, api: usize, span: (Ns, Ns), h2d: &[CopyOp]) -> (Ns, usize) {
     let l = &trace.lanes[api];
     let pageable_starts: Vec<Ns> = h2d.iter().filter(|c| c.pageable).map(|c| c.start).collect();
     let lo = l.ev.start.partition_point(|&s| s < span.0);
-    let mut total = 0;
+    let (mut total, mut calls) = (0, 0);
     for i in lo..l.ev.len() {
         let (s, e) = (l.ev.start[i], l.ev.end(i));
         if s >= span.1 {
@@ -174,9 +179,10 @@ fn blocked_ns(trace: &Trace, api: usize, span: (Ns, Ns), h2d: &[CopyOp]) -> Ns {
         };
         if blocking {
             total += overlap(s, e, span);
+            calls += 1;
         }
     }
-    total
+    (total, calls)
 }
 
 // The step after removing `raw`, against the limits after the fix.
@@ -259,6 +265,24 @@ pub(crate) fn more_workers(m: &StepModel, workers: usize) -> Option<WhatIf> {
     Some(price(m, Fix::MoreWorkers, m.step_ns - input_after, m.gpu_ns, input_after, basis))
 }
 
+/// An input pipeline that keeps up, where the trace shows the loop waiting for input but
+/// not who produces it (no process tree, or untraced waits): the step falls to what the
+/// GPU and the host need, an upper bound of what more or faster producers save.
+pub(crate) fn keep_up(m: &StepModel) -> Option<WhatIf> {
+    if !m.input_bound || m.producers > 0 {
+        return None;
+    }
+    let floor = m.gpu_ns.max(m.host_ns);
+    let basis = format!(
+        "the loop waits for its input: a batch every {} now; no producer in the trace, so a pipeline \
+         that keeps up leaves the GPU's {} and the host's {} per step",
+        crate::text::fmt_ns(m.step_ns),
+        crate::text::fmt_ns(m.gpu_ns),
+        crate::text::fmt_ns(m.host_ns)
+    );
+    Some(price(m, Fix::MoreWorkers, m.step_ns - floor, m.gpu_ns, 0, basis))
+}
+
 /// The smallest producer count whose pipeline keeps up with the GPU and host, within `cpus`.
 pub(crate) fn workers_needed(m: &StepModel, cpus: usize) -> usize {
     let other = m.gpu_ns.max(m.host_ns).max(1);
@@ -274,9 +298,10 @@ pub(crate) fn drop_sync(m: &StepModel) -> Option<WhatIf> {
     })
 }
 
-/// Replay the step as a CUDA graph: launch-bound idle goes.
+/// Replay the step as a CUDA graph: launch-bound idle goes. None while the step blocks on
+/// the GPU: a step that syncs cannot be captured.
 pub(crate) fn cuda_graphs(m: &StepModel) -> Option<WhatIf> {
-    (m.launch_idle_ns > 0).then(|| {
+    (m.launch_idle_ns > 0 && m.blocking_calls == 0).then(|| {
         let basis = format!("{} per step idle between launches", crate::text::fmt_ns(m.launch_idle_ns));
         // The host's launch time is what graphs remove, so only the GPU and input bound it.
         let m2 = StepModel { host_ns: 0, ..m.clone() };
@@ -351,7 +376,7 @@ pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
     [
         pin_memory(m, rate),
         prefetch(m),
-        more_workers(m, workers_needed(m, cpus.saturating_sub(1))),
+        more_workers(m, workers_needed(m, cpus.saturating_sub(1))).or_else(|| keep_up(m)),
         drop_sync(m),
         cuda_graphs(m),
     ]

@@ -226,6 +226,22 @@ pub struct GpuInfo<'a> {
     pub name: &'a str,
 }
 
+// `devices[].processes` of `device`.
+fn processes(a: &Analysis, device: u32) -> Vec<Process> {
+    let Some((_, procs)) = a.processes.iter().find(|(d, _)| *d == device) else { return Vec::new() };
+    procs
+        .iter()
+        .map(|p| Process {
+            pid: p.pid,
+            name: crate::text::sanitize(&p.name).into_owned(),
+            busy_ns: p.busy_ns,
+            steps: p.steps,
+            step_ns: p.step_ns,
+            waited_ns: p.waited_ns,
+        })
+        .collect()
+}
+
 /// One entry of `devices`.
 #[derive(Debug, Serialize)]
 pub struct Device {
@@ -248,6 +264,26 @@ pub struct Device {
     /// Its device id in its own export (several exports only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<u32>,
+    /// With two processes or more on the GPU: each one's work on it, busiest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<Process>,
+}
+
+/// One process of `devices[].processes`.
+#[derive(Debug, Serialize)]
+pub struct Process {
+    /// Process id.
+    pub pid: u32,
+    /// Process name, sanitized.
+    pub name: String,
+    /// Union of its work on the GPU.
+    pub busy_ns: Ns,
+    /// Steps inferred from its own kernels (null when none repeat).
+    pub steps: Option<usize>,
+    /// Its mean step (null without steps).
+    pub step_ns: Option<Ns>,
+    /// Time its operations waited to start while another process's work ran.
+    pub waited_ns: Ns,
 }
 
 /// One entry of `transfers`.
@@ -507,6 +543,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
                 gpu: trace
                     .rank_of_device(d.device)
                     .and_then(|r| r.devices.iter().find(|x| x.0 == d.device).map(|x| x.1)),
+                processes: processes(a, d.device),
             })
             .collect(),
         transfers: a.transfers.iter().map(transfer).collect(),

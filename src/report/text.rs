@@ -412,7 +412,9 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
             Style::Text => {
                 o.line(&head)?;
                 o.line(&format!("   evidence: {}", ev.join(", ")))?;
-                o.line(&format!("   fix: {}", f.fix_text()))?;
+                if f.fix.is_some() {
+                    o.line(&format!("   fix: {}", f.fix_text()))?;
+                }
                 if let Some(w) = crate::analysis::link::whatif_line(f) {
                     o.line(&format!("   {w}"))?;
                 }
@@ -420,7 +422,9 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
             Style::Md => {
                 o.line(&head)?;
                 o.line(&format!("evidence: {}", ev.join(", ")))?;
-                o.line(&format!("fix: {}", f.fix_text()))?;
+                if f.fix.is_some() {
+                    o.line(&format!("fix: {}", f.fix_text()))?;
+                }
                 if let Some(w) = crate::analysis::link::whatif_line(f) {
                     o.line(&w)?;
                 }
@@ -435,13 +439,16 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
 // One finding of the HTML findings section (`evidence` already formatted).
 fn html_finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str) -> io::Result<()> {
     let sev = f.severity.label();
+    let fix = if f.fix.is_some() {
+        format!("<div class=\"fix\">fix: {}</div>", escape_xml(&f.fix_text()))
+    } else {
+        String::new()
+    };
     writeln!(
         w,
-        "<div class=\"finding {sev}\"><b>{n}. [{sev}] {}</b>: {}<div class=\"ev\">evidence: {}</div>\
-         <div class=\"fix\">fix: {}</div></div>",
+        "<div class=\"finding {sev}\"><b>{n}. [{sev}] {}</b>: {}<div class=\"ev\">evidence: {}</div>{fix}</div>",
         f.rule,
         escape_xml(&f.message),
         escape_xml(evidence),
-        escape_xml(&f.fix_text())
     )
 }

@@ -15,6 +15,27 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
+/// One folder holding each of `names` (fixtures packed as `.xz` are unpacked into this
+/// run's folder, and the others copied beside them), so outputs name them as in the
+/// committed folder.
+fn together(names: &[&str]) -> PathBuf {
+    let paths: Vec<PathBuf> = names.iter().map(|n| fixture(n)).collect();
+    if paths.iter().all(|p| p.starts_with(fixtures())) {
+        return fixtures();
+    }
+    let dir = paths.iter().find(|p| !p.starts_with(fixtures())).and_then(|p| p.parent()).unwrap().to_path_buf();
+    for (n, p) in names.iter().zip(&paths) {
+        let there = dir.join(n);
+        if p.starts_with(fixtures()) && !there.exists() {
+            // Copied under a name of this thread's, then renamed: a test beside may read it.
+            let part = dir.join(format!("{n}.{:?}.part", std::thread::current().id()));
+            std::fs::copy(p, &part).expect("a copy beside the unpacked fixtures");
+            std::fs::rename(&part, &there).expect("the copy renamed");
+        }
+    }
+    dir
+}
+
 /// The binary's stdout for `args`, run in `dir`; it must succeed.
 fn stdout(dir: &Path, args: &[&str]) -> String {
     let out = lanescope().current_dir(dir).args(args).output().expect("lanescope runs");
@@ -37,7 +58,8 @@ fn pin(cmd: &str, name: &str, dir: &Path, inputs: &[&str], extra: &[&str], forma
 }
 
 fn report(name: &str, inputs: &[&str], formats: &[&str]) {
-    pin("report", name, &fixtures(), inputs, &[], formats);
+    let dir = if inputs.iter().all(|i| i.ends_with(".sqlite")) { together(inputs) } else { fixtures() };
+    pin("report", name, &dir, inputs, &[], formats);
 }
 
 /// A capture of the matrix, by its unpacked file name in the unpacked folder.
@@ -157,18 +179,39 @@ fn diff_gpu_metrics_pin_memory() {
 
 #[test]
 fn diff_pageable_pinned() {
-    pin("diff", "pageable_pinned", &fixtures(), &["pageable.sqlite", "pinned.sqlite"], &[], &ALL);
+    pin(
+        "diff",
+        "pageable_pinned",
+        &together(&["pageable.sqlite", "pinned.sqlite"]),
+        &["pageable.sqlite", "pinned.sqlite"],
+        &[],
+        &ALL,
+    );
 }
 
 #[test]
 fn diff_pinned_pageable() {
     // The reverse of the first: its findings are new, not gone.
-    pin("diff", "pinned_pageable", &fixtures(), &["pinned.sqlite", "pageable.sqlite"], &[], &["json", "text"]);
+    pin(
+        "diff",
+        "pinned_pageable",
+        &together(&["pinned.sqlite", "pageable.sqlite"]),
+        &["pinned.sqlite", "pageable.sqlite"],
+        &[],
+        &["json", "text"],
+    );
 }
 
 #[test]
 fn diff_pinned_prefetch() {
-    pin("diff", "pinned_prefetch", &fixtures(), &["pinned.sqlite", "prefetch.sqlite"], &[], &ALL);
+    pin(
+        "diff",
+        "pinned_prefetch",
+        &together(&["pinned.sqlite", "prefetch.sqlite"]),
+        &["pinned.sqlite", "prefetch.sqlite"],
+        &[],
+        &ALL,
+    );
 }
 
 #[test]

@@ -34,6 +34,7 @@ mod real_captures;
 mod record;
 mod report;
 mod scale_load;
+mod shared_gpu;
 mod steps;
 mod term;
 mod tui_hostile;

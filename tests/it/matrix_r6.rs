@@ -70,21 +70,22 @@ fn check(cell: &str, want: &Value, a: &Analysis) -> Vec<String> {
 }
 
 // Checks that do not hold yet, with why.
-const NOT_YET: [(&str, &str); 8] = [
-    ("r6_empty_cache: headline starvation", "cudaFree is not yet a sync (issue 33, item 3): the gaps read host-busy"),
-    ("r6_grad_accum: headline gpu_gaps", "gpu_gaps (host-busy) outweighs starvation, same cause and fix"),
+const NOT_YET: [(&str, &str); 4] = [
+    ("r6_empty_cache: headline starvation", "the allocator's syncs read host-busy in most steady gaps"),
     (
         "r6_hf_trainer: steps count 42",
         "42 optimizer steps inferred against the 40 the cell asked for: not yet read from raw rows",
     ),
     (
-        "r6_kineto_lightning: headline gpu_gaps",
-        "gpu_gaps outweighs starvation, same cause; Kineto has no OS data (cause unknown)",
+        "r6_moe_nonzero: headline launch_bound",
+        "launch_bound leads, now with `syncs_first` (remove the nonzero() syncs, then graphs); short holes \
+         after syncs get no cause yet (issue 33, item 4)",
     ),
-    ("r6_lightning: headline gpu_gaps", "gpu_gaps (worker-busy) outweighs starvation, same cause and fix"),
-    ("r6_moe_nonzero: headline launch_bound", "short holes after syncs get no cause yet (issue 33, item 4)"),
-    ("r6_plain_nonvtx_starved: headline gpu_gaps", "gpu_gaps (worker-busy) outweighs starvation, same cause and fix"),
-    ("r6_two_procs: headline cuda_memcpy_async", "no shared_gpu finding yet (issue 32, item 4)"),
+    (
+        "r6_plain_nonvtx: headline starvation",
+        "gpu_gaps carries no fix of its own (issue 32, item 6): starvation, its per-step twin with the same \
+         cause, leads",
+    ),
 ];
 
 #[test]
