@@ -13,9 +13,14 @@ use serde_json::Value;
 
 use crate::util::matrix_trace;
 
-// (cell, gap start) of labels lanescope reads otherwise, with why (empty until lanescope first
-// reads these captures).
-const DISAGREE: [(&str, i64, &str); 0] = [];
+// (cell, gap start) of labels lanescope read otherwise on the first run after the code was
+// written (2026-12-03, 9996bb6), with why.
+const DISAGREE: [(&str, i64, &str); 1] = [(
+    "r7_timm_starved",
+    25_330_113_726,
+    "the label follows the pin-memory thread to the workers behind it (worker-busy, marked in doubt); \
+     lanescope follows the queue's producer, off CPU outside any traced call: io-wait",
+)];
 
 #[test]
 fn lanescope_agrees_with_the_r7_labels_but_the_listed_ones() {
