@@ -749,6 +749,10 @@ pub enum NamedColumn {
     Flags,
 }
 
+/// The NVTX domain of a framework operator's range (Kineto `cpu_op`, `python_function`),
+/// which is no user range: a gap's phase skips it.
+pub(crate) const OPERATOR_DOMAIN: u32 = u32::MAX;
+
 // Every question below is one `match` naming every kind, with no wildcard: a new kind
 // must say where it is shown, whether it is GPU work and what its columns hold.
 impl LaneKind {

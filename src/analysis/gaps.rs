@@ -1190,8 +1190,8 @@ fn phase_of(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<Strin
     Some(phase_name(trace.strings.get(best), ctx.options.exact_names).into_owned())
 }
 
-// Name of the innermost range covering at least half of `[a, b)` on thread `tid`
-// (None: on any other thread of `pid`).
+// Name of the innermost user range (no framework operator's) covering at least half of
+// `[a, b)` on thread `tid` (None: on any other thread of `pid`).
 fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -> Option<StrId> {
     let trace = ctx.trace;
     let lo = ctx.lanes.partition_point(|&((p, _), _)| p < pid);
@@ -1212,7 +1212,9 @@ fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -
         while i > 0 && ev.end(i - 1) > a {
             i -= 1;
             let cover = ev.end(i).min(b) - ev.start[i].max(a);
-            if 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end(i)) > (s, ne)) {
+            // An operator's range (aten::mm) is no phase: the user range around it is.
+            let user = ev.flags(i) != crate::model::OPERATOR_DOMAIN;
+            if user && 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end(i)) > (s, ne)) {
                 best = Some((ev.start[i], -ev.end(i), ev.name[i]));
             }
             if ev.start[i] <= a {

@@ -461,3 +461,24 @@ fn merged_ranks_keep_every_gpu_lane_under_its_own_rank() {
         assert!(got == want, "rank {}: GPU events differ from {name}'s JSON", r.rank);
     }
 }
+
+// Issue 32, item 7: a gap's phase is the innermost user range (`record_function`,
+// `ProfilerStep#N`: cat `user_annotation`), never a framework operator's (`aten::`).
+#[test]
+fn a_gaps_phase_is_a_user_range_never_an_operator() {
+    for name in ["kineto_pageable", "step_pageable", "step_prefetch"] {
+        let v: Value = serde_json::from_str(&text(name)).unwrap();
+        let events = v["traceEvents"].as_array().expect("traceEvents");
+        let of = |cat: &str| -> HashSet<&str> {
+            events.iter().filter(|e| e["cat"] == cat).filter_map(|e| e["name"].as_str()).collect()
+        };
+        let (user, ops) = (of("user_annotation"), of("cpu_op"));
+        let t = load(name);
+        let a = analyze(&t, &Options { exact_names: true, ..Options::default() });
+        let phases: Vec<&str> = a.gaps.iter().filter_map(|g| g.phase.as_deref()).collect();
+        assert!(!phases.is_empty(), "{name}: gaps in user ranges");
+        for p in phases {
+            assert!(user.contains(p) && !ops.contains(p), "{name}: phase {p} is no user range");
+        }
+    }
+}

@@ -113,7 +113,8 @@ fn nvtx_lanes(cpu: foldhash::HashMap<(u32, u32), Vec<CpuRange>>) -> Vec<Lane> {
             if depths.len() <= depth {
                 depths.resize_with(depth + 1, Events::default);
             }
-            depths[depth].push(r.start, r.end, r.name, None, None, Some(0));
+            let domain = if r.user { 0 } else { crate::model::OPERATOR_DOMAIN };
+            depths[depth].push(r.start, r.end, r.name, None, None, Some(domain));
         }
         let kind = |depth: usize| LaneKind::Nvtx { tid, depth: depth as u16 };
         lanes.extend(depths.into_iter().enumerate().map(|(d, ev)| Lane::new(kind(d), pid, ev)));

@@ -13,6 +13,8 @@ pub(super) struct CpuRange {
     pub(super) start: i64,
     pub(super) end: i64,
     pub(super) name: StrId,
+    /// A user range (`record_function`, `ProfilerStep#N`), not an operator's.
+    pub(super) user: bool,
 }
 
 /// A `cuda_sync` event, filed under its owning process at the end.
@@ -157,10 +159,10 @@ impl Builder {
         };
         let row = Row { start, end, pid, tid };
         match cat {
-            Cat::Cpu => {
+            Cat::Cpu { user } => {
                 self.first_cpu_pid.get_or_insert(pid);
                 let name = self.name(&e.name);
-                self.cpu.entry((pid, tid)).or_default().push(CpuRange { start, end, name });
+                self.cpu.entry((pid, tid)).or_default().push(CpuRange { start, end, name, user });
             }
             Cat::Api { driver } => self.api(e, &row, driver),
             Cat::Kernel | Cat::Memcpy | Cat::Memset => self.gpu_op(e, &row, cat),

@@ -170,8 +170,14 @@ pub(super) fn sync_type(kind: &str) -> (u32, &'static str) {
 /// What an `X` event is, by its `cat`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Cat {
-    Cpu,
-    Api { driver: bool },
+    /// A CPU range; `user`: a `user_annotation` (`record_function`, `ProfilerStep#N`), not
+    /// an operator (`cpu_op`, `python_function`).
+    Cpu {
+        user: bool,
+    },
+    Api {
+        driver: bool,
+    },
     Kernel,
     Memcpy,
     Memset,
@@ -184,8 +190,10 @@ pub(super) enum Cat {
 /// The [`Cat`] of a `cat` value (any case; the old names too).
 pub(super) fn category(cat: &str) -> Cat {
     let is = |s: &str| cat.eq_ignore_ascii_case(s);
-    if is("cpu_op") || is("user_annotation") || is("python_function") || is("operator") {
-        Cat::Cpu
+    if is("user_annotation") {
+        Cat::Cpu { user: true }
+    } else if is("cpu_op") || is("python_function") || is("operator") {
+        Cat::Cpu { user: false }
     } else if is("cuda_runtime") || is("runtime") {
         Cat::Api { driver: false }
     } else if is("cuda_driver") || is("driver") {
