@@ -34,7 +34,9 @@ pre{font-size:12px;background:#f7f7f7;padding:8px;overflow-x:auto}";
 
 /// Write the HTML report of `a` over `trace`.
 pub(crate) fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
-    head(w, &format!("lanescope report: {}", trace.meta.path))?;
+    let title = format!("lanescope report: {}", trace.meta.path);
+    head(w, &title)?;
+    writeln!(w, "<h1>{}</h1>", escape_xml(&title))?;
     if let Some(f) = a.findings.first() {
         // The what-if under the headline's fix is the one the findings show with it.
         let whatif = match fix_lines(&a.findings).into_iter().next() {

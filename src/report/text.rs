@@ -38,7 +38,8 @@ impl Out<'_> {
         match self.style {
             Style::Text => writeln!(self.w, "{s}"),
             Style::Md => writeln!(self.w, "# {}\n", md_escape(s)),
-            Style::Html => writeln!(self.w, "<h1>{}</h1>", escape_xml(s)),
+            // The page writes its title above the headline (`html::write`).
+            Style::Html => Ok(()),
         }
     }
 
