@@ -166,7 +166,9 @@ fn regenerate(page: &str, render: impl Fn(&str) -> String) -> (String, Vec<Strin
     let mut out = String::new();
     let mut specs = Vec::new();
     let mut rest = page;
-    while let Some(i) = rest.find(BEGIN) {
+    // A marker starts a line (prose may name one in backticks).
+    let start = |s: &str| s.match_indices(BEGIN).map(|(i, _)| i).find(|&i| i == 0 || s[..i].ends_with('\n'));
+    while let Some(i) = start(rest) {
         let line_end = rest[i..].find('\n').map_or(rest.len(), |n| i + n + 1);
         let spec = rest[i + BEGIN.len()..line_end].trim_end().trim_end_matches("-->").trim().to_string();
         let end = rest[line_end..].find(END).map_or_else(|| panic!("`{spec}` has no {END}"), |n| line_end + n);
@@ -183,12 +185,12 @@ fn regenerate(page: &str, render: impl Fn(&str) -> String) -> (String, Vec<Strin
 
 #[test]
 fn regenerate_fills_each_block_and_keeps_the_rest() {
-    let page = "a\n<!-- sample: x 1 -->\nold\n<!-- sample:end -->\nb\n<!-- sample: y -->\n<!-- sample:end -->\n";
+    let page = "a `<!-- sample: ... -->`\n<!-- sample: x 1 -->\nold\n<!-- sample:end -->\nb\n<!-- sample: y -->\n<!-- sample:end -->\n";
     let (new, specs) = regenerate(page, |s| format!("drawn {s}\n"));
     assert_eq!(specs, ["x 1", "y"]);
     assert_eq!(
         new,
-        "a\n<!-- sample: x 1 -->\n```text\ndrawn x 1\n```\n<!-- sample:end -->\nb\n<!-- sample: y -->\n```text\ndrawn y\n```\n<!-- sample:end -->\n"
+        "a `<!-- sample: ... -->`\n<!-- sample: x 1 -->\n```text\ndrawn x 1\n```\n<!-- sample:end -->\nb\n<!-- sample: y -->\n```text\ndrawn y\n```\n<!-- sample:end -->\n"
     );
 }
 
