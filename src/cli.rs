@@ -70,7 +70,7 @@ enum Command {
         #[command(flatten)]
         analysis: AnalysisArgs,
         /// Exit 3 when EXPR holds: `METRIC OP VALUE`, e.g. `idle_pct>20`,
-        /// `phase:copy data.wall_ns>+10%` (README lists the metrics). Repeatable.
+        /// `phase:copy data.wall_ns>+10%` (docs/json.md lists the metrics). Repeatable.
         #[arg(long = "fail-if", value_name = "EXPR")]
         fail_if: Vec<String>,
         /// List every phase; by default the 50 with the most wall time (and those a
@@ -145,8 +145,12 @@ The exit code is the profiled program's. nsys is $LANESCOPE_NSYS, else nsys on P
         /// Shell to complete in.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): `lanescope man > ~/.local/share/man/man1/lanescope.1`.
-    Man,
+    /// Write the man pages (roff), one per command: `lanescope man ~/.cargo/share/man/man1`.
+    Man {
+        /// Directory to write `lanescope.1`, `lanescope-report.1`, ... into (made when
+        /// missing); without it, `lanescope.1` goes to stdout.
+        dir: Option<PathBuf>,
+    },
 }
 
 /// Options shared by every command that analyzes.
@@ -283,9 +287,19 @@ pub fn run(cli: Cli) -> Result<()> {
         }),
         Some(Command::Record(args)) => record(&args),
         Some(Command::Mcp) => crate::mcp::serve(std::io::stdin().lock(), std::io::stdout().lock()),
-        Some(Command::Man) => emit(|w| clap_mangen::Man::new(Cli::command()).render(w)),
+        Some(Command::Man { dir: None }) => emit(|w| clap_mangen::Man::new(Cli::command()).render(w)),
+        Some(Command::Man { dir: Some(dir) }) => man_pages(&dir),
         None => view(&cli.trace, cli.analysis.into(), crate::tui::Settings { mouse: !cli.no_mouse }),
     }
+}
+
+// Every command's man page into `dir`, made when missing.
+fn man_pages(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot make the directory", dir.display()))?;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .with_context(|| format!("{}: cannot write the man pages", dir.display()))?;
+    eprintln!("man pages written to {}", crate::text::sanitize(&dir.display().to_string()));
+    Ok(())
 }
 
 // Record, open the report (viewer or `--report`), then end with the program's exit code.

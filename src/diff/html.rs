@@ -1,5 +1,5 @@
 //! `diff --format html`: one self-contained page. The verdict as the headline, the text
-//! diff (the same rows as `--format text`, in a `<pre>`), then both runs' timelines
+//! diff's sections as HTML tables (the same rows as `--format text`), then both runs' timelines
 //! stacked at an aligned step: the same step instance of each run (the first of the
 //! steady state, as `diff --view` opens), on the same time scale, then each run's
 //! longest gap. Without the runs' traces ([`write_as`](super::write_as) without `runs`) the
@@ -19,11 +19,7 @@ use crate::view::align::{self, RunSpan};
 pub(crate) fn write(w: &mut dyn Write, d: &Diff, runs: Option<[(&Trace, &Analysis); 2]>) -> io::Result<()> {
     head(w, &format!("lanescope diff: {} -> {}", d.before.path, d.after.path))?;
     writeln!(w, "<h1>lanescope diff</h1><p class=\"headline\"><b>{}</b></p>", escape_xml(&d.verdict))?;
-    let mut text = Vec::new();
-    super::write::text(&mut text, d, false)?;
-    // Line by line: escaping sanitizes, and a newline is a control character.
-    let lines: Vec<String> = String::from_utf8_lossy(&text).lines().map(escape_xml).collect();
-    writeln!(w, "<pre>{}</pre>", lines.join("\n"))?;
+    super::write::html(w, d)?;
     if let Some(runs) = runs {
         pictures(w, runs)?;
     }

@@ -7,7 +7,7 @@
 //! that the JSON output, the `--fail-if` paths ([`fail_if`]) and the CSV rows are the
 //! same names by construction.
 //!
-//! The metrics, overall and per phase, are README's tables (`lanescope diff`), checked
+//! The metrics, overall and per phase, are docs/json.md's tables (`lanescope diff`), checked
 //! against the output by `tests/it/contract.rs`.
 
 pub(crate) mod fail_if;
@@ -284,7 +284,7 @@ fn to_value(v: &impl Serialize) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// Overall metrics of one run (README): the report's overlap and transfer sums, and the
+/// Overall metrics of one run (docs/json.md): the report's overlap and transfer sums, and the
 /// diff's own over the steady window, the GPUs and the gaps.
 #[derive(Debug, Serialize)]
 struct Overall {

@@ -18,7 +18,7 @@ use crate::model::Ns;
 use crate::report::csv::field;
 use crate::report::fields::{self, Field, Unit};
 use crate::report::table::{Table, md_escape};
-use crate::text::{ellipsize, sanitize, wrap};
+use crate::text::{ellipsize, escape_xml, sanitize, wrap};
 use crate::text::{fmt_bytes, fmt_ns};
 
 /// Width the text output fits in.
@@ -26,36 +26,55 @@ pub(crate) const WIDTH: usize = 100;
 
 /// Write `d` as text, or as Markdown when `md`.
 pub(crate) fn text(w: &mut dyn Write, d: &Diff, md: bool) -> io::Result<()> {
-    sections(&mut Out { w, md }, d)
+    sections(&mut Out { w, style: if md { Style::Md } else { Style::Text } }, d)
+}
+
+/// Write the sections of `d` as HTML elements (the page's body, under its verdict).
+pub(crate) fn html(w: &mut dyn Write, d: &Diff) -> io::Result<()> {
+    sections(&mut Out { w, style: Style::Html }, d)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Text,
+    Md,
+    Html,
 }
 
 struct Out<'w> {
     w: &'w mut dyn Write,
-    md: bool,
+    style: Style,
 }
 
 impl Out<'_> {
     fn heading(&mut self, level: usize, s: &str) -> io::Result<()> {
-        if self.md {
-            writeln!(self.w, "\n{} {}\n", "#".repeat(level), md_escape(&sanitize(s)))
-        } else {
-            writeln!(self.w, "\n{}", ellipsize(&sanitize(s), WIDTH))
+        match self.style {
+            Style::Md => writeln!(self.w, "\n{} {}\n", "#".repeat(level), md_escape(&sanitize(s))),
+            Style::Text => writeln!(self.w, "\n{}", ellipsize(&sanitize(s), WIDTH)),
+            Style::Html => writeln!(self.w, "<h{level}>{}</h{level}>", escape_xml(s)),
         }
     }
 
     // Prose: sanitized, wrapped to WIDTH in text with `indent` spaces after the first line.
     fn para(&mut self, s: &str, indent: usize) -> io::Result<()> {
-        if self.md {
-            return writeln!(self.w, "{}  ", md_escape(&sanitize(s)));
+        match self.style {
+            Style::Md => writeln!(self.w, "{}  ", md_escape(&sanitize(s))),
+            Style::Html => writeln!(self.w, "<p>{}</p>", escape_xml(s)),
+            Style::Text => {
+                for line in wrap(&sanitize(s), WIDTH, indent) {
+                    writeln!(self.w, "{line}")?;
+                }
+                Ok(())
+            }
         }
-        for line in wrap(&sanitize(s), WIDTH, indent) {
-            writeln!(self.w, "{line}")?;
-        }
-        Ok(())
     }
 
     fn table(&mut self, t: &Table) -> io::Result<()> {
-        if self.md { t.write_md(self.w) } else { t.write_text(self.w) }
+        match self.style {
+            Style::Md => t.write_md(self.w),
+            Style::Text => t.write_text(self.w),
+            Style::Html => t.write_html(self.w),
+        }
     }
 }
 
@@ -197,11 +216,14 @@ fn phase_rows() -> Vec<(String, String, Unit)> {
 }
 
 fn sections(o: &mut Out<'_>, d: &Diff) -> io::Result<()> {
-    // The verdict comes first: it is what a reader (or a CI log) needs.
-    if o.md {
+    // The verdict comes first: it is what a reader (or a CI log) needs. The HTML page
+    // shows it as its headline, once.
+    if o.style == Style::Md {
         writeln!(o.w, "# lanescope diff\n")?;
     }
-    o.para(&format!("Verdict: {}", d.verdict), 9)?;
+    if o.style != Style::Html {
+        o.para(&format!("Verdict: {}", d.verdict), 9)?;
+    }
     o.para(&format!("before: {}", d.before.path), 8)?;
     o.para(&format!("after:  {}", d.after.path), 8)?;
     let step = |r: &super::RunInfo| r.step_phase.as_deref().map_or("none".to_string(), |s| format!("`{s}`"));

@@ -87,6 +87,7 @@ pub(crate) struct Scene<'a> {
     pub analysis: &'a Analysis,
     groups: Vec<Group>,
     labels: Vec<String>,
+    kind_tags: Vec<&'static str>,
     index: Index,
     dirs: Vec<(UnionDir, UnionDir)>,
 }
@@ -96,8 +97,9 @@ impl<'a> Scene<'a> {
     pub(crate) fn new(trace: &'a Trace, analysis: &'a Analysis) -> Self {
         let groups = rows::groups(trace);
         let labels = rows::lane_labels(trace, &groups);
+        let kind_tags = rows::lane_kind_tags(trace, &groups);
         let dirs = analysis.devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
-        Self { trace, analysis, groups, labels, index: Index::build(trace), dirs }
+        Self { trace, analysis, groups, labels, kind_tags, index: Index::build(trace), dirs }
     }
 
     /// The window `pick` asks for, laid out on `width` columns as the viewer would.
@@ -187,7 +189,8 @@ impl<'a> Scene<'a> {
     fn push_lanes(&self, out: &mut Vec<RowSpec>, g: &Group, s: Span) {
         for &l in &g.lanes {
             if self.active(l, s) {
-                out.push(RowSpec { kind: RowKind::Lane(l), label: format!("  {}", self.labels[l as usize]) });
+                let label = format!("  {} {}", self.labels[l as usize], self.kind_tags[l as usize]);
+                out.push(RowSpec { kind: RowKind::Lane(l), label: label.trim_end().to_string() });
             }
         }
     }

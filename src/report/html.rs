@@ -1,11 +1,12 @@
 //! `report --format html`: one self-contained page (inline CSS and SVG, no scripts, no
-//! network) that a person can attach to a pull request or a chat. The headline finding
-//! first, then the text report's sections as HTML (the same tables, `text::Style::Html`),
-//! then the timeline pictures: the steady state and the longest gaps. Every name from
-//! the trace is escaped ([`escape_xml`]).
+//! network) that a person can attach to a pull request or a chat. The answer first: the
+//! headline finding with its fix and what-if, and the timeline of the steady state; then
+//! the text report's sections as HTML (the same tables, `text::Style::Html`), then the
+//! longest gaps' pictures. Every name from the trace is escaped ([`escape_xml`]).
 
 use std::io::{self, Write};
 
+use super::fixes::{FixLine, fix_lines};
 use super::text::{self, Style};
 use crate::analysis::{Analysis, Finding};
 use crate::model::{Ns, Trace};
@@ -26,18 +27,28 @@ table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{padding:2px 8px
 .n{text-align:right;font-variant-numeric:tabular-nums}\
 .headline{background:#fff4e5;border-left:4px solid #ff7f0e;padding:8px 12px;font-size:15px}\
 .finding{margin:10px 0;padding:6px 10px;border-left:4px solid #999}.critical{border-color:#d62728}\
-.warning{border-color:#ff7f0e}.info{border-color:#1f77b4}.fix{color:#064}.ev{color:#666;font-size:12px}\
+.warning{border-color:#ff7f0e}.info{border-color:#1f77b4}.fix{color:#064}.whatif{color:#064;font-style:italic}\
+.ev{color:#666;font-size:12px}td{vertical-align:top}.n{white-space:nowrap}\
 figure{margin:12px 0}figcaption{font-size:13px;color:#444}svg{max-width:100%;height:auto}\
 pre{font-size:12px;background:#f7f7f7;padding:8px;overflow-x:auto}";
 
 /// Write the HTML report of `a` over `trace`.
 pub(crate) fn write(w: &mut dyn Write, trace: &Trace, a: &Analysis, all_gaps: bool) -> io::Result<()> {
-    head(w, &format!("lanescope report: {}", trace.meta.path))?;
+    let title = format!("lanescope report: {}", trace.meta.path);
+    head(w, &title)?;
+    writeln!(w, "<h1>{}</h1>", escape_xml(&title))?;
     if let Some(f) = a.findings.first() {
-        headline(w, f)?;
+        // The what-if under the headline's fix is the one the findings show with it.
+        let whatif = match fix_lines(&a.findings).into_iter().next() {
+            Some(FixLine::Full { whatif, .. }) => whatif,
+            _ => None,
+        };
+        headline(w, f, whatif.as_deref())?;
     }
+    let scene = Scene::new(trace, a);
+    steady_picture(w, &scene)?;
     text::write(w, trace, a, Style::Html, all_gaps)?;
-    pictures(w, &Scene::new(trace, a))?;
+    gap_pictures(w, &scene)?;
     tail(w)
 }
 
@@ -55,23 +66,24 @@ pub(crate) fn tail(w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "</body></html>")
 }
 
-/// The headline box: the first finding's message and fix.
-pub(crate) fn headline(w: &mut dyn Write, f: &Finding) -> io::Result<()> {
+/// The headline box: the first finding's message, its fix and the `whatif` line that
+/// prices it.
+pub(crate) fn headline(w: &mut dyn Write, f: &Finding, whatif: Option<&str>) -> io::Result<()> {
+    let whatif = whatif.map(|x| format!("<br><span class=\"whatif\">{}</span>", escape_xml(x))).unwrap_or_default();
     writeln!(
         w,
-        "<p class=\"headline\"><b>{}</b><br><span class=\"fix\">fix: {}</span></p>",
+        "<p class=\"headline\"><b>{}</b><br><span class=\"fix\">fix: {}</span>{whatif}</p>",
         escape_xml(&f.message),
         escape_xml(&f.fix_text())
     )
 }
 
-// The steady state (its first steps), then the longest gaps.
-fn pictures(w: &mut dyn Write, scene: &Scene) -> io::Result<()> {
-    let (t, a) = (scene.trace, scene.analysis);
+// The steady state: its first steps.
+fn steady_picture(w: &mut dyn Write, scene: &Scene) -> io::Result<()> {
+    let a = scene.analysis;
     if a.devices.is_empty() {
         return Ok(());
     }
-    writeln!(w, "<h2>Timeline</h2>")?;
     let (from, to) = steady_range(a);
     let caption = match &a.step_phase {
         Some(p) => {
@@ -79,11 +91,21 @@ fn pictures(w: &mut dyn Write, scene: &Scene) -> io::Result<()> {
         }
         None => "Steady state: the whole GPU span (no step phase)".to_string(),
     };
-    figure(w, scene, &Pick::Range(from, to), &caption)?;
+    figure(w, scene, &Pick::Range(from, to), &caption)
+}
+
+// The longest gaps, each in its own picture.
+fn gap_pictures(w: &mut dyn Write, scene: &Scene) -> io::Result<()> {
+    let (t, a) = (scene.trace, scene.analysis);
+    if a.devices.is_empty() || a.gaps.is_empty() {
+        return Ok(());
+    }
+    writeln!(w, "<h2>The longest gaps</h2>")?;
     for n in 1..=GAP_PICTURES.min(a.gaps.len()) {
         let Some(g) = scene.nth_gap(n) else { break };
         let caption = format!(
-            "Gap {n} (the {n}. longest): idle {} at +{}, {}: {}",
+            "The {} gap: idle {} at +{}, {}: {}",
+            longest(n),
             fmt_ns(g.dur()),
             fmt_ns(g.start - t.meta.start_ns),
             g.cause.label(),
@@ -92,6 +114,18 @@ fn pictures(w: &mut dyn Write, scene: &Scene) -> io::Result<()> {
         figure(w, scene, &Pick::Gap(n), &caption)?;
     }
     Ok(())
+}
+
+// `longest`, `2nd longest`, ...
+fn longest(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    if n == 1 { "longest".to_string() } else { format!("{n}{suffix} longest") }
 }
 
 // The steady window, cut to its first STEADY_STEPS step instances when there are steps.

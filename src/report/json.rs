@@ -1,7 +1,7 @@
 //! The JSON report: a documented contract. All times are integer nanoseconds on the
 //! trace's timeline, bytes are integers, rates are decimal GB/s (bytes/ns).
 //!
-//! README's table (`report --format json`) lists every field, and `tests/it/contract.rs`
+//! docs/json.md's table (`report --format json`) lists every field, and `tests/it/contract.rs`
 //! checks it against the output of the fixtures, whose snapshots pin the values; the
 //! structs below are the serde side of it. Several exports (ranks) add `traces` and
 //! `collectives`, and `devices[]` gets `rank` and `gpu`; no other field changes meaning.

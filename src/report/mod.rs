@@ -8,6 +8,7 @@
 
 pub(crate) mod csv;
 pub(crate) mod fields;
+pub(crate) mod fixes;
 pub(crate) mod html;
 pub(crate) mod json;
 pub(crate) mod table;

@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use super::fields::{self, Field, Num, Unit};
+use super::fixes::{FixLine, fix_lines};
 use super::json::by_cause;
 use super::sanitize;
 use super::table::{Align, Table, md_escape};
@@ -37,7 +38,8 @@ impl Out<'_> {
         match self.style {
             Style::Text => writeln!(self.w, "{s}"),
             Style::Md => writeln!(self.w, "# {}\n", md_escape(s)),
-            Style::Html => writeln!(self.w, "<h1>{}</h1>", escape_xml(s)),
+            // The page writes its title above the headline (`html::write`).
+            Style::Html => Ok(()),
         }
     }
 
@@ -405,44 +407,54 @@ fn findings(o: &mut Out<'_>, fs: &[Finding]) -> io::Result<()> {
     if fs.is_empty() {
         return o.line("No findings.");
     }
-    for (i, f) in fs.iter().enumerate() {
+    // Each distinct fix once, its what-if under it.
+    for (i, (f, fix)) in fs.iter().zip(fix_lines(fs)).enumerate() {
         let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={}", evidence_value(k, v))).collect();
         let head = format!("{}. [{}] {}: {}", i + 1, f.severity.label(), f.rule, f.message);
-        match o.style {
-            Style::Text => {
-                o.line(&head)?;
-                o.line(&format!("   evidence: {}", ev.join(", ")))?;
-                if f.fix.is_some() {
-                    o.line(&format!("   fix: {}", f.fix_text()))?;
-                }
-                if let Some(w) = crate::analysis::link::whatif_line(f) {
-                    o.line(&format!("   {w}"))?;
+        let indent = match o.style {
+            Style::Text => "   ",
+            Style::Md => "",
+            Style::Html => {
+                html_finding(o.w, i + 1, f, &ev.join(", "), &fix)?;
+                continue;
+            }
+        };
+        o.line(&head)?;
+        o.line(&format!("{indent}evidence: {}", ev.join(", ")))?;
+        match fix {
+            FixLine::None { whatif } => {
+                if let Some(w) = whatif {
+                    o.line(&format!("{indent}{w}"))?;
                 }
             }
-            Style::Md => {
-                o.line(&head)?;
-                o.line(&format!("evidence: {}", ev.join(", ")))?;
-                if f.fix.is_some() {
-                    o.line(&format!("fix: {}", f.fix_text()))?;
+            FixLine::Full { fix, whatif } => {
+                o.line(&format!("{indent}fix: {fix}"))?;
+                if let Some(w) = whatif {
+                    o.line(&format!("{indent}{w}"))?;
                 }
-                if let Some(w) = crate::analysis::link::whatif_line(f) {
-                    o.line(&w)?;
-                }
-                o.line("")?;
             }
-            Style::Html => html_finding(o.w, i + 1, f, &ev.join(", "))?,
+            FixLine::As { n, note } => o.line(&format!("{indent}fix: {}", FixLine::as_in(n, &note)))?,
+        }
+        if o.style == Style::Md {
+            o.line("")?;
         }
     }
     Ok(())
 }
 
 // One finding of the HTML findings section (`evidence` already formatted).
-fn html_finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str) -> io::Result<()> {
+fn html_finding(w: &mut dyn Write, n: usize, f: &Finding, evidence: &str, fix: &FixLine) -> io::Result<()> {
     let sev = f.severity.label();
-    let fix = if f.fix.is_some() {
-        format!("<div class=\"fix\">fix: {}</div>", escape_xml(&f.fix_text()))
-    } else {
-        String::new()
+    let fix = match fix {
+        FixLine::None { whatif } => {
+            whatif.as_ref().map(|w| format!("<div class=\"whatif\">{}</div>", escape_xml(w))).unwrap_or_default()
+        }
+        FixLine::Full { fix, whatif } => {
+            let w =
+                whatif.as_ref().map(|w| format!("<div class=\"whatif\">{}</div>", escape_xml(w))).unwrap_or_default();
+            format!("<div class=\"fix\">fix: {}</div>{w}", escape_xml(fix))
+        }
+        FixLine::As { n, note } => format!("<div class=\"fix\">fix: {}</div>", escape_xml(&FixLine::as_in(*n, note))),
     };
     writeln!(
         w,

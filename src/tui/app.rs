@@ -341,7 +341,7 @@ impl App {
         if let Some(a) = self.slot {
             return a;
         }
-        Areas::new(Rect::new(0, 0, self.size.0, self.size.1), self.panel_shape())
+        Areas::new(Rect::new(0, 0, self.size.0, self.size.1), self.panel_shape(), !self.analysis.findings.is_empty())
     }
 
     pub(crate) fn panel_shape(&self) -> PanelShape {

@@ -6,6 +6,13 @@ use ratatui::layout::Rect;
 /// Smallest usable terminal.
 pub(super) const MIN_SIZE: (u16, u16) = (60, 12);
 
+/// Rows kept under the lanes for the findings box (its border and the first finding's
+/// first line) on terminals at least [`FINDINGS_FROM`] in size.
+pub(crate) const FINDINGS_ROWS: u16 = 3;
+
+/// From this size (a default terminal) up, the first finding is always on screen.
+pub(crate) const FINDINGS_FROM: (u16, u16) = (80, 24);
+
 /// Where each region goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Areas {
@@ -17,6 +24,9 @@ pub(crate) struct Areas {
     pub ruler: Rect,
     /// Lane rows (label column included).
     pub lanes: Rect,
+    /// Rows kept for the findings box right under the lanes (height 0 when none are);
+    /// the box also takes the lanes' rows left empty.
+    pub findings: Rect,
     /// Width of the label column (a separator column follows it).
     pub label_w: u16,
     /// The slide-in panel, when one is open (help excluded: it overlays everything).
@@ -39,8 +49,9 @@ pub(crate) enum PanelShape {
 }
 
 impl Areas {
-    /// Compute the areas of a `area`-sized screen with a panel of shape `panel`.
-    pub(crate) fn new(area: Rect, panel: PanelShape) -> Self {
+    /// Compute the areas of a `area`-sized screen with a panel of shape `panel`, keeping
+    /// rows for the findings box when `findings` (the trace has some).
+    pub(crate) fn new(area: Rect, panel: PanelShape, findings: bool) -> Self {
         let (w, h) = (area.width, area.height);
         if w < MIN_SIZE.0 || h < MIN_SIZE.1 {
             return Self { too_small: true, ..Self::default() };
@@ -67,6 +78,11 @@ impl Areas {
         } else {
             14
         };
+        // A panel under the lanes is what the user asked to see: it takes the rows instead.
+        let below = panel.is_some_and(|p| p.x == area.x);
+        let keep = findings && !below && w >= FINDINGS_FROM.0 && h >= FINDINGS_FROM.1;
+        let findings_h = if keep { FINDINGS_ROWS.min(lanes_h.saturating_sub(1)) } else { 0 };
+        let lanes_h = lanes_h - findings_h;
         let ruler = Rect { width: lanes_w, ..ruler };
         let help_w = w.saturating_sub(4).min(190);
         let help = Rect::new(area.x + (w - help_w) / 2, area.y + 1, help_w, h.saturating_sub(2));
@@ -75,6 +91,7 @@ impl Areas {
             header,
             ruler,
             lanes: Rect::new(body.x, body.y, lanes_w, lanes_h),
+            findings: Rect::new(body.x, body.y + lanes_h, lanes_w, findings_h),
             label_w,
             panel,
             status,

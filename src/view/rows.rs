@@ -178,7 +178,7 @@ fn thread_groups(trace: &Trace, threads: Vec<RankedThread>) -> Vec<Group> {
     if !others.is_empty() {
         out.push(Group {
             kind: GroupKind::Others,
-            title: format!("{} more threads", others.len()),
+            title: format!("{} more threads", threads_of(trace, &others)),
             lanes: others,
             key_metrics: Vec::new(),
             more_metrics: Vec::new(),
@@ -186,6 +186,15 @@ fn thread_groups(trace: &Trace, threads: Vec<RankedThread>) -> Vec<Group> {
         });
     }
     out
+}
+
+// How many threads `lanes` belong to.
+fn threads_of(trace: &Trace, lanes: &[u32]) -> usize {
+    lanes
+        .iter()
+        .filter_map(|&l| trace.lanes[l as usize].kind.tid().map(|t| (trace.lanes[l as usize].pid, t)))
+        .unique()
+        .count()
 }
 
 // The CPU row of process `pid` (the trace has its switches).
@@ -253,6 +262,32 @@ pub(crate) fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
     out
 }
 
+/// What tells apart the rows of one thread in the "more threads" group, where each row
+/// is labelled with its thread: the lane's kind (`OS`, `on CPU`, `samples`, `prof` for
+/// the profiler's overhead); empty
+/// for every other lane.
+pub(crate) fn lane_kind_tags(trace: &Trace, groups: &[Group]) -> Vec<&'static str> {
+    let mut out = vec![""; trace.lanes.len()];
+    for g in groups.iter().filter(|g| g.kind == GroupKind::Others) {
+        for &l in &g.lanes {
+            out[l as usize] = kind_tag(trace.lanes[l as usize].kind);
+        }
+    }
+    out
+}
+
+// A lane kind in a word or two.
+fn kind_tag(kind: LaneKind) -> &'static str {
+    match kind {
+        LaneKind::Osrt { .. } => "OS",
+        LaneKind::OnCpu { .. } => "on CPU",
+        LaneKind::Samples { .. } => "samples",
+        LaneKind::Overhead { .. } => "prof",
+        LaneKind::CudaApi { .. } => "CUDA API",
+        _ => "lane",
+    }
+}
+
 /// The lane area: groups and their rows, pinned lanes, the focused row and the scroll.
 /// Focus indices count pinned lanes first, then the scrolling rows.
 #[derive(Debug, Clone)]
@@ -263,6 +298,8 @@ pub(crate) struct LaneList {
     pub rows: Vec<Row>,
     /// Sanitized label of every lane.
     pub labels: Vec<String>,
+    /// The kind shown after a lane's label ([`lane_kind_tags`]).
+    pub kind_tags: Vec<&'static str>,
     /// Sanitized label of every counter series ([`metric_label`]).
     pub metric_labels: Vec<String>,
     /// True when every metric of a GPU shows, not only the key ones.
@@ -282,11 +319,13 @@ impl LaneList {
     pub(crate) fn new(trace: &Trace, groups: Vec<Group>) -> Self {
         let rows = rows(&groups, false);
         let labels = lane_labels(trace, &groups);
+        let kind_tags = lane_kind_tags(trace, &groups);
         let metric_labels = trace.counters.series.iter().map(|s| metric_label(&s.name)).collect();
         Self {
             groups,
             rows,
             labels,
+            kind_tags,
             metric_labels,
             all_metrics: false,
             pinned: Vec::new(),
@@ -572,6 +611,24 @@ mod tests {
         assert!(l.toggle_pin().is_err(), "only lanes pin");
         l.toggle_group();
         assert_eq!((l.focused(), l.rows.len()), (Some(Row::Group(1)), 4));
+    }
+
+    #[test]
+    fn more_threads_counts_threads_and_tags_each_row_with_its_kind() {
+        use crate::model::{Events, Lane};
+        let mut trace = Trace::default();
+        let lane = |kind| Lane::new(kind, 10, Events::default());
+        // Thread 11 has two rows, thread 12 one: two threads, three rows.
+        trace.lanes =
+            vec![lane(LaneKind::Osrt { tid: 11 }), lane(LaneKind::OnCpu { tid: 11 }), lane(LaneKind::Osrt { tid: 12 })];
+        let groups = groups(&trace);
+        let others = groups.iter().find(|g| g.kind == GroupKind::Others).expect("folded threads");
+        assert_eq!(others.lanes.len(), 3);
+        assert!(others.title.starts_with("2 "), "{}", others.title);
+        let tags = lane_kind_tags(&trace, &groups);
+        assert_eq!(tags, ["OS", "on CPU", "OS"]);
+        let labels = lane_labels(&trace, &groups);
+        assert_eq!(labels[0], labels[1], "both rows of thread 11 name it");
     }
 
     #[test]

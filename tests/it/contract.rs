@@ -1,6 +1,6 @@
 //! The output contract, pinned: `lanescope report` and `lanescope diff` in every headless
 //! format on the fixtures, as insta snapshots of the binary's stdout
-//! (`snapshots/it__contract__*.snap`), and README's JSON field tables against the keys those
+//! (`snapshots/it__contract__*.snap`), and docs/json.md's JSON field tables against the keys those
 //! snapshots hold.
 //!
 //! Each command runs in the folder of its inputs and names them relative to it, so the
@@ -8,32 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::util::{fixture, lanescope, matrix_trace};
+use crate::util::{fixture, fixture_dir, lanescope, matrix_trace};
 
 /// The committed fixtures' folder.
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-/// One folder holding each of `names` (fixtures packed as `.xz` are unpacked into this
-/// run's folder, and the others copied beside them), so outputs name them as in the
-/// committed folder.
-fn together(names: &[&str]) -> PathBuf {
-    let paths: Vec<PathBuf> = names.iter().map(|n| fixture(n)).collect();
-    if paths.iter().all(|p| p.starts_with(fixtures())) {
-        return fixtures();
-    }
-    let dir = paths.iter().find(|p| !p.starts_with(fixtures())).and_then(|p| p.parent()).unwrap().to_path_buf();
-    for (n, p) in names.iter().zip(&paths) {
-        let there = dir.join(n);
-        if p.starts_with(fixtures()) && !there.exists() {
-            // Copied under a name of this thread's, then renamed: a test beside may read it.
-            let part = dir.join(format!("{n}.{:?}.part", std::thread::current().id()));
-            std::fs::copy(p, &part).expect("a copy beside the unpacked fixtures");
-            std::fs::rename(&part, &there).expect("the copy renamed");
-        }
-    }
-    dir
 }
 
 /// The binary's stdout for `args`, run in `dir`; it must succeed.
@@ -58,7 +37,8 @@ fn pin(cmd: &str, name: &str, dir: &Path, inputs: &[&str], extra: &[&str], forma
 }
 
 fn report(name: &str, inputs: &[&str], formats: &[&str]) {
-    let dir = if inputs.iter().all(|i| i.ends_with(".sqlite")) { together(inputs) } else { fixtures() };
+    // Exports run among the unpacked ones (some are kept packed), other inputs in place.
+    let dir = if inputs.iter().all(|i| i.ends_with(".sqlite")) { fixture_dir() } else { fixtures() };
     pin("report", name, &dir, inputs, &[], formats);
 }
 
@@ -179,39 +159,18 @@ fn diff_gpu_metrics_pin_memory() {
 
 #[test]
 fn diff_pageable_pinned() {
-    pin(
-        "diff",
-        "pageable_pinned",
-        &together(&["pageable.sqlite", "pinned.sqlite"]),
-        &["pageable.sqlite", "pinned.sqlite"],
-        &[],
-        &ALL,
-    );
+    pin("diff", "pageable_pinned", &fixture_dir(), &["pageable.sqlite", "pinned.sqlite"], &[], &ALL);
 }
 
 #[test]
 fn diff_pinned_pageable() {
     // The reverse of the first: its findings are new, not gone.
-    pin(
-        "diff",
-        "pinned_pageable",
-        &together(&["pinned.sqlite", "pageable.sqlite"]),
-        &["pinned.sqlite", "pageable.sqlite"],
-        &[],
-        &["json", "text"],
-    );
+    pin("diff", "pinned_pageable", &fixture_dir(), &["pinned.sqlite", "pageable.sqlite"], &[], &["json", "text"]);
 }
 
 #[test]
 fn diff_pinned_prefetch() {
-    pin(
-        "diff",
-        "pinned_prefetch",
-        &together(&["pinned.sqlite", "prefetch.sqlite"]),
-        &["pinned.sqlite", "prefetch.sqlite"],
-        &[],
-        &ALL,
-    );
+    pin("diff", "pinned_prefetch", &fixture_dir(), &["pinned.sqlite", "prefetch.sqlite"], &[], &ALL);
 }
 
 #[test]
@@ -221,7 +180,7 @@ fn diff_kineto() {
     pin("diff", "kineto", d.path(), &[&runs[0], &runs[1]], &[], &ALL);
 }
 
-// README's field tables against the snapshots.
+// docs/json.md's field tables against the snapshots.
 //
 // A table follows a marker line `<!-- json fields: CMD ... -->` or `<!-- json metrics: CMD
 // PREFIX... -->`. In a fields table, each row's first cell names objects (backticked
@@ -274,7 +233,7 @@ fn key_paths(v: &serde_json::Value, at: &KeyPath, opaque: &[&str], out: &mut std
     }
 }
 
-/// The backticked words of a README cell that are not inside parentheses.
+/// The backticked words of a docs/json.md cell that are not inside parentheses.
 fn names(cell: &str) -> Vec<String> {
     let (mut out, mut depth, mut word): (Vec<String>, usize, Option<String>) = (Vec::new(), 0, None);
     for c in cell.chars() {
@@ -299,7 +258,7 @@ fn segments(path: &str) -> KeyPath {
     path.split('.').map(str::to_string).collect()
 }
 
-/// The key paths README's tables for `cmd` document (with placeholders).
+/// The key paths docs/json.md's tables for `cmd` document (with placeholders).
 fn documented(readme: &str, cmd: &str) -> std::collections::BTreeSet<KeyPath> {
     let mut out = std::collections::BTreeSet::new();
     let mut tables = 0;
@@ -314,16 +273,16 @@ fn documented(readme: &str, cmd: &str) -> std::collections::BTreeSet<KeyPath> {
         tables += 1;
         // The table: its header and rule, then the rows.
         let rows: Vec<&str> = std::iter::from_fn(|| lines.next_if(|l| l.starts_with('|'))).skip(2).collect();
-        assert!(!rows.is_empty(), "README: no table after `{line}`");
+        assert!(!rows.is_empty(), "docs/json.md: no table after `{line}`");
         for row in rows {
             let cells: Vec<&str> = row.split('|').collect();
-            assert!(cells.len() == 4 && !row.contains("\\|"), "README: a row of two cells: {row}");
+            assert!(cells.len() == 4 && !row.contains("\\|"), "docs/json.md: a row of two cells: {row}");
             for (object, field) in table_row(kind, args, cells[1], cells[2]) {
                 out.insert([object, field].concat());
             }
         }
     }
-    assert!(tables > 0, "README has no `<!-- json ... {cmd} -->` table");
+    assert!(tables > 0, "docs/json.md has no `<!-- json ... {cmd} -->` table");
     out
 }
 
@@ -341,7 +300,7 @@ fn table_row(kind: &str, prefixes: &[&str], first: &str, second: &str) -> Vec<(K
             .flat_map(|p| names(first).into_iter().map(move |m| (segments(p), segments(&m))))
             .flat_map(|(p, m)| (1..=m.len()).map(move |i| (p.clone(), m[..i].to_vec())))
             .collect(),
-        _ => panic!("README: `<!-- json {kind}` is neither `fields:` nor `metrics:`"),
+        _ => panic!("docs/json.md: `<!-- json {kind}` is neither `fields:` nor `metrics:`"),
     }
 }
 
@@ -358,9 +317,9 @@ fn path_matches(doc: &KeyPath, key: &KeyPath) -> bool {
     doc.len() == key.len() && doc.iter().zip(key).all(|(d, k)| segment_matches(d, k))
 }
 
-/// README's tables for `cmd` list exactly the key paths of its JSON snapshots.
+/// docs/json.md's tables for `cmd` list exactly the key paths of its JSON snapshots.
 fn readme_lists_exactly_the_keys(cmd: &str, opaque: &[&str]) {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md")).unwrap();
     let doc = documented(&readme, cmd);
     let mut keys = std::collections::BTreeSet::new();
     for v in json_snapshots(cmd) {
@@ -371,8 +330,8 @@ fn readme_lists_exactly_the_keys(cmd: &str, opaque: &[&str]) {
     let extra: Vec<&KeyPath> = doc.iter().filter(|d| !keys.iter().any(|k| path_matches(d, k))).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "README's `{cmd}` JSON tables differ from the snapshots.\nIn the output, not in README:\n  {}\n\
-         In README, in no snapshot:\n  {}",
+        "docs/json.md's `{cmd}` JSON tables differ from the snapshots.\nIn the output, not in docs/json.md:\n  {}\n\
+         In docs/json.md, in no snapshot:\n  {}",
         show(missing),
         show(extra)
     );
@@ -385,7 +344,7 @@ fn readme_lists_the_report_keys() {
 
 #[test]
 fn readme_lists_the_diff_keys() {
-    // `delta` mirrors the metrics (checked below), so README describes it in words.
+    // `delta` mirrors the metrics (checked below), so docs/json.md describes it in words.
     readme_lists_exactly_the_keys("diff", &["overall.delta", "phases[].delta"]);
 }
 

@@ -16,35 +16,36 @@ use rusqlite::Connection;
 use crate::term::Session;
 use crate::util;
 
-// The two runs, by absolute path (the pinned one is unpacked from its `.xz`).
-fn before() -> &'static str {
-    static P: OnceLock<String> = OnceLock::new();
-    P.get_or_init(|| crate::util::fixture("pageable.sqlite").display().to_string())
-}
+const BEFORE: &str = "tests/fixtures/pageable.sqlite";
+const AFTER: &str = "tests/fixtures/pinned.sqlite";
 
-fn after() -> &'static str {
-    static P: OnceLock<String> = OnceLock::new();
-    P.get_or_init(|| crate::util::fixture("pinned.sqlite").display().to_string())
-}
-
+// A fixture kept packed (`NAME.xz`) is unpacked first.
 fn path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+    match rel.strip_prefix("tests/fixtures/") {
+        Some(name) => util::fixture(name),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel),
+    }
+}
+
+// A run as the binary is given it.
+fn arg(rel: &str) -> String {
+    path(rel).display().to_string()
 }
 
 fn loaded(rel: &'static str) -> &'static (Trace, Analysis) {
     static RUNS: OnceLock<[(Trace, Analysis); 2]> = OnceLock::new();
     let runs = RUNS.get_or_init(|| {
-        [before(), after()].map(|r| {
+        [BEFORE, AFTER].map(|r| {
             let t = lanescope::load(&path(r)).expect("fixture loads");
             let a = analyze(&t, &Options::default());
             (t, a)
         })
     });
-    &runs[usize::from(rel == after())]
+    &runs[usize::from(rel == AFTER)]
 }
 
 fn pair(w: u16, h: u16) -> Pair {
-    let mut p = Pair::new(loaded(before()).clone(), loaded(after()).clone(), (w, h));
+    let mut p = Pair::new(loaded(BEFORE).clone(), loaded(AFTER).clone(), (w, h));
     p.set_theme(Theme::new(Depth::Mono));
     p
 }
@@ -119,7 +120,7 @@ fn assert_aligned_at(p: &Pair, k: usize) {
     let screen = lines(p);
     let x0 = usize::from(p.timeline_x());
     let blocks = blocks(&screen);
-    for (i, rel) in [before(), after()].into_iter().enumerate() {
+    for (i, rel) in [BEFORE, AFTER].into_iter().enumerate() {
         let (start, end, name) = sql_steps(rel).swap_remove(k);
         let col = p.column(i, start).unwrap_or_else(|| panic!("{rel}: {name} is off screen"));
         assert_eq!(x0 + col, cursor_x(&screen), "{rel}: {name} does not start under the cursor");
@@ -143,7 +144,7 @@ fn both_runs_show_their_file_name_and_every_gpu_lane_at_80x24() {
     let b = blocks(&screen);
     assert!(screen[b[0].start].contains("▶ before · pageable.sqlite"), "{}", screen.join("\n"));
     assert!(screen[b[1].start].contains("after · pinned.sqlite") && !screen[b[1].start].contains('▶'));
-    for (i, rel) in [before(), after()].into_iter().enumerate() {
+    for (i, rel) in [BEFORE, AFTER].into_iter().enumerate() {
         let rows = &screen[b[i].clone()];
         assert!(rows.iter().any(|l| l.starts_with("▾ GPU 0")), "{rel}: no GPU row:\n{}", screen.join("\n"));
         for s in sql_kernel_streams(rel) {
@@ -160,7 +161,7 @@ fn aligned_at_the_step_both_step_starts_share_the_cursor_column() {
     // The view opens on the first step of the steady state: the second `step N` range.
     assert_eq!(p.align(), Align::Step(1));
     assert_aligned_at(&p, 1);
-    let [(b, _, _), (a, _, _)] = [before(), after()].map(|r| sql_steps(r).swap_remove(1));
+    let [(b, _, _), (a, _, _)] = [BEFORE, AFTER].map(|r| sql_steps(r).swap_remove(1));
     assert_eq!(p.column(0, b), p.column(1, a));
 }
 
@@ -180,7 +181,7 @@ fn step_keys_move_both_runs_to_the_next_and_previous_instance() {
     key(&mut p, '{');
     assert!(p.run(0).message().is_some_and(|m| m.contains("first step")), "{:?}", p.run(0).message());
     // The last step both runs have, and no further.
-    let n = sql_steps(before()).len().min(sql_steps(after()).len());
+    let n = sql_steps(BEFORE).len().min(sql_steps(AFTER).len());
     for _ in 0..n + 2 {
         key(&mut p, '}');
     }
@@ -199,7 +200,7 @@ fn align_key_shows_each_run_from_its_own_start_and_back() {
     // the first event put them, apart by the difference of those offsets.
     let first = [0, 1].map(|i| p.run(i).trace().meta.start_ns);
     assert_eq!(p.column(0, first[0]), p.column(1, first[1]));
-    let steps = [before(), after()].map(|r| sql_steps(r).swap_remove(1).0);
+    let steps = [BEFORE, AFTER].map(|r| sql_steps(r).swap_remove(1).0);
     let cols = [0, 1].map(|i| p.column(i, steps[i]).expect("step in view") as i64);
     let ns_per_col = p.run(0).view().span as f64 / f64::from(p.run(0).size().0 - p.timeline_x());
     let want = ((steps[0] - first[0]) - (steps[1] - first[1])) as f64 / ns_per_col;
@@ -225,7 +226,7 @@ fn keys_act_on_the_focused_run_and_zoom_is_shared() {
     key(&mut p, 'w');
     key(&mut p, 'w');
     assert_eq!(p.run(0).view().span, p.run(1).view().span);
-    let starts = [before(), after()].map(|r| sql_steps(r).swap_remove(1).0);
+    let starts = [BEFORE, AFTER].map(|r| sql_steps(r).swap_remove(1).0);
     let cols = [0, 1].map(|i| p.column(i, starts[i]).expect("step start in view"));
     assert_eq!(cols[0], cols[1]);
     assert_eq!(usize::from(p.timeline_x()) + cols[0], cursor_x(&lines(&p)));
@@ -276,7 +277,7 @@ fn cells(row: &str) -> Vec<(f64, f64)> {
 /// The instant of run `i` at the shared origin, from SQL (step) or the trace (start).
 fn origin(p: &Pair, i: usize) -> i64 {
     match p.align() {
-        Align::Step(k) => sql_steps([before(), after()][i]).swap_remove(k).0,
+        Align::Step(k) => sql_steps([BEFORE, AFTER][i]).swap_remove(k).0,
         Align::Start => p.run(i).trace().meta.start_ns,
     }
 }
@@ -305,7 +306,7 @@ fn every_key_keeps_both_runs_on_one_time_axis() {
 #[test]
 fn the_delta_table_shows_the_numbers_of_the_headless_diff() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"))
-        .args(["diff", before(), after(), "--format", "json"])
+        .args(["diff", &arg(BEFORE), &arg(AFTER), "--format", "json"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run lanescope diff");
@@ -375,7 +376,7 @@ fn hostile_names_never_reach_the_screen_and_runs_without_steps_show_from_their_s
 fn without_a_terminal_view_prints_the_text_diff() {
     let run = |view: bool| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"));
-        cmd.args(["diff", before(), after()]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.args(["diff", &arg(BEFORE), &arg(AFTER)]).current_dir(env!("CARGO_MANIFEST_DIR"));
         if view {
             cmd.arg("--view");
         }
@@ -390,10 +391,10 @@ fn without_a_terminal_view_prints_the_text_diff() {
 
 #[test]
 fn journey_through_the_two_run_view_in_a_terminal() {
-    let mut s = Session::start(&["diff", before(), after(), "--view"], 100, 30);
+    let mut s = Session::start(&["diff", &arg(BEFORE), &arg(AFTER), "--view"], 100, 30);
     s.wait_for("▶ before · pageable.sqlite");
     s.wait_for("after · pinned.sqlite");
-    let name = |k: usize| sql_steps(before()).swap_remove(k).2;
+    let name = |k: usize| sql_steps(BEFORE).swap_remove(k).2;
     s.wait_for(&name(1));
     s.send("}");
     s.wait_for("step 3/");
@@ -413,7 +414,7 @@ fn journey_through_the_two_run_view_in_a_terminal() {
 
 #[test]
 fn a_missing_file_is_one_line_naming_it() {
-    let mut s = Session::start(&["diff", "tests/fixtures/no-such-run.sqlite", after(), "--view"], 100, 30);
+    let mut s = Session::start(&["diff", "tests/fixtures/no-such-run.sqlite", &arg(AFTER), "--view"], 100, 30);
     assert_eq!(s.exit_code(), 1);
     let text = s.contents();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -438,7 +439,7 @@ fn times_count_from_the_aligned_step_and_from_the_first_event_after_v() {
     // Aligned at the second step: the ruler says so and the cursor reads as time since
     // that step's start (SQL), for the focused run and, after `b`, for the other one.
     assert!(lines(&p)[1].contains("s since step"), "{}", lines(&p)[1]);
-    for (run, rel) in [(0, before()), (1, after())] {
+    for (run, rel) in [(0, BEFORE), (1, AFTER)] {
         if run == 1 {
             key(&mut p, 'b');
         }
@@ -451,7 +452,7 @@ fn times_count_from_the_aligned_step_and_from_the_first_event_after_v() {
     // Each run from its own start: times since the run's first event again.
     key(&mut p, 'v');
     assert!(lines(&p)[1].contains("time (s)"), "{}", lines(&p)[1]);
-    let first: i64 = db(after())
+    let first: i64 = db(AFTER)
         .query_row(
             "SELECT min(s) FROM (SELECT min(start) s FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL \
              SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION ALL SELECT min(start) FROM NVTX_EVENTS \

@@ -32,6 +32,7 @@ mod random_exports;
 mod ranks;
 mod reader_schemas;
 mod reader_sql;
+mod readme;
 mod real_captures;
 mod record;
 mod report;

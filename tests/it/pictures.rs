@@ -175,6 +175,23 @@ fn report_html_is_one_page_with_findings_tables_and_pictures() {
         assert!(html.contains(&format!("<td>{n}</td>")), "{n}");
     }
     assert_eq!(html.matches("<svg").count(), 4, "the steady state and three gaps");
+    // The answer leads: the headline (with the what-if of its fix, when priced), then the
+    // steady-state picture, both before the first table.
+    let first_table = html.find("<table").expect("tables");
+    let headline = html.find("class=\"headline\"").expect("a headline");
+    let steady = html.find("<svg").expect("a picture");
+    assert!(headline < steady && steady < first_table, "headline {headline}, picture {steady}, table {first_table}");
+    if let Some(w) = json["findings"][0]["evidence"]["whatif_fix"].as_str() {
+        let box_end = headline + html[headline..].find("</p>").unwrap();
+        assert!(html[headline..box_end].contains(&format!("what-if: {w} saves")), "the headline's what-if");
+    }
+    // Each distinct fix is written out once.
+    let fixes: std::collections::BTreeSet<&str> =
+        json["findings"].as_array().unwrap().iter().filter_map(|f| f["fix"].as_str()).collect();
+    for fix in fixes {
+        let fix = lanescope::sanitize(fix).replace('\'', "&#39;").replace('"', "&quot;");
+        assert_eq!(html.matches(&format!("fix: {fix}</div>")).count(), 1, "{fix}");
+    }
 }
 
 // Every run of digits becomes `N` (`step 12` -> `step N`), as README says phases group.
@@ -199,7 +216,9 @@ fn diff_html_stacks_both_runs_at_one_step() {
     let json: serde_json::Value =
         serde_json::from_str(&stdout(&["diff", b.to_str().unwrap(), a.to_str().unwrap(), "--format", "json"])).unwrap();
     let verdict = json["verdict"].as_str().unwrap().replace("->", "-&gt;");
-    assert!(html.contains(&verdict));
+    assert_eq!(html.matches(&verdict).count(), 1, "the verdict once");
+    // Tables, not the text diff in a <pre>.
+    assert!(html.contains("<table") && !html.contains("<pre"));
     assert_eq!(html.matches("aligned at its start, same scale").count(), 2);
     // Both aligned pictures show one span: the same scale.
     let spans: Vec<&str> = html.split("<svg").skip(1).take(2).map(|s| s.split(" · ").nth(1).unwrap()).collect();

@@ -550,3 +550,18 @@ fn esc_steps_back_one_layer_and_never_quits() {
     keys(&mut app, "q");
     assert!(app.should_quit());
 }
+
+#[test]
+fn from_80x24_up_the_first_finding_always_shows() {
+    for name in ["pageable.sqlite", "pinned.sqlite", "multigpu.sqlite", "graphs.sqlite"] {
+        let t = lanescope::load(&crate::util::fixture(name)).expect("fixture loads");
+        let a = lanescope::analyze(&t, &Options::default());
+        let first = a.findings.first().map(|f| format!("1. {} {} ", f.severity.label(), f.rule)).expect("a finding");
+        for (w, h) in [(80, 24), (100, 30), (200, 60)] {
+            let mut app = App::new(t.clone(), a.clone(), (w, h));
+            app.set_theme(Theme::new(Depth::Mono));
+            let s = screen(&app);
+            assert!(s.contains(&first), "{name} at {w}x{h}: no `{first}`\n{s}");
+        }
+    }
+}

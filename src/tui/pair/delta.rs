@@ -18,8 +18,11 @@ use crate::tui::text;
 const HEADS: [&str; 6] = ["wall B", "wall A", "Δ", "idle B", "idle A", "Δ"];
 /// Widths of those columns.
 const WIDTHS: [usize; 6] = [9, 9, 6, 9, 9, 6];
-/// Rows the verdict may take.
+/// Rows the verdict always may take; it takes more while the header and
+/// [`MIN_TABLE_ROWS`] rows still fit (the table scrolls).
 const VERDICT_LINES: usize = 2;
+/// Table rows the verdict leaves room for.
+const MIN_TABLE_ROWS: usize = 3;
 
 /// One row: a phase (or the whole run) and its six cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +89,9 @@ impl DeltaTable {
 
     /// Scroll with the wheel over the table at `area`; true when it moved.
     pub(crate) fn on_mouse(&mut self, kind: MouseEventKind, area: Rect) -> bool {
-        let shown = usize::from(area.height.saturating_sub(3 + VERDICT_LINES as u16)).max(1);
+        let (w, h) = (usize::from(area.width.saturating_sub(2)), usize::from(area.height.saturating_sub(2)));
+        let verdict = self.verdict_shown(w, h).1;
+        let shown = h.saturating_sub(1 + verdict).max(1);
         let max = self.rows.len().saturating_sub(shown);
         let to = match kind {
             MouseEventKind::ScrollDown => (self.scroll + 3).min(max),
@@ -107,6 +112,14 @@ impl DeltaTable {
         s
     }
 
+    /// The verdict's lines at `width`, and how many of them show in `height` rows.
+    fn verdict_shown(&self, width: usize, height: usize) -> (Vec<String>, usize) {
+        let lines = crate::text::wrap(&self.verdict, width, 2);
+        let table = 1 + self.rows.len().min(MIN_TABLE_ROWS);
+        let take = verdict_rows(lines.len(), height, table);
+        (lines, take)
+    }
+
     /// Draw the verdict and the rows that fit into `area`.
     pub(crate) fn render(&self, frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(Clear, area);
@@ -116,10 +129,20 @@ impl DeltaTable {
         frame.render_widget(block, area);
         let width = usize::from(inner.width);
         let name_w = width.saturating_sub(WIDTHS.iter().map(|w| w + 1).sum::<usize>()).max(8);
-        let mut lines: Vec<Line> = crate::text::wrap(&self.verdict, width, 2)
-            .into_iter()
-            .take(VERDICT_LINES)
-            .map(|l| Line::styled(l, Style::new().add_modifier(Modifier::BOLD)))
+        let (verdict, take) = self.verdict_shown(width, usize::from(inner.height));
+        let mut lines: Vec<Line> = verdict
+            .iter()
+            .take(take)
+            .enumerate()
+            .map(|(i, l)| {
+                // A verdict cut short says so.
+                let l = if i + 1 == take && take < verdict.len() {
+                    text::ellipsize(&format!("{l}…"), width).into_owned()
+                } else {
+                    l.clone()
+                };
+                Line::styled(l, Style::new().add_modifier(Modifier::BOLD))
+            })
             .collect();
         let heads: Vec<String> = HEADS.iter().map(ToString::to_string).collect();
         lines.push(Line::styled(Self::line("phase", &heads, name_w), app.theme.dim()));
@@ -131,9 +154,25 @@ impl DeltaTable {
     }
 }
 
+// Rows for a verdict of `lines` in a box of `height` rows over `table_rows` that must
+// show (header included): at least VERDICT_LINES, and every row those leave.
+fn verdict_rows(lines: usize, height: usize, table_rows: usize) -> usize {
+    lines.min(VERDICT_LINES.max(height.saturating_sub(table_rows)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verdict_takes_the_rows_the_table_leaves() {
+        // Room enough: the whole verdict shows.
+        assert_eq!(verdict_rows(4, 12, 6), 4);
+        // A short box: the verdict keeps its two rows.
+        assert_eq!(verdict_rows(4, 6, 4), VERDICT_LINES);
+        // Never more rows than the verdict has.
+        assert_eq!(verdict_rows(1, 12, 2), 1);
+    }
 
     #[test]
     fn changes_say_new_and_gone_for_phases_in_one_run() {

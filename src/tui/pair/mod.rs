@@ -57,7 +57,7 @@ pub(crate) struct PairAreas {
 impl PairAreas {
     /// Lay a `size` screen out, with a panel under the blocks when `panel` is true.
     pub(crate) fn new(size: (u16, u16), panel: bool) -> Self {
-        let one = Areas::new(Rect::new(0, 0, size.0, size.1), super::layout::PanelShape::None);
+        let one = Areas::new(Rect::new(0, 0, size.0, size.1), super::layout::PanelShape::None, false);
         if one.too_small {
             return Self { too_small: true, ..Self::default() };
         }
@@ -86,6 +86,7 @@ impl PairAreas {
             header: Rect { height: 1.min(b.height), ..b },
             ruler: if focused { self.ruler } else { Rect { height: 0, ..self.ruler } },
             lanes: Rect { y: b.y + 1, height: b.height.saturating_sub(1), ..b },
+            findings: Rect { y: b.y + b.height, height: 0, ..b },
             label_w: self.label_w,
             panel: self.panel.filter(|_| focused && own_panel),
             status: self.status,

@@ -8,11 +8,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::analysis::Severity;
+use crate::report::fixes::{FixLine, fix_lines};
 use crate::tui::app::App;
 use crate::tui::text;
 
-/// Rows the findings need before they are worth showing.
-pub(super) const MIN_ROWS: u16 = 5;
+/// Rows the findings need: the box's border and one line.
+pub(super) const MIN_ROWS: u16 = crate::tui::layout::FINDINGS_ROWS;
 
 /// Draw the findings into `area` (the free rows under the lanes).
 pub(super) fn render(frame: &mut Frame, app: &App, area: Rect) {
@@ -26,7 +27,8 @@ pub(super) fn render(frame: &mut Frame, app: &App, area: Rect) {
     let mut lines = Vec::new();
     // Each line takes a row or more: lines past the box's height never show.
     let rows = usize::from(inner.height);
-    for f in findings {
+    // Each distinct fix once, its what-if under it; later findings point back to it.
+    for (i, (f, fix)) in findings.iter().zip(fix_lines(findings)).enumerate() {
         if lines.len() >= rows {
             break;
         }
@@ -36,22 +38,32 @@ pub(super) fn render(frame: &mut Frame, app: &App, area: Rect) {
             Severity::Info => ("info", app.theme.dim()),
         };
         lines.push(Line::from(vec![
-            Span::styled(format!("{tag} "), style.add_modifier(Modifier::BOLD)),
+            Span::styled(format!("{}. {tag} ", i + 1), style.add_modifier(Modifier::BOLD)),
             Span::styled(format!("{} ", f.rule), Style::new().add_modifier(Modifier::BOLD)),
             Span::raw(text::sanitize(&f.message).into_owned()),
         ]));
-        if f.fix.is_some() {
-            lines.push(Line::from(vec![
-                Span::styled("  fix ", app.theme.dim()),
-                Span::raw(text::sanitize(&f.fix_text()).into_owned()),
-            ]));
-        }
-        // The report's own line, so both say the same.
-        if let Some(w) = crate::analysis::link::whatif_line(f) {
-            let w = text::sanitize(&w).into_owned();
-            let rest = w.strip_prefix("what-if: ").unwrap_or(&w).to_string();
-            lines.push(Line::from(vec![Span::styled("  what-if ", app.theme.dim()), Span::raw(rest)]));
-        }
+        lines.extend(fix_rows(app, fix));
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+// The fix lines of one finding: the fix and its what-if (the report's own line, so both
+// say the same), or where an earlier finding shows it.
+fn fix_rows(app: &App, fix: FixLine) -> Vec<Line<'static>> {
+    let row = |k: &'static str, v: &str| {
+        Line::from(vec![Span::styled(k, app.theme.dim()), Span::raw(text::sanitize(v).into_owned())])
+    };
+    match fix {
+        FixLine::None { whatif } => {
+            whatif.map(|w| row("  what-if ", w.strip_prefix("what-if: ").unwrap_or(&w))).into_iter().collect()
+        }
+        FixLine::Full { fix, whatif } => {
+            let mut out = vec![row("  fix ", &fix)];
+            if let Some(w) = whatif {
+                out.push(row("  what-if ", w.strip_prefix("what-if: ").unwrap_or(&w)));
+            }
+            out
+        }
+        FixLine::As { n, note } => vec![row("  fix ", &FixLine::as_in(n, &note))],
+    }
 }

@@ -91,7 +91,16 @@ fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: u
         }
         Row::Lane(l) => {
             let prefix = if pinned { "* " } else { "  " };
-            (format!("{prefix}{}", app.lanes.labels[l as usize]), Style::new())
+            let name = &app.lanes.labels[l as usize];
+            // The kind always shows: the thread's name gives way, its id last.
+            let tag = app.lanes.kind_tags[l as usize];
+            let label = if tag.is_empty() {
+                format!("{prefix}{name}")
+            } else {
+                let room = lw.saturating_sub(prefix.len() + tag.chars().count() + 1);
+                format!("{prefix}{} {tag}", keep_tail(name, room))
+            };
+            (label, Style::new())
         }
         Row::Metric(s) => (format!("  {}", app.lanes.metric_labels[s as usize]), Style::new()),
     };
@@ -112,6 +121,21 @@ fn draw_row(buf: &mut Buffer, ctx: &mut Ctx, a: &Areas, row: Row, focus_index: u
             GroupKind::Cpus { pid } => draw_cpus(buf, ctx, pid, y),
         },
     }
+}
+
+// `name` in `max` columns, cut in the middle so that its last word (a thread id) stays.
+fn keep_tail(name: &str, max: usize) -> String {
+    let n = name.chars().count();
+    if n <= max {
+        return name.to_string();
+    }
+    let Some((head, tail)) = name.rsplit_once(' ') else { return text::ellipsize(name, max).into_owned() };
+    let tail_n = tail.chars().count();
+    if tail_n + 2 > max {
+        return text::ellipsize(name, max).into_owned();
+    }
+    let head: String = head.chars().take(max - tail_n - 2).collect();
+    format!("{head}… {tail}")
 }
 
 fn selected_event(app: &App, lane: u32) -> Option<u32> {
@@ -380,5 +404,19 @@ fn overlays(buf: &mut Buffer, ctx: &Ctx, drawn: &[(u16, usize)]) {
                 cell.set_style(theme.cursor_column());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_tail;
+
+    #[test]
+    fn a_cut_thread_name_keeps_its_id() {
+        assert_eq!(keep_tail("python3 1234", 20), "python3 1234");
+        assert_eq!(keep_tail("python3 1234", 8), "py… 1234");
+        assert_eq!(keep_tail("python3 1234", 6), "… 1234");
+        // No room for the id: an ordinary cut.
+        assert_eq!(keep_tail("python3 1234", 4), "pyt…");
     }
 }

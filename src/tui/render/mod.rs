@@ -34,7 +34,7 @@ use super::panels::help;
 /// Draw the whole screen for `app`.
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();
-    let areas = Areas::new(area, app.panel_shape());
+    let areas = Areas::new(area, app.panel_shape(), !app.analysis.findings.is_empty());
     if areas.too_small || (area.width, area.height) != app.size {
         too_small(frame, area, areas.too_small);
         return;
@@ -42,10 +42,13 @@ pub fn draw(frame: &mut Frame, app: &App) {
     header::render(frame, app, areas.header);
     ruler::render(frame, app, &areas);
     let free = lanes::render(frame, app, &areas);
-    let bottom = areas.lanes.y + areas.lanes.height;
-    if bottom > free + findings::MIN_ROWS {
-        let r = Rect::new(areas.lanes.x, free + 1, areas.lanes.width, bottom - free - 1);
-        findings::render(frame, app, r);
+    // The kept rows, and the lanes' rows left empty (a blank row above the box when
+    // there is room for it).
+    let bottom = areas.findings.y + areas.findings.height;
+    let spare = bottom.saturating_sub(free);
+    if spare >= findings::MIN_ROWS {
+        let top = if spare > findings::MIN_ROWS + 1 { free + 1 } else { free };
+        findings::render(frame, app, Rect::new(areas.lanes.x, top, areas.lanes.width, bottom - top));
     }
     if let (Some(r), Some(p)) = (areas.panel, &app.panel) {
         p.render(frame, &app.panel_context(), r);
