@@ -28,6 +28,10 @@ pub struct Cli {
     /// Leave the mouse to the terminal (no wheel zoom, clicks or drags in the viewer).
     #[arg(long)]
     no_mouse: bool,
+    /// Read each trace itself: neither use nor write its column cache in
+    /// $XDG_CACHE_HOME/lanescope (see docs/cache.md).
+    #[arg(long, global = true)]
+    no_cache: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -239,6 +243,7 @@ pub(crate) fn parse_pixels(s: &str) -> Result<picture::svg::Size, String> {
 
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
+    reader::cache::set_enabled(!cli.no_cache);
     match cli.command {
         Some(Command::Info { trace, format }) => {
             let t = reader::load_inputs(&trace)?;

@@ -9,6 +9,7 @@
 // once stayed on the wrong GPU): name the variants, or allow it with a reason.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+pub(crate) mod cache;
 mod command;
 mod counters;
 mod host;
@@ -126,6 +127,11 @@ pub(crate) fn load_with_progress(path: &Path, progress: &Progress) -> Result<Tra
     if let Some(files) = inputs::grouped(path) {
         return inputs::load_group(&files, progress);
     }
+    cache::through(path, || load_file(path, progress))
+}
+
+// One export or report, read from the file itself.
+fn load_file(path: &Path, progress: &Progress) -> Result<Trace> {
     let file = sqlite_of(path)?;
     let (format, file_bytes) = open::sniff(&file)?;
     let mut t = match format {
