@@ -62,6 +62,19 @@ pub fn load(path: &Path) -> Result<Trace> {
     load_with_progress(path, &Progress::default())
 }
 
+/// Load the export at `path` through a column cache in `dir`: its entry there when it
+/// is valid, else the export, then written there (see docs/cache.md). The commands use
+/// the user's cache directory; this is for tests and tools that keep their own.
+pub fn load_cached_in(path: &Path, dir: &Path) -> Result<Trace> {
+    cache::through_dir(path, dir, || load_file(path, &Progress::default()))
+}
+
+/// Load the export at `path` from the file itself, never from the column cache (the
+/// first open that `bench` measures).
+pub(crate) fn load_fresh(path: &Path) -> Result<Trace> {
+    load_file(path, &Progress::default())
+}
+
 /// Label used as the path of the embedded demo trace.
 pub(crate) const DEMO_NAME: &str = "demo (pageable.sqlite, embedded)";
 

@@ -11,7 +11,7 @@
 //!   length, the key), then the body ([`codec`]): the trace's absolute path and the
 //!   model, columns back to back. An entry whose header, length, path, structure or
 //!   checksum is wrong is removed and rebuilt, with one line on stderr.
-//! - Written to `.NAME-PID.tmp.lsc` in the cache directory, then renamed: a reader never
+//! - Written to `.NAME.SERIAL-PID.tmp.lsc` in the cache directory, then renamed: a reader never
 //!   sees half an entry. Older entries of the same trace are removed; then the oldest
 //!   entries go until all fit in [`max_bytes`]. A read refreshes an entry's mtime.
 //! - Columns are read in bulk into the model's own `Vec`s (one copy, through a 1 MiB
@@ -57,8 +57,15 @@ pub(crate) fn set_enabled(on: bool) {
 /// Load `path` through the cache when it is on: its entry when there is a valid one,
 /// else `load()`, whose trace is then written as the entry.
 pub(crate) fn through(path: &Path, load: impl FnOnce() -> Result<Trace>) -> Result<Trace> {
-    let entry = if ENABLED.load(Ordering::Relaxed) { rep::cache_dir().and_then(|d| Entry::new(path, &d)) } else { None };
-    let Some(entry) = entry else { return load() };
+    match rep::cache_dir().filter(|_| ENABLED.load(Ordering::Relaxed)) {
+        Some(dir) => through_dir(path, &dir, load),
+        None => load(),
+    }
+}
+
+/// Load `path` through the cache in `dir`, whether or not the cache is on.
+pub(crate) fn through_dir(path: &Path, dir: &Path, load: impl FnOnce() -> Result<Trace>) -> Result<Trace> {
+    let Some(entry) = Entry::new(path, dir) else { return load() };
     if let Some(mut t) = entry.open_or_say(path) {
         t.meta.path = path.display().to_string();
         return Ok(t);
@@ -240,7 +247,10 @@ impl Entry {
         fs::create_dir_all(&self.dir).context("creating the cache directory")?;
         rep::sweep_stale(&self.dir);
         let name = self.file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let tmp = self.dir.join(format!(".{name}-{}.tmp.{EXT}", std::process::id()));
+        // Unique within the process too: threads (the tests, an MCP server) may store at once.
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!(".{name}.{serial}-{}.tmp.{EXT}", std::process::id()));
         let written = self.write_to(&tmp, trace).and_then(|()| Ok(fs::rename(&tmp, &self.file)?));
         if written.is_err() {
             let _ = fs::remove_file(&tmp);
