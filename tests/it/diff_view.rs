@@ -19,8 +19,17 @@ use crate::util;
 const BEFORE: &str = "tests/fixtures/pageable.sqlite";
 const AFTER: &str = "tests/fixtures/pinned.sqlite";
 
+// A fixture kept packed (`NAME.xz`) is unpacked first.
 fn path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+    match rel.strip_prefix("tests/fixtures/") {
+        Some(name) => util::fixture(name),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel),
+    }
+}
+
+// A run as the binary is given it.
+fn arg(rel: &str) -> String {
+    path(rel).display().to_string()
 }
 
 fn loaded(rel: &'static str) -> &'static (Trace, Analysis) {
@@ -297,7 +306,7 @@ fn every_key_keeps_both_runs_on_one_time_axis() {
 #[test]
 fn the_delta_table_shows_the_numbers_of_the_headless_diff() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"))
-        .args(["diff", BEFORE, AFTER, "--format", "json"])
+        .args(["diff", &arg(BEFORE), &arg(AFTER), "--format", "json"])
         .env("XDG_CACHE_HOME", crate::util::cache_home())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -368,7 +377,7 @@ fn hostile_names_never_reach_the_screen_and_runs_without_steps_show_from_their_s
 fn without_a_terminal_view_prints_the_text_diff() {
     let run = |view: bool| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"));
-        cmd.args(["diff", BEFORE, AFTER]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.args(["diff", &arg(BEFORE), &arg(AFTER)]).current_dir(env!("CARGO_MANIFEST_DIR"));
         cmd.env("XDG_CACHE_HOME", crate::util::cache_home());
         if view {
             cmd.arg("--view");
@@ -384,7 +393,7 @@ fn without_a_terminal_view_prints_the_text_diff() {
 
 #[test]
 fn journey_through_the_two_run_view_in_a_terminal() {
-    let mut s = Session::start(&["diff", BEFORE, AFTER, "--view"], 100, 30);
+    let mut s = Session::start(&["diff", &arg(BEFORE), &arg(AFTER), "--view"], 100, 30);
     s.wait_for("▶ before · pageable.sqlite");
     s.wait_for("after · pinned.sqlite");
     let name = |k: usize| sql_steps(BEFORE).swap_remove(k).2;
@@ -407,7 +416,7 @@ fn journey_through_the_two_run_view_in_a_terminal() {
 
 #[test]
 fn a_missing_file_is_one_line_naming_it() {
-    let mut s = Session::start(&["diff", "tests/fixtures/no-such-run.sqlite", AFTER, "--view"], 100, 30);
+    let mut s = Session::start(&["diff", "tests/fixtures/no-such-run.sqlite", &arg(AFTER), "--view"], 100, 30);
     assert_eq!(s.exit_code(), 1);
     let text = s.contents();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

@@ -512,8 +512,7 @@ fn zoom_and_pan_at_the_limits_of_i64() {
 #[test]
 fn several_ranks_fold_their_threads_and_r_moves_between_their_gpus() {
     // Two real exports on one timeline: rank 0 (pageable) and rank 1 (pinned), by file order.
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-    let files = [format!("{dir}/pageable.sqlite").into(), format!("{dir}/pinned.sqlite").into()];
+    let files = [crate::util::fixture("pageable.sqlite"), crate::util::fixture("pinned.sqlite")];
     let t = lanescope::load(&lanescope::group_inputs(&files)).expect("both load");
     let a = lanescope::analyze(&t, &Options::default());
     let mut app = App::new(t, a, (120, 40));

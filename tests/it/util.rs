@@ -17,13 +17,36 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
     unpacked(&packed, &name.trim_end_matches(".sqlite").replace('/', "_"))
 }
 
+/// This test run's folder of unpacked fixtures, holding every top-level fixture export
+/// (`tests/fixtures/NAME.sqlite`, packed or not) under its own name, so that a command run
+/// there names them as siblings (and prints the same paths on every machine).
+pub(crate) fn fixture_dir() -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for entry in std::fs::read_dir(&src).expect("tests/fixtures") {
+        let name = entry.expect("a fixture").file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".sqlite.xz") {
+            fixture(&format!("{stem}.sqlite"));
+        } else if name.ends_with(".sqlite") {
+            let there = unpacked_dir().join(&name);
+            if !there.exists() {
+                std::fs::copy(src.join(&name), &there).expect("a fixture copies");
+            }
+        }
+    }
+    unpacked_dir().to_path_buf()
+}
+
+fn unpacked_dir() -> &'static Path {
+    use std::sync::OnceLock;
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path()
+}
+
 // `packed` (xz) unpacked as `STEM.sqlite` in this test run's temporary folder.
 fn unpacked(packed: &Path, stem: &str) -> PathBuf {
-    use std::sync::{Mutex, OnceLock};
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    use std::sync::Mutex;
     static LOCK: Mutex<()> = Mutex::new(());
-    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder"));
-    let out = dir.path().join(format!("{stem}.sqlite"));
+    let out = unpacked_dir().join(format!("{stem}.sqlite"));
     let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !out.exists() {
         let file = std::fs::File::open(packed).unwrap_or_else(|e| panic!("{}: {e}", packed.display()));
@@ -99,7 +122,7 @@ pub(crate) fn matrix_trace(cell: &str) -> PathBuf {
     fixture(&format!("matrix/{cell}.sqlite"))
 }
 
-/// Every gap cause the README documents, in its order.
+/// Every gap cause docs/json.md documents (`gaps.by_cause`), in its order.
 pub(crate) const CAUSES: [&str; 12] = [
     "sync-wait",
     "sync-drain",
