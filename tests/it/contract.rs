@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::util::{fixture, lanescope, matrix_trace};
+use crate::util::{fixture, fixture_dir, lanescope, matrix_trace};
 
 /// The committed fixtures' folder.
 fn fixtures() -> PathBuf {
@@ -37,7 +37,9 @@ fn pin(cmd: &str, name: &str, dir: &Path, inputs: &[&str], extra: &[&str], forma
 }
 
 fn report(name: &str, inputs: &[&str], formats: &[&str]) {
-    pin("report", name, &fixtures(), inputs, &[], formats);
+    // Exports run among the unpacked ones (some are kept packed), other inputs in place.
+    let dir = if inputs.iter().all(|i| i.ends_with(".sqlite")) { fixture_dir() } else { fixtures() };
+    pin("report", name, &dir, inputs, &[], formats);
 }
 
 /// A capture of the matrix, by its unpacked file name in the unpacked folder.
@@ -157,18 +159,18 @@ fn diff_gpu_metrics_pin_memory() {
 
 #[test]
 fn diff_pageable_pinned() {
-    pin("diff", "pageable_pinned", &fixtures(), &["pageable.sqlite", "pinned.sqlite"], &[], &ALL);
+    pin("diff", "pageable_pinned", &fixture_dir(), &["pageable.sqlite", "pinned.sqlite"], &[], &ALL);
 }
 
 #[test]
 fn diff_pinned_pageable() {
     // The reverse of the first: its findings are new, not gone.
-    pin("diff", "pinned_pageable", &fixtures(), &["pinned.sqlite", "pageable.sqlite"], &[], &["json", "text"]);
+    pin("diff", "pinned_pageable", &fixture_dir(), &["pinned.sqlite", "pageable.sqlite"], &[], &["json", "text"]);
 }
 
 #[test]
 fn diff_pinned_prefetch() {
-    pin("diff", "pinned_prefetch", &fixtures(), &["pinned.sqlite", "prefetch.sqlite"], &[], &ALL);
+    pin("diff", "pinned_prefetch", &fixture_dir(), &["pinned.sqlite", "prefetch.sqlite"], &[], &ALL);
 }
 
 #[test]
