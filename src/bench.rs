@@ -124,7 +124,9 @@ fn measure_second_open(path: &Path, app: &App, size: (u16, u16), exe: &Path, fir
     entry.store(app.trace(), crate::reader::cache::max_bytes()).context("writing the cache entry")?;
     let cache_write_ms = ms(t);
     let cache_file_bytes = std::fs::metadata(&entry.file)
-        .with_context(|| format!("no cache entry written: the model is larger than the bound ({})", entry.file.display()))?
+        .with_context(|| {
+            format!("no cache entry written: the model is larger than the bound ({})", entry.file.display())
+        })?
         .len();
     let out = std::process::Command::new(exe)
         .arg("bench")

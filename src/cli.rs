@@ -29,7 +29,7 @@ pub struct Cli {
     #[arg(long)]
     no_mouse: bool,
     /// Read each trace itself: neither use nor write its column cache in
-    /// $XDG_CACHE_HOME/lanescope (see docs/cache.md).
+    /// `$XDG_CACHE_HOME/lanescope` (see docs/cache.md).
     #[arg(long, global = true)]
     no_cache: bool,
 }

@@ -129,8 +129,7 @@ pub(crate) struct Columns<S, D, E, N, A, B, P> {
 }
 
 /// Borrowed columns of an [`Events`].
-pub(crate) type ColumnsRef<'a> =
-    Columns<&'a [Ns], &'a [u32], &'a [Ns], &'a [StrId], &'a [u64], Vec<StrId>, Vec<u32>>;
+pub(crate) type ColumnsRef<'a> = Columns<&'a [Ns], &'a [u32], &'a [Ns], &'a [StrId], &'a [u64], Vec<StrId>, Vec<u32>>;
 /// Owned columns of an [`Events`].
 pub(crate) type ColumnsOwned = Columns<Vec<Ns>, Vec<u32>, Vec<Ns>, Vec<StrId>, Vec<u64>, Vec<StrId>, Vec<u32>>;
 
@@ -503,7 +502,8 @@ impl Events {
         if !full_or_empty(c.dur32.len()) || !full_or_empty(c.end64.len()) || !full_or_empty(c.corr.len()) {
             return Err("end or correlation column of another length");
         }
-        if !full_or_empty(c.aux32.len()) || !full_or_empty(c.aux64.len()) || !c.aux32.is_empty() && !c.aux64.is_empty() {
+        if !full_or_empty(c.aux32.len()) || !full_or_empty(c.aux64.len()) || !c.aux32.is_empty() && !c.aux64.is_empty()
+        {
             return Err("aux column of another length");
         }
         if !full_or_empty(c.flags.len()) || !c.flags.is_empty() && !c.flags_by_name.0.is_empty() {

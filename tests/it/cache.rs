@@ -25,12 +25,17 @@ fn entries(home: &Path) -> Vec<PathBuf> {
     v
 }
 
+// A way of damaging an entry's bytes.
+type Damage = fn(&mut Vec<u8>);
+
 const REPORT: [&str; 3] = ["report", "--format", "json"];
 
 #[test]
 fn a_second_open_prints_what_the_first_did() {
     // SQLite exports (one committed plain, others packed with xz) and a PyTorch trace.
-    for name in ["pageable.sqlite", "contention.sqlite", "multigpu.sqlite", "matrix/g_pinned.sqlite", "kineto/rank0.json.gz"] {
+    for name in
+        ["pageable.sqlite", "contention.sqlite", "multigpu.sqlite", "matrix/g_pinned.sqlite", "kineto/rank0.json.gz"]
+    {
         let home = tempfile::tempdir().unwrap();
         let trace = fixture(name);
         let (plain, _) = run(home.path(), &["report", "--no-cache", "--format", "json"], &trace);
@@ -80,7 +85,6 @@ fn a_damaged_entry_costs_one_line_and_a_load_from_the_trace() {
     let trace = fixture("pageable.sqlite");
     let home = tempfile::tempdir().unwrap();
     let (want, _) = run(home.path(), &["report", "--no-cache", "--format", "json"], &trace);
-    type Damage = fn(&mut Vec<u8>);
     let damages: [(&str, Damage); 4] = [
         ("truncated", |b| b.truncate(b.len() / 2)),
         ("a flipped byte in a column", |b| {
@@ -165,7 +169,7 @@ fn every_test_that_runs_the_binary_keeps_to_its_own_cache() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
     for e in std::fs::read_dir(&dir).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name == "util.rs" || name == "cache.rs" || !name.ends_with(".rs") {
+        if name == "util.rs" || name == "cache.rs" || e.path().extension().is_none_or(|x| x != "rs") {
             continue;
         }
         let src = std::fs::read_to_string(e.path()).unwrap();

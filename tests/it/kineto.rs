@@ -361,7 +361,10 @@ fn bad_json_is_one_error_naming_the_file() {
         let out = assert_cmd::Command::cargo_bin("lanescope")
             .unwrap()
             .env("XDG_CACHE_HOME", crate::util::cache_home())
-            .arg("report").arg(&p).output().unwrap();
+            .arg("report")
+            .arg(&p)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");

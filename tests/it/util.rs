@@ -87,7 +87,8 @@ pub(crate) fn load_warm(path: &Path) -> lanescope::Trace {
     };
     let _written = load(true);
     let warm = load(true);
-    let entries = std::fs::read_dir(&dir).map_or(0, |d| d.flatten().filter(|e| e.path().extension() == Some("lsc".as_ref())).count());
+    let entries = std::fs::read_dir(&dir)
+        .map_or(0, |d| d.flatten().filter(|e| e.path().extension() == Some("lsc".as_ref())).count());
     assert!(entries > 0, "{}: no cache entry in {}", path.display(), dir.display());
     assert_eq!(everything(&warm), everything(&load(false)), "{}: the cache changed the model", path.display());
     warm

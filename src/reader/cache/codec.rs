@@ -450,13 +450,12 @@ impl Field for Counters {
             s.device.put(w)?;
             s.name.put(w)?;
             let next = seen.len() as u64;
-            match seen.get(&s.times.as_ptr()) {
-                Some(&k) => (true, k).put(w)?,
-                None => {
-                    seen.insert(s.times.as_ptr(), next);
-                    false.put(w)?;
-                    w.col(&s.times)?;
-                }
+            if let Some(&k) = seen.get(&s.times.as_ptr()) {
+                (true, k).put(w)?;
+            } else {
+                seen.insert(s.times.as_ptr(), next);
+                false.put(w)?;
+                w.col(&s.times)?;
             }
             let values: Vec<i64> = (0..s.len()).map(|i| s.value(i)).collect();
             w.col(&values)?;

@@ -48,6 +48,8 @@ pub(crate) const DEFAULT_MAX_BYTES: u64 = 8 << 30;
 const BUFFER: usize = 1 << 20;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+// Numbers the temporaries of one process.
+static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Turn the cache on for this process's loads (the commands do, unless `--no-cache`).
 pub(crate) fn set_enabled(on: bool) {
@@ -248,7 +250,6 @@ impl Entry {
         rep::sweep_stale(&self.dir);
         let name = self.file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         // Unique within the process too: threads (the tests, an MCP server) may store at once.
-        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
         let tmp = self.dir.join(format!(".{name}.{serial}-{}.tmp.{EXT}", std::process::id()));
         let written = self.write_to(&tmp, trace).and_then(|()| Ok(fs::rename(&tmp, &self.file)?));
@@ -273,7 +274,7 @@ impl Entry {
         self.abs.put(&mut enc)?;
         trace.put(&mut enc)?;
         let (w, body, crc) = enc.finish();
-        let mut f = w.into_inner().map_err(|e| e.into_error())?;
+        let mut f = w.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         f.seek(SeekFrom::Start(0))?;
         f.write_all(&self.key.header(crc, body))?;
         Ok(())
