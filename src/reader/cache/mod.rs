@@ -268,7 +268,12 @@ impl Entry {
     }
 
     fn write_to(&self, tmp: &Path, trace: &Trace) -> Result<()> {
-        let mut f = File::create(tmp)?;
+        let mut open = fs::OpenOptions::new();
+        open.write(true).create_new(true);
+        // The entry holds what the trace holds (names, paths): readable by its owner only.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        let mut f = open.open(tmp)?;
         f.write_all(&[0u8; HEADER as usize])?;
         let mut enc = Enc::new(BufWriter::with_capacity(BUFFER, f));
         self.abs.put(&mut enc)?;

@@ -73,6 +73,12 @@ fn an_entry_reads_back_the_model_it_was_given() {
         assert!(b <= a && b + b / 100 >= a, "{name}: {b} bytes of model read back, {a} written");
         // At most 1.2 times the model's heap (GPU counters included: their prefix sums
         // are written as values).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&entry.file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{name}: the owner's alone");
+        }
         let file = fs::metadata(&entry.file).unwrap().len();
         let model = t.heap_bytes() + t.counters.heap_bytes();
         assert!(file as f64 <= 1.2 * model as f64 + 4096.0, "{name}: entry {file} B, model {model} B");
