@@ -178,3 +178,20 @@ fn every_test_that_runs_the_binary_keeps_to_its_own_cache() {
         assert!(kept >= runs, "{name}: {runs} runs of the binary, {kept} set XDG_CACHE_HOME");
     }
 }
+
+#[test]
+fn each_export_of_a_group_has_its_entry() {
+    let home = tempfile::tempdir().unwrap();
+    let (a, b) = (fixture("pageable.sqlite"), fixture("pinned.sqlite"));
+    let report = |extra: &[&str]| {
+        let out = lanescope().args(REPORT).args(extra).arg(&a).arg(&b).env("XDG_CACHE_HOME", home.path()).output();
+        let out = out.unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let plain = report(&["--no-cache"]);
+    assert!(entries(home.path()).is_empty());
+    assert_eq!(report(&[]), plain);
+    assert_eq!(entries(home.path()).len(), 2, "one entry per export");
+    assert_eq!(report(&[]), plain, "both read back");
+}
