@@ -27,6 +27,10 @@ pub(crate) struct Bench {
     report: ReportTime,
     frames: Frames,
     keys: Keys,
+    /// The second open, from the column cache this run wrote, in a process of its own
+    /// (absent with `--no-cache`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    second_open: Option<SecondOpen>,
     /// The same measurements on a K-times larger export built from this one
     /// (`--scale-to K`), with the per-event ratios against this one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -42,6 +46,123 @@ struct ReportTime {
     total_ms: f64,
     /// `total_ms / load.total_ms`.
     vs_load: f64,
+}
+
+/// The second open of the trace: its model read back from the column cache.
+#[derive(Debug, Serialize)]
+pub(crate) struct SecondOpen {
+    /// The cache entry: its size and the time the first open took to write it.
+    cache_file_bytes: u64,
+    cache_write_ms: f64,
+    load: SecondLoad,
+    memory: SecondMemory,
+    analysis_ms: f64,
+    index_ms: f64,
+    /// `load.to_first_frame_ms` over the first open's.
+    vs_first_open: Option<f64>,
+}
+
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct SecondLoad {
+    total_ms: f64,
+    /// Load, analysis and view index, as for the first open.
+    to_first_frame_ms: f64,
+}
+
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct SecondMemory {
+    /// Resident set once the first frame is drawn (the process did nothing before).
+    rss_after_first_frame_bytes: u64,
+    peak_rss_bytes: u64,
+    bytes_per_event_after_first_frame: f64,
+}
+
+/// What the second-open process measures: [`SecondOpen`] without what the first knows.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub(crate) struct Reopened {
+    load: SecondLoad,
+    memory: SecondMemory,
+    analysis_ms: f64,
+    index_ms: f64,
+}
+
+/// Open `path` from its cache entry (an error without one), analyze, index and draw
+/// the first frame: the second open, measured from a fresh process.
+pub(crate) fn second_open(path: &Path, size: (u16, u16)) -> Result<Reopened> {
+    let dir = crate::reader::rep::cache_dir().context("no cache directory ($XDG_CACHE_HOME or $HOME)")?;
+    let entry = crate::reader::cache::Entry::new(path, &dir).with_context(|| path.display().to_string())?;
+    let t = Instant::now();
+    let trace = entry.open()?.with_context(|| format!("{}: no cache entry", entry.file.display()))?;
+    let load_ms = ms(t);
+    let events = trace.event_count();
+    let t = Instant::now();
+    let analysis = analysis::analyze(&trace, &Options::default());
+    let analysis_ms = ms(t);
+    let t = Instant::now();
+    let mut app = App::new(trace, analysis, size);
+    let index_ms = ms(t);
+    draw_once(&mut app, size)?;
+    let rss_after = rss("VmRSS");
+    Ok(Reopened {
+        load: SecondLoad { total_ms: load_ms, to_first_frame_ms: load_ms + analysis_ms + index_ms },
+        memory: SecondMemory {
+            rss_after_first_frame_bytes: rss_after,
+            peak_rss_bytes: rss("VmHWM"),
+            bytes_per_event_after_first_frame: rss_after as f64 / events.max(1) as f64,
+        },
+        analysis_ms,
+        index_ms,
+    })
+}
+
+// Write the cache entry of `app`'s trace as a first open does, then measure the second
+// open in a child process (`exe bench --second-open`).
+fn measure_second_open(path: &Path, app: &App, size: (u16, u16), exe: &Path, first_ms: f64) -> Result<SecondOpen> {
+    let dir = crate::reader::rep::cache_dir().context("no cache directory ($XDG_CACHE_HOME or $HOME)")?;
+    let entry = crate::reader::cache::Entry::new(path, &dir).with_context(|| path.display().to_string())?;
+    let t = Instant::now();
+    entry.store(app.trace(), crate::reader::cache::max_bytes()).context("writing the cache entry")?;
+    let cache_write_ms = ms(t);
+    let cache_file_bytes = std::fs::metadata(&entry.file)
+        .with_context(|| {
+            format!("no cache entry written: the model is larger than the bound ({})", entry.file.display())
+        })?
+        .len();
+    let out = std::process::Command::new(exe)
+        .arg("bench")
+        .arg(path)
+        .args(["--size", &format!("{}x{}", size.0, size.1), "--second-open"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running the second open")?;
+    if !out.status.success() {
+        anyhow::bail!("the second open failed ({})", out.status);
+    }
+    let r: Reopened = serde_json::from_slice(&out.stdout).context("reading the second open's result")?;
+    let vs_first_open = Some(r.load.to_first_frame_ms / first_ms.max(1e-9));
+    Ok(SecondOpen {
+        cache_file_bytes,
+        cache_write_ms,
+        load: r.load,
+        memory: r.memory,
+        analysis_ms: r.analysis_ms,
+        index_ms: r.index_ms,
+        vs_first_open,
+    })
+}
+
+// Draw one frame of `app` at `size` into a terminal that discards it.
+fn draw_once(app: &mut App, size: (u16, u16)) -> Result<()> {
+    let area = Rect::new(0, 0, size.0, size.1);
+    let mut term = Terminal::with_options(
+        CrosstermBackend::new(CompactWriter::new(Counter::default())),
+        TerminalOptions { viewport: Viewport::Fixed(area) },
+    )
+    .context("creating the bench terminal")?;
+    let (start, dur) = (app.trace().meta.start_ns, app.trace().duration().max(1));
+    app.set_view(start, dur);
+    term.draw(|f| crate::tui::draw(f, app))?;
+    Ok(())
 }
 
 /// `--scale-to K`: the export replicated K times (`lanescope scale`) in a temporary
@@ -105,6 +226,8 @@ struct Memory {
     busy_unions_bytes: usize,
     /// Intervals in those unions.
     busy_intervals: usize,
+    /// Resident set once the first frame is drawn (model, analysis, view index).
+    rss_after_first_frame_bytes: u64,
     peak_rss_after_analysis_bytes: u64,
     /// After the view index is built and the frame script drawn.
     peak_rss_after_view_bytes: u64,
@@ -152,11 +275,13 @@ struct Level {
     pan_bytes_max: usize,
 }
 
-/// Run the benchmark on `path` with frames of `size` (width, height).
-pub(crate) fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
+/// Run the benchmark on `path` with frames of `size` (width, height): the first open
+/// reads the export itself; with `reopen` (this program), the column cache is then
+/// written and the second open measured by `reopen bench --second-open`.
+pub(crate) fn run(path: &Path, size: (u16, u16), reopen: Option<&Path>) -> Result<Bench> {
     let baseline = rss("VmRSS");
     let t = Instant::now();
-    let trace = crate::reader::load(path).with_context(|| path.display().to_string())?;
+    let trace = crate::reader::load_fresh(path).with_context(|| path.display().to_string())?;
     let load_ms = ms(t);
     let peak_load = rss("VmHWM");
     let rss_load = rss("VmRSS");
@@ -179,6 +304,8 @@ pub(crate) fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let mut app = App::new(trace, analysis, size);
     let index_ms = ms(t);
     let first_frame_ms = load_ms + analysis_ms + index_ms;
+    draw_once(&mut app, size)?;
+    let rss_after_first_frame = rss("VmRSS");
     let frames = frames(&mut app, size)?;
     let peak_view = rss("VmHWM");
     // The key script grows memory of its own (gap lists of two thresholds, the matches
@@ -186,6 +313,9 @@ pub(crate) fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
     let keys = keys(&mut app, size)?;
     let peak_keys = rss("VmHWM");
 
+    let second_open = reopen.map(|exe| measure_second_open(path, &app, size, exe, first_frame_ms)).transpose()?;
+    let index_bytes = app.index_bytes();
+    drop(app);
     let queries = crate::reader::queries(path)?;
     let sqlite_scan_ms = sqlite_scan(path, &queries)?;
     // A Kineto JSON trace has no SQLite to compare with.
@@ -209,9 +339,10 @@ pub(crate) fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
             rss_after_load_bytes: rss_load,
             bytes_per_event: peak_load.saturating_sub(baseline) as f64 / events.max(1) as f64,
             model_heap_bytes,
-            index_bytes: app.index_bytes(),
+            index_bytes,
             busy_unions_bytes,
             busy_intervals,
+            rss_after_first_frame_bytes: rss_after_first_frame,
             peak_rss_after_analysis_bytes: peak_analysis,
             peak_rss_after_view_bytes: peak_view,
             bytes_per_event_with_view: peak_view as f64 / events.max(1) as f64,
@@ -222,6 +353,7 @@ pub(crate) fn run(path: &Path, size: (u16, u16)) -> Result<Bench> {
         report: ReportTime { write_ms, total_ms: report_total, vs_load: report_total / load_ms.max(1e-9) },
         frames,
         keys,
+        second_open,
         scale: None,
     })
 }
@@ -256,7 +388,7 @@ pub(crate) fn scale_to(base: &mut Bench, path: &Path, factor: u32, size: (u16, u
     let out = std::process::Command::new(exe)
         .arg("bench")
         .arg(&big)
-        .args(["--size", &format!("{}x{}", size.0, size.1), "--format", "json"])
+        .args(["--size", &format!("{}x{}", size.0, size.1), "--format", "json", "--no-cache"])
         .stderr(std::process::Stdio::inherit())
         .output()
         .context("running bench on the scaled export")?;
@@ -581,6 +713,19 @@ pub(crate) fn write_text(w: &mut dyn Write, b: &Bench) -> io::Result<()> {
         )?;
     }
     write_keys(w, &b.keys)?;
+    if let Some(s) = &b.second_open {
+        writeln!(
+            w,
+            "reopen   from the cache ({:.1} MB, written in {:.1} ms): load {:.1} ms, first frame {:.1} ms ({:.3}x the first open's); RSS after it {:.1} MB ({:.1} bytes/event)",
+            s.cache_file_bytes as f64 / 1e6,
+            s.cache_write_ms,
+            s.load.total_ms,
+            s.load.to_first_frame_ms,
+            s.vs_first_open.unwrap_or(f64::NAN),
+            s.memory.rss_after_first_frame_bytes as f64 / 1e6,
+            s.memory.bytes_per_event_after_first_frame
+        )?;
+    }
     if let Some(s) = &b.scale {
         write_scale_text(w, s)?;
     }

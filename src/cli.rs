@@ -28,6 +28,10 @@ pub struct Cli {
     /// Leave the mouse to the terminal (no wheel zoom, clicks or drags in the viewer).
     #[arg(long)]
     no_mouse: bool,
+    /// Read each trace itself: neither use nor write its column cache in
+    /// `$XDG_CACHE_HOME/lanescope` (see docs/cache.md).
+    #[arg(long, global = true)]
+    no_cache: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -133,6 +137,10 @@ enum Command {
         /// with `lanescope scale`, then removed): adds a `scale` section.
         #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
         scale_to: Option<u32>,
+        /// Only the second open, from the cache entry the bench wrote (run by `bench` in
+        /// a process of its own: its memory is the second open's alone).
+        #[arg(long, hide = true, conflicts_with = "scale_to")]
+        second_open: bool,
     },
     /// Profile a program with nsys and the flags lanescope needs, then open the report.
     #[command(after_help = "Example: lanescope record -o run -- python train.py\n\
@@ -243,6 +251,7 @@ pub(crate) fn parse_pixels(s: &str) -> Result<picture::svg::Size, String> {
 
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
+    reader::cache::set_enabled(!cli.no_cache);
     match cli.command {
         Some(Command::Info { trace, format }) => {
             let t = reader::load_inputs(&trace)?;
@@ -269,8 +278,13 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             snapshot(&trace, &analysis.into(), &pick, size, &output)
         }
-        Some(Command::Bench { trace, size, format, scale_to }) => {
-            let mut b = crate::bench::run(&trace, size)?;
+        Some(Command::Bench { trace, size, second_open: true, .. }) => {
+            let s = crate::bench::second_open(&trace, size)?;
+            emit(|w| crate::text::write_json(w, &s))
+        }
+        Some(Command::Bench { trace, size, format, scale_to, .. }) => {
+            let exe = std::env::current_exe().context("finding this program to run the second open")?;
+            let mut b = crate::bench::run(&trace, size, (!cli.no_cache).then_some(exe.as_path()))?;
             if let Some(k) = scale_to {
                 let exe = std::env::current_exe().context("finding this program to run the scaled bench")?;
                 crate::bench::scale_to(&mut b, &trace, k, size, &exe)?;

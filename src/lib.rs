@@ -41,7 +41,7 @@ pub use model::{
     strip_api_version,
 };
 pub use reader::inputs::group as group_inputs;
-pub use reader::load;
+pub use reader::{load, load_cached_in};
 pub use report::json::build as report_json;
 pub use report::{Format, write as write_report, write_with as write_report_with};
 pub use text::sanitize;

@@ -61,6 +61,16 @@ impl Strings {
     pub fn heap_bytes(&self) -> usize {
         self.values.iter().map(|s| 2 * s.len() + 48).sum::<usize>()
     }
+
+    /// A table holding `values` under ids `0..`, as [`Strings::iter`] gave them (the
+    /// reader's cache); a repeated value keeps its first id for [`Strings::intern`].
+    pub(crate) fn from_values(values: Vec<Box<str>>) -> Self {
+        let mut lookup = HashMap::with_capacity(values.len());
+        for (i, v) in values.iter().enumerate() {
+            lookup.entry(v.clone()).or_insert(i as StrId);
+        }
+        Self { values, lookup }
+    }
 }
 
 /// Columns of one lane's events, sorted by start.
@@ -93,6 +103,35 @@ pub struct Events {
     flags: Vec<u32>,
     flags_by_name: Vec<(StrId, u32)>,
 }
+
+/// The columns of an [`Events`] as it keeps them, for the reader's cache to write out
+/// and read back unchanged ([`Events::columns`], [`Events::from_columns`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Columns<S, D, E, N, A, B, P> {
+    /// Starts.
+    pub start: S,
+    /// Durations while every one fits a `u32` (else empty).
+    pub dur32: D,
+    /// Absolute ends otherwise (else empty).
+    pub end64: E,
+    /// Names.
+    pub name: N,
+    /// Correlation ids (empty when unused).
+    pub corr: N,
+    /// Narrow aux values (empty when unused or wide).
+    pub aux32: D,
+    /// Wide aux values (empty when unused or narrow).
+    pub aux64: A,
+    /// Flags per event (empty when unused or kept per name).
+    pub flags: D,
+    /// Flags per name, sorted by name: the names and their flags.
+    pub flags_by_name: (B, P),
+}
+
+/// Borrowed columns of an [`Events`].
+pub(crate) type ColumnsRef<'a> = Columns<&'a [Ns], &'a [u32], &'a [Ns], &'a [StrId], &'a [u64], Vec<StrId>, Vec<u32>>;
+/// Owned columns of an [`Events`].
+pub(crate) type ColumnsOwned = Columns<Vec<Ns>, Vec<u32>, Vec<Ns>, Vec<StrId>, Vec<u64>, Vec<StrId>, Vec<u32>>;
 
 /// Most distinct names a lane may have for its flags to be kept per name.
 const FLAGS_BY_NAME_MAX: usize = 4096;
@@ -431,6 +470,63 @@ impl Events {
         self.aux32.shrink_to_fit();
         self.aux64.shrink_to_fit();
         self.flags.shrink_to_fit();
+    }
+
+    /// The columns as kept, for writing them out.
+    pub(crate) fn columns(&self) -> ColumnsRef<'_> {
+        Columns {
+            start: &self.start,
+            dur32: &self.dur32,
+            end64: &self.end64,
+            name: &self.name,
+            corr: &self.corr,
+            aux32: &self.aux32,
+            aux64: &self.aux64,
+            flags: &self.flags,
+            flags_by_name: self.flags_by_name.iter().copied().unzip(),
+        }
+    }
+
+    /// Events from columns [`Events::columns`] gave, or what is inconsistent about them
+    /// (a column of another length, both or neither end columns, flags per name unsorted):
+    /// every accessor may then index any row without a check failing.
+    pub(crate) fn from_columns(c: ColumnsOwned) -> Result<Self, &'static str> {
+        let n = c.start.len();
+        let full_or_empty = |len: usize| len == n || len == 0;
+        if c.name.len() != n {
+            return Err("name column of another length");
+        }
+        if n > 0 && (c.dur32.len() == n) == (c.end64.len() == n) {
+            return Err("ends kept both or neither way");
+        }
+        if !full_or_empty(c.dur32.len()) || !full_or_empty(c.end64.len()) || !full_or_empty(c.corr.len()) {
+            return Err("end or correlation column of another length");
+        }
+        if !full_or_empty(c.aux32.len()) || !full_or_empty(c.aux64.len()) || !c.aux32.is_empty() && !c.aux64.is_empty()
+        {
+            return Err("aux column of another length");
+        }
+        if !full_or_empty(c.flags.len()) || !c.flags.is_empty() && !c.flags_by_name.0.is_empty() {
+            return Err("flags column of another length");
+        }
+        let (names, flags) = c.flags_by_name;
+        if names.len() != flags.len() || !names.is_sorted_by(|a, b| a < b) {
+            return Err("flags per name unsorted");
+        }
+        if c.end64.iter().zip(&c.start).any(|(e, s)| e < s) {
+            return Err("an end before its start");
+        }
+        Ok(Self {
+            start: c.start,
+            dur32: c.dur32,
+            end64: c.end64,
+            name: c.name,
+            corr: c.corr,
+            aux32: c.aux32,
+            aux64: c.aux64,
+            flags: c.flags,
+            flags_by_name: names.into_iter().zip(flags).collect(),
+        })
     }
 
     /// Heap bytes used by the columns.

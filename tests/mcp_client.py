@@ -6,6 +6,7 @@ whether `summary` was an error, and its headline.
 
 import asyncio
 import json
+import os
 import sys
 
 from mcp import ClientSession, StdioServerParameters
@@ -13,7 +14,10 @@ from mcp.client.stdio import stdio_client
 
 
 async def main(binary: str, trace: str) -> None:
-    server = StdioServerParameters(command=binary, args=["mcp"])
+    # The client gives the server a short list of variables only: pass the test's cache
+    # folder on, so that the server keeps off the user's cache.
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_CACHE_HOME")}
+    server = StdioServerParameters(command=binary, args=["mcp"], env=env)
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

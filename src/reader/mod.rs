@@ -9,6 +9,7 @@
 // once stayed on the wrong GPU): name the variants, or allow it with a reason.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+pub(crate) mod cache;
 mod command;
 mod counters;
 mod host;
@@ -59,6 +60,19 @@ impl Progress {
 /// (callers prefix the path).
 pub fn load(path: &Path) -> Result<Trace> {
     load_with_progress(path, &Progress::default())
+}
+
+/// Load the export at `path` through a column cache in `dir`: its entry there when it
+/// is valid, else the export, then written there (see docs/cache.md). The commands use
+/// the user's cache directory; this is for tests and tools that keep their own.
+pub fn load_cached_in(path: &Path, dir: &Path) -> Result<Trace> {
+    cache::through_dir(path, dir, || load_file(path, &Progress::default()))
+}
+
+/// Load the export at `path` from the file itself, never from the column cache (the
+/// first open that `bench` measures).
+pub(crate) fn load_fresh(path: &Path) -> Result<Trace> {
+    load_file(path, &Progress::default())
 }
 
 /// Label used as the path of the embedded demo trace.
@@ -126,6 +140,11 @@ pub(crate) fn load_with_progress(path: &Path, progress: &Progress) -> Result<Tra
     if let Some(files) = inputs::grouped(path) {
         return inputs::load_group(&files, progress);
     }
+    cache::through(path, || load_file(path, progress))
+}
+
+// One export or report, read from the file itself.
+fn load_file(path: &Path, progress: &Progress) -> Result<Trace> {
     let file = sqlite_of(path)?;
     let (format, file_bytes) = open::sniff(&file)?;
     let mut t = match format {

@@ -74,10 +74,7 @@ pub(crate) fn export(path: &Path) -> Result<PathBuf> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let stem = abs.file_stem().map_or_else(|| "report".to_string(), |s| safe_name(&s.to_string_lossy()));
     let path_hash = fnv(abs.to_string_lossy().as_bytes(), FNV_OFFSET);
-    let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
-    let mut state = fnv(&meta.len().to_le_bytes(), FNV_OFFSET);
-    state = fnv(&mtime.to_le_bytes(), state);
-    state = fnv(&head(path).context("cannot read file")?, state);
+    let state = state_hash(path, &meta).context("cannot read file")?;
     let prefix = format!("{stem}-{path_hash:016x}-");
     let cached = dir.join(format!("{prefix}{state:016x}.sqlite"));
     if cached.exists() {
@@ -250,10 +247,10 @@ fn timeout() -> Option<Duration> {
     }
 }
 
-// Remove the temporary files (`.NAME-PID.tmp.*`) of exports whose process is gone: a
-// lanescope killed with SIGKILL, a crash. Where running processes cannot be listed
-// (no /proc), those a day old.
-fn sweep_stale(dir: &Path) {
+/// Remove the temporary files (`.NAME-PID.tmp.*`) of exports and cache entries whose
+/// process is gone: a lanescope killed with SIGKILL, a crash. Where running processes
+/// cannot be listed (no /proc), those a day old.
+pub(crate) fn sweep_stale(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let proc_fs = Path::new("/proc/self").exists();
     for e in entries.flatten() {
@@ -321,16 +318,31 @@ fn valid(p: &Path) -> bool {
             .is_some_and(|s| s.is_nsys_export())
 }
 
+/// Modification time of a file in ns since the epoch (0 when the system does not say).
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
+    meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos())
+}
+
+/// Hash of a file's state: its size, modification time and first MiB (`meta` is its
+/// metadata). A file changed in any of these gets another hash.
+pub(crate) fn state_hash(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<u64> {
+    let mut state = fnv(&meta.len().to_le_bytes(), FNV_OFFSET);
+    state = fnv(&mtime_ns(meta).to_le_bytes(), state);
+    Ok(fnv(&head(path)?, state))
+}
+
 fn head(p: &Path) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     std::fs::File::open(p)?.take(HEAD_BYTES).read_to_end(&mut buf)?;
     Ok(buf)
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// FNV-1a's offset basis: the hash of nothing.
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
-// FNV-1a: stable across builds and platforms (the cache outlives the binary).
-fn fnv(bytes: &[u8], mut h: u64) -> u64 {
+/// FNV-1a of `bytes` after `h`: stable across builds and platforms (the cache outlives
+/// the binary).
+pub(crate) fn fnv(bytes: &[u8], mut h: u64) -> u64 {
     for &b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
@@ -338,8 +350,8 @@ fn fnv(bytes: &[u8], mut h: u64) -> u64 {
     h
 }
 
-// Letters, digits, `-`, `_` and `.` only, at most 64 characters.
-fn safe_name(s: &str) -> String {
+/// Letters, digits, `-`, `_` and `.` only, at most 64 characters.
+pub(crate) fn safe_name(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).take(64).collect()
 }
 

@@ -265,7 +265,7 @@ fn wait_for_load<S>(
             if dirty || shown != Some(now) {
                 let _screen = terminal::lock();
                 term.autoresize()?;
-                term.draw(|f| draw_loading(f, label, progress, now.1))?;
+                term.draw(|f| draw_loading(f, label, progress, now.1, started.elapsed()))?;
                 shown = Some(now);
                 dirty = false;
             }
@@ -273,7 +273,7 @@ fn wait_for_load<S>(
     }
 }
 
-fn draw_loading(frame: &mut ratatui::Frame, label: &str, progress: &Progress, stage: u8) {
+fn draw_loading(frame: &mut ratatui::Frame, label: &str, progress: &Progress, stage: u8, elapsed: Duration) {
     let area = frame.area();
     let w = area.width.saturating_sub(4).min(70);
     let r = Rect::new(
@@ -289,7 +289,13 @@ fn draw_loading(frame: &mut ratatui::Frame, label: &str, progress: &Progress, st
     let total = progress.rows_total.load(Ordering::Relaxed);
     let stage_name = STAGES.get(usize::from(stage)).copied().unwrap_or("");
     let text_line = if stage == 0 && total > 0 {
-        format!("{stage_name} {} / {} rows · q quits", text::fmt_count(done), text::fmt_count(total))
+        let rate = (done as f64 / elapsed.as_secs_f64().max(1e-3)) as u64;
+        format!(
+            "{stage_name} {} / {} rows · {} rows/s · q quits",
+            text::fmt_count(done),
+            text::fmt_count(total),
+            text::fmt_count(rate)
+        )
     } else {
         format!("{stage_name}… · q quits")
     };
@@ -353,5 +359,21 @@ fn event_loop(term: &mut terminal::Term, app: &mut impl Screen) -> Result<()> {
         if dirty {
             draw_app(term, app)?;
         }
+    }
+}
+
+#[cfg(test)]
+mod loading_tests {
+    use super::*;
+
+    #[test]
+    fn the_gauge_says_rows_read_and_their_rate() {
+        let progress = Progress::default();
+        progress.rows_done.store(3_000_000, Ordering::Relaxed);
+        progress.rows_total.store(12_000_000, Ordering::Relaxed);
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 12)).unwrap();
+        term.draw(|f| draw_loading(f, "run.sqlite", &progress, 0, Duration::from_secs(2))).unwrap();
+        let screen: String = term.backend().buffer().content().iter().map(ratatui::buffer::Cell::symbol).collect();
+        assert!(screen.contains("3,000,000 / 12,000,000 rows · 1,500,000 rows/s"), "{screen}");
     }
 }

@@ -15,7 +15,7 @@ fn fixtures() -> [PathBuf; 3] {
 }
 
 fn open(path: &Path) -> (Trace, Analysis, Connection) {
-    let t = lanescope::load(path).unwrap();
+    let t = crate::util::load_warm(path);
     let a = analyze(&t, &Options::default());
     let c = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     (t, a, c)

@@ -34,7 +34,7 @@ fn hwm(pid: u32) -> Option<u64> {
 
 pub(crate) fn run(t: &mut Tally, label: &str, args: &[&OsStr], env: &[(&str, &OsStr)]) {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("lanescope"));
-    c.args(args).env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
+    c.args(args).env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS").env("XDG_CACHE_HOME", crate::util::cache_home());
     for (k, v) in env {
         c.env(k, v);
     }

@@ -37,7 +37,7 @@ fn done(kind: &str, t: &Tally, wrong: &[String]) -> bool {
 
 fn bin() -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("lanescope"));
-    c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
+    c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS").env("XDG_CACHE_HOME", crate::util::cache_home());
     c
 }
 

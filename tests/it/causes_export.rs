@@ -135,6 +135,7 @@ impl Export {
 fn report(path: &std::path::Path) -> Value {
     let out = Command::cargo_bin("lanescope")
         .unwrap()
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .args(["report", "--format", "json", "--all-gaps"])
         .arg(path)
         .output()

@@ -179,7 +179,12 @@ fn piping_into_head_prints_no_error() {
         bin.display(),
         fixture("pageable.sqlite").display()
     );
-    let out = std::process::Command::new("sh").arg("-c").arg(&sh).output().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&sh)
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
+        .output()
+        .unwrap();
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

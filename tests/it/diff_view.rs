@@ -307,6 +307,7 @@ fn every_key_keeps_both_runs_on_one_time_axis() {
 fn the_delta_table_shows_the_numbers_of_the_headless_diff() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"))
         .args(["diff", &arg(BEFORE), &arg(AFTER), "--format", "json"])
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run lanescope diff");
@@ -377,6 +378,7 @@ fn without_a_terminal_view_prints_the_text_diff() {
     let run = |view: bool| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lanescope"));
         cmd.args(["diff", &arg(BEFORE), &arg(AFTER)]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.env("XDG_CACHE_HOME", crate::util::cache_home());
         if view {
             cmd.arg("--view");
         }

@@ -11,7 +11,7 @@ use crate::util::{fixture, lanescope as bin, matrix_trace, sql};
 const RX: &str = "PCIe RX Throughput [Throughput %]";
 
 fn analysis(path: &Path) -> Analysis {
-    analyze(&lanescope::load(path).unwrap(), &Options::default())
+    analyze(&crate::util::load_warm(path), &Options::default())
 }
 
 // (timestamp, value) of metric `name`, sorted by time.
@@ -35,7 +35,7 @@ fn median_period(s: &[(i64, i64)]) -> i64 {
 #[test]
 fn every_metric_is_read_with_its_samples_as_sql_has_them() {
     let path = matrix_trace("g_pinned");
-    let t = lanescope::load(&path).unwrap();
+    let t = crate::util::load_warm(&path);
     let db = sql(&path);
     let names: Vec<String> = db
         .prepare("SELECT metricName FROM TARGET_INFO_GPU_METRICS ORDER BY metricId")
@@ -56,7 +56,7 @@ fn every_metric_is_read_with_its_samples_as_sql_has_them() {
         assert_eq!(s.period_ns(), median_period(&want), "{name}");
     }
     // A trace without the table has no counters and says how to get them.
-    assert!(lanescope::load(&fixture("pinned.sqlite")).unwrap().counters.is_empty());
+    assert!(crate::util::load_warm(&fixture("pinned.sqlite")).counters.is_empty());
     let out = bin().args(["info", fixture("pinned.sqlite").to_str().unwrap()]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("--gpu-metrics-devices=all"));
 }

@@ -27,7 +27,7 @@ fn query_map<K: std::hash::Hash + Eq>(c: &Connection, q: &str, f: impl Fn(i64) -
 }
 
 fn load(p: &Path) -> Trace {
-    lanescope::load(p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
+    crate::util::load_warm(p)
 }
 
 fn per_thread(t: &Trace, want: fn(LaneKind) -> bool, f: impl Fn(&lanescope::Lane) -> i64) -> HashMap<(u32, u32), i64> {

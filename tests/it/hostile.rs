@@ -70,6 +70,7 @@ fn a_far_string_id_sizes_no_allocation() {
         .arg(&bin)
         .arg(&p)
         .env("NO_COLOR", "1")
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

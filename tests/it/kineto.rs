@@ -358,7 +358,13 @@ fn bad_json_is_one_error_naming_the_file() {
         ("gz.json.gz", &[0x1f, 0x8b, 8, 0, 0, 0][..], "gzip file, but not a JSON trace"),
     ] {
         let p = write(d.path(), name, bytes);
-        let out = assert_cmd::Command::cargo_bin("lanescope").unwrap().arg("report").arg(&p).output().unwrap();
+        let out = assert_cmd::Command::cargo_bin("lanescope")
+            .unwrap()
+            .env("XDG_CACHE_HOME", crate::util::cache_home())
+            .arg("report")
+            .arg(&p)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");

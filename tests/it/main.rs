@@ -3,6 +3,7 @@
 mod analysis_sql;
 mod battery;
 mod battery4;
+mod cache;
 mod causes_export;
 mod cli;
 mod compact_writer;

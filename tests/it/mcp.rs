@@ -19,6 +19,7 @@ fn converse(requests: &[Value]) -> Vec<Value> {
 fn converse_raw(requests: &[Value]) -> String {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
         .arg("mcp")
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .env("NO_COLOR", "1")
         .env_remove("LANESCOPE_NSYS")
         .stdin(Stdio::piped())
@@ -219,6 +220,7 @@ fn the_official_python_client_lists_and_calls() {
         .arg(&script)
         .arg(assert_cmd::cargo::cargo_bin("lanescope"))
         .arg(fixture("pageable.sqlite"))
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -229,6 +231,7 @@ fn the_official_python_client_lists_and_calls() {
     let report = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
         .args(["report", "--format", "json"])
         .arg(fixture("pageable.sqlite"))
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -277,6 +280,7 @@ fn bad_lines_are_answered_and_big_names_are_cut() {
     crate::util::sql_exec(&t, &format!("UPDATE StringIds SET value = '{name}' WHERE id = 1"));
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
         .arg("mcp")
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -317,6 +321,7 @@ fn long_lines_unsafe_ids_and_long_methods_are_refused() {
     input.extend(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n");
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
         .arg("mcp")
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

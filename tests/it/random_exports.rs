@@ -154,7 +154,13 @@ fn a_kernel_with_times_near_i64_max_is_left_out_and_reported() {
     assert_eq!(t.meta.outliers.0, 2);
     let a = analyze(&t, &Options::default());
     assert_eq!(a.devices[0].extent(), Some((1000, 6000)));
-    let info = assert_cmd::Command::cargo_bin("lanescope").unwrap().arg("info").arg(&p).output().unwrap();
+    let info = assert_cmd::Command::cargo_bin("lanescope")
+        .unwrap()
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
+        .arg("info")
+        .arg(&p)
+        .output()
+        .unwrap();
     let text = String::from_utf8(info.stdout).unwrap();
     assert!(text.contains("outliers  2 events left out"), "{text}");
 }

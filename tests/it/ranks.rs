@@ -246,8 +246,9 @@ fn nsys_rep_is_exported_once_into_the_cache_and_rebuilt_when_it_changes() {
     let calls = d.path().join("calls");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let run = |with_nsys: bool| {
+        // The export's cache alone: the column cache would skip the export once it holds the report.
         let mut c = lanescope();
-        c.args(["info", "--format", "json"]).arg(&rep).env("XDG_CACHE_HOME", &cache);
+        c.args(["info", "--no-cache", "--format", "json"]).arg(&rep).env("XDG_CACHE_HOME", &cache);
         c.env("PATH", if with_nsys { path.as_str() } else { "/nonexistent" });
         c.env("STUB_CALLS", &calls).env("STUB_REPORT", &rep).env("STUB_EXPORT", fixture("d2h.sqlite"));
         c.output().unwrap()

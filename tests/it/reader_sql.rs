@@ -24,7 +24,7 @@ fn fixtures() -> [PathBuf; 3] {
 #[test]
 fn kernels_per_stream_match_sql() {
     for f in fixtures() {
-        let t = lanescope::load(&f).unwrap();
+        let t = crate::util::load_warm(&f);
         let got = count_by(&t, |k, _| match k {
             LaneKind::Kernels { device, stream } => Some((i64::from(device), i64::from(stream))),
             _ => None,
@@ -44,7 +44,7 @@ fn kernels_per_stream_match_sql() {
 #[test]
 fn memcpy_and_memset_match_sql() {
     for f in fixtures() {
-        let t = lanescope::load(&f).unwrap();
+        let t = crate::util::load_warm(&f);
         let mut got: HashMap<&str, (usize, u64)> = HashMap::new();
         for l in &t.lanes {
             if let LaneKind::Memory { class, .. } = l.kind {
@@ -77,7 +77,7 @@ fn memcpy_and_memset_match_sql() {
 #[test]
 fn api_calls_per_thread_match_sql() {
     for f in fixtures() {
-        let t = lanescope::load(&f).unwrap();
+        let t = crate::util::load_warm(&f);
         let got = count_by(&t, |k, pid| match k {
             LaneKind::CudaApi { tid } => Some((pid, tid)),
             _ => None,
@@ -101,7 +101,7 @@ fn api_calls_per_thread_match_sql() {
 #[test]
 fn osrt_calls_per_thread_match_sql() {
     let f = fixture("pageable.sqlite");
-    let t = lanescope::load(&f).unwrap();
+    let t = crate::util::load_warm(&f);
     let got = count_by(&t, |k, pid| match k {
         LaneKind::Osrt { tid } => Some((pid, tid)),
         _ => None,
@@ -119,7 +119,7 @@ fn osrt_calls_per_thread_match_sql() {
 #[test]
 fn nvtx_ranges_nest_by_depth() {
     let f = fixture("pageable.sqlite");
-    let t = lanescope::load(&f).unwrap();
+    let t = crate::util::load_warm(&f);
     let c = sql(&f);
     let n: i64 = c.query_row("SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59", [], |r| r.get(0)).unwrap();
     let steps: i64 = c
@@ -151,7 +151,7 @@ fn nvtx_ranges_nest_by_depth() {
 #[test]
 fn names_meta_and_extent_match_sql() {
     let f = fixture("pageable.sqlite");
-    let t = lanescope::load(&f).unwrap();
+    let t = crate::util::load_warm(&f);
     let c = sql(&f);
     let v: String = c
         .query_row("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'", [], |r| r.get(0))
@@ -195,7 +195,7 @@ fn names_meta_and_extent_match_sql() {
 #[test]
 fn correlation_links_kernels_to_launches() {
     let f = fixture("pageable.sqlite");
-    let t = lanescope::load(&f).unwrap();
+    let t = crate::util::load_warm(&f);
     let c = sql(&f);
     let (corr, api): (i64, String) = c
         .query_row(
@@ -222,7 +222,7 @@ fn public_exports_of_older_versions_load() {
     for e in entries {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "sqlite") {
-            let t = lanescope::load(&p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+            let t = crate::util::load_warm(&p);
             let c = sql(&p);
             let kernels: i64 =
                 c.query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0)).unwrap();

@@ -28,6 +28,7 @@ impl Session {
             native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("open a pty");
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_lanescope"));
         cmd.args(args);
+        cmd.env("XDG_CACHE_HOME", crate::util::cache_home());
         cmd.cwd(env!("CARGO_MANIFEST_DIR"));
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("NO_COLOR");

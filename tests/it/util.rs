@@ -60,11 +60,50 @@ fn unpacked(packed: &Path, stem: &str) -> PathBuf {
     out
 }
 
-/// The lanescope binary, without colour and without an `nsys` from the environment.
+/// The lanescope binary, without colour and without an `nsys` from the environment,
+/// its cache in this test run's own folder ([`cache_home`]).
 pub(crate) fn lanescope() -> Command {
     let mut c = Command::cargo_bin("lanescope").expect("the lanescope binary is built");
-    c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS");
+    c.env("NO_COLOR", "1").env_remove("LANESCOPE_NSYS").env("XDG_CACHE_HOME", cache_home());
     c
+}
+
+/// `XDG_CACHE_HOME` for every run of the binary in the tests: a temporary folder of this
+/// test run, so that no test reads or fills the user's cache (tests/it/cache.rs checks
+/// that every test that runs the binary sets it).
+pub(crate) fn cache_home() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path()
+}
+
+/// `path` loaded as a command loads it the second time: back from a warm column cache
+/// (in this run's [`cache_home`]). It is checked equal, column for column, to the load
+/// from the export itself, so a test that checks numbers against SQL checks both.
+pub(crate) fn load_warm(path: &Path) -> lanescope::Trace {
+    let dir = cache_home().join("library");
+    let load = |cached: bool| {
+        let t = if cached { lanescope::load_cached_in(path, &dir) } else { lanescope::load(path) };
+        t.unwrap_or_else(|e| panic!("{}: {e:#}", path.display()))
+    };
+    let _written = load(true);
+    let warm = load(true);
+    let entries = std::fs::read_dir(&dir)
+        .map_or(0, |d| d.flatten().filter(|e| e.path().extension() == Some("lsc".as_ref())).count());
+    assert!(entries > 0, "{}: no cache entry in {}", path.display(), dir.display());
+    assert_eq!(everything(&warm), everything(&load(false)), "{}: the cache changed the model", path.display());
+    warm
+}
+
+/// Everything a trace holds, spelled out (names by id; the tables' load times left out,
+/// the cache keeps those of the load that wrote it).
+pub(crate) fn everything(t: &lanescope::Trace) -> String {
+    let mut meta = t.meta.clone();
+    meta.tables.iter_mut().for_each(|s| s.ms = 0.0);
+    let strings: Vec<(usize, &str)> = t.strings.iter().map(|(i, s)| (i as usize, s)).collect();
+    format!(
+        "{meta:?}\n{strings:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        t.gpus, t.processes, t.threads, t.lanes, t.syncs, t.host, t.ranks, t.counters
+    )
 }
 
 /// A read-only connection to an export, for the independent SQL the tests compare against.

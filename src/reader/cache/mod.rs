@@ -1,0 +1,320 @@
+//! The column cache: a loaded [`Trace`] kept in the cache directory
+//! (`$XDG_CACHE_HOME/lanescope`, as [`rep`]'s exports) so that the next open of the same
+//! trace reads its columns back instead of parsing SQLite or JSON. docs/cache.md says
+//! what users see.
+//!
+//! - An entry is `STEM-PATHHASH-KEYHASH.lsc`: PATHHASH from the trace's absolute path,
+//!   KEYHASH from the trace's size, mtime and first MiB ([`rep::state_hash`]) and from
+//!   this build of lanescope (its version, and its executable's size and mtime: a
+//!   reader that changes never meets the entries of the one before).
+//! - Layout, little-endian: a 64-byte header (magic, [`FORMAT`], the body's CRC-32 and
+//!   length, the key), then the body ([`codec`]): the trace's absolute path and the
+//!   model, columns back to back. An entry whose header, length, path, structure or
+//!   checksum is wrong is removed and rebuilt, with one line on stderr.
+//! - Written to `.NAME.SERIAL-PID.tmp.lsc` in the cache directory, then renamed: a reader never
+//!   sees half an entry. Older entries of the same trace are removed; then the oldest
+//!   entries go until all fit in [`max_bytes`]. A read refreshes an entry's mtime.
+//! - Columns are read in bulk into the model's own `Vec`s (one copy, through a 1 MiB
+//!   buffer), not memory-mapped: the model owns and edits its columns (a merge shifts
+//!   them), and this crate has no `unsafe`, which mapping a file needs.
+//! - Off unless [`set_enabled`]: the commands turn it on (`--no-cache` keeps it off), so
+//!   the library and its tests never touch the user's cache.
+
+mod codec;
+
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+
+use super::rep;
+use crate::model::Trace;
+use codec::{Dec, Enc, Field};
+
+/// First bytes of every entry.
+const MAGIC: [u8; 8] = *b"LSCOLS\0\0";
+/// Version of the layout: bumped whenever the header or body changes.
+pub(crate) const FORMAT: u32 = 1;
+/// Bytes of the header.
+const HEADER: u64 = 64;
+/// File extension of entries.
+pub(crate) const EXT: &str = "lsc";
+/// Bytes all entries may take together without `LANESCOPE_CACHE_MAX`.
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 8 << 30;
+/// Bytes read or written at a time.
+const BUFFER: usize = 1 << 20;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+// Numbers the temporaries of one process.
+static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Turn the cache on for this process's loads (the commands do, unless `--no-cache`).
+pub(crate) fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Load `path` through the cache when it is on: its entry when there is a valid one,
+/// else `load()`, whose trace is then written as the entry.
+pub(crate) fn through(path: &Path, load: impl FnOnce() -> Result<Trace>) -> Result<Trace> {
+    match rep::cache_dir().filter(|_| ENABLED.load(Ordering::Relaxed)) {
+        Some(dir) => through_dir(path, &dir, load),
+        None => load(),
+    }
+}
+
+/// Load `path` through the cache in `dir`, whether or not the cache is on.
+pub(crate) fn through_dir(path: &Path, dir: &Path, load: impl FnOnce() -> Result<Trace>) -> Result<Trace> {
+    let Some(entry) = Entry::new(path, dir) else { return load() };
+    if let Some(mut t) = entry.open_or_say(path) {
+        t.meta.path = path.display().to_string();
+        return Ok(t);
+    }
+    let t = load()?;
+    if let Err(e) = entry.store(&t, max_bytes()) {
+        eprintln!(
+            "lanescope: cannot write the cache entry {} ({e:#}); the next open reads the trace again",
+            entry.file.display()
+        );
+    }
+    Ok(t)
+}
+
+/// What an entry must say about its trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    build: u64,
+    len: u64,
+    mtime_ns: u128,
+    state: u64,
+}
+
+impl Key {
+    fn header(self, crc: u32, body: u64) -> [u8; HEADER as usize] {
+        let mut h = [0u8; HEADER as usize];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8..12].copy_from_slice(&FORMAT.to_le_bytes());
+        h[12..16].copy_from_slice(&crc.to_le_bytes());
+        h[16..24].copy_from_slice(&body.to_le_bytes());
+        h[24..32].copy_from_slice(&self.build.to_le_bytes());
+        h[32..40].copy_from_slice(&self.len.to_le_bytes());
+        h[40..56].copy_from_slice(&self.mtime_ns.to_le_bytes());
+        h[56..64].copy_from_slice(&self.state.to_le_bytes());
+        h
+    }
+
+    fn hash(self) -> u64 {
+        let mut h = rep::fnv(&self.build.to_le_bytes(), rep::FNV_OFFSET);
+        h = rep::fnv(&self.len.to_le_bytes(), h);
+        h = rep::fnv(&self.mtime_ns.to_le_bytes(), h);
+        rep::fnv(&self.state.to_le_bytes(), h)
+    }
+}
+
+// Fields of a header: (format, crc, body length, key).
+fn parse_header(h: &[u8; HEADER as usize]) -> Result<(u32, u32, u64, Key)> {
+    let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap_or_default());
+    let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap_or_default());
+    if h[..8] != MAGIC {
+        bail!("not a lanescope cache entry");
+    }
+    let mtime_ns = u128::from_le_bytes(h[40..56].try_into().unwrap_or_default());
+    let key = Key { build: u64_at(24), len: u64_at(32), mtime_ns, state: u64_at(56) };
+    Ok((u32_at(8), u32_at(12), u64_at(16), key))
+}
+
+/// This build of lanescope: its version, layout and executable (size and mtime).
+fn build_key() -> Option<u64> {
+    static KEY: OnceLock<Option<u64>> = OnceLock::new();
+    *KEY.get_or_init(|| {
+        let exe = fs::metadata(std::env::current_exe().ok()?).ok()?;
+        let mut h = rep::fnv(env!("CARGO_PKG_VERSION").as_bytes(), rep::FNV_OFFSET);
+        h = rep::fnv(&FORMAT.to_le_bytes(), h);
+        h = rep::fnv(&exe.len().to_le_bytes(), h);
+        Some(rep::fnv(&rep::mtime_ns(&exe).to_le_bytes(), h))
+    })
+}
+
+/// `LANESCOPE_CACHE_MAX` (bytes, or with a `K`, `M`, `G` suffix of 1024s), else
+/// [`DEFAULT_MAX_BYTES`].
+pub(crate) fn max_bytes() -> u64 {
+    std::env::var("LANESCOPE_CACHE_MAX").ok().and_then(|v| parse_bytes(&v)).unwrap_or(DEFAULT_MAX_BYTES)
+}
+
+fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (digits, shift) = match v.char_indices().last()? {
+        (i, 'k' | 'K') => (&v[..i], 10),
+        (i, 'm' | 'M') => (&v[..i], 20),
+        (i, 'g' | 'G') => (&v[..i], 30),
+        _ => (v, 0),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+/// One trace's entry in a cache directory.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    /// The entry's file.
+    pub(crate) file: PathBuf,
+    dir: PathBuf,
+    // Every entry of this trace (any state) is named with it.
+    prefix: String,
+    key: Key,
+    abs: String,
+}
+
+impl Entry {
+    /// The entry in `dir` for the trace at `path` as it is now; None when the trace
+    /// cannot be read (its load then says why) or this build cannot be told.
+    pub(crate) fn new(path: &Path, dir: &Path) -> Option<Self> {
+        let meta = fs::metadata(path).ok().filter(fs::Metadata::is_file)?;
+        let build = build_key()?;
+        let state = rep::state_hash(path, &meta).ok()?;
+        let key = Key { build, len: meta.len(), mtime_ns: rep::mtime_ns(&meta), state };
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let stem = abs.file_stem().map_or_else(|| "trace".to_string(), |s| rep::safe_name(&s.to_string_lossy()));
+        let abs = abs.to_string_lossy().into_owned();
+        let prefix = format!("{stem}-{:016x}-", rep::fnv(abs.as_bytes(), rep::FNV_OFFSET));
+        let file = dir.join(format!("{prefix}{:016x}.{EXT}", key.hash()));
+        Some(Self { file, dir: dir.to_path_buf(), prefix, key, abs })
+    }
+
+    // The entry's trace; None without an entry, and after saying why a bad one was
+    // removed.
+    fn open_or_say(&self, trace: &Path) -> Option<Trace> {
+        match self.open() {
+            Ok(t) => t,
+            Err(why) => {
+                let _ = fs::remove_file(&self.file);
+                eprintln!(
+                    "lanescope: {}: {why:#}; removed it and reading {} again",
+                    self.file.display(),
+                    crate::text::sanitize(&trace.display().to_string())
+                );
+                None
+            }
+        }
+    }
+
+    /// The trace kept in the entry: None when there is none, an error saying what is
+    /// wrong with a damaged one.
+    pub(crate) fn open(&self) -> Result<Option<Trace>> {
+        let mut f = match File::open(&self.file) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => bail!("cannot read the cache entry ({e})"),
+        };
+        let len = f.metadata().map_or(0, |m| m.len());
+        let mut h = [0u8; HEADER as usize];
+        if len < HEADER || f.read_exact(&mut h).is_err() {
+            bail!("cache entry truncated ({len} bytes)");
+        }
+        let (format, crc, body, key) = parse_header(&h)?;
+        if format != FORMAT {
+            bail!("cache entry of layout {format}, not {FORMAT}");
+        }
+        if key != self.key {
+            bail!("cache entry of another state of the trace");
+        }
+        if HEADER.checked_add(body) != Some(len) {
+            bail!("cache entry truncated ({len} bytes, its header says {})", HEADER.saturating_add(body));
+        }
+        let mut dec = Dec::new(BufReader::with_capacity(BUFFER, &mut f), body);
+        let read = String::take(&mut dec).and_then(|abs| Ok((abs, Trace::take(&mut dec)?)));
+        let (abs, trace) = read.context("damaged cache entry")?;
+        if dec.finish().context("damaged cache entry")? != crc {
+            bail!("damaged cache entry (checksum mismatch)");
+        }
+        if abs != self.abs {
+            bail!("cache entry of another trace ({abs})");
+        }
+        drop(f);
+        // Recently used entries are the last to go.
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .open(&self.file)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        Ok(Some(trace))
+    }
+
+    /// Write `trace` as the entry (atomically), remove older states of the trace, then
+    /// the oldest entries until all fit in `max` bytes.
+    pub(crate) fn store(&self, trace: &Trace, max: u64) -> Result<()> {
+        if trace.heap_bytes() as u64 > max {
+            return Ok(());
+        }
+        fs::create_dir_all(&self.dir).context("creating the cache directory")?;
+        rep::sweep_stale(&self.dir);
+        let name = self.file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        // Unique within the process too: threads (the tests, an MCP server) may store at once.
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!(".{name}.{serial}-{}.tmp.{EXT}", std::process::id()));
+        let written = self.write_to(&tmp, trace).and_then(|()| Ok(fs::rename(&tmp, &self.file)?));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written?;
+        for (path, ..) in entries(&self.dir) {
+            let other = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&self.prefix));
+            if other && path != self.file {
+                let _ = fs::remove_file(path);
+            }
+        }
+        evict(&self.dir, max);
+        Ok(())
+    }
+
+    fn write_to(&self, tmp: &Path, trace: &Trace) -> Result<()> {
+        let mut open = fs::OpenOptions::new();
+        open.write(true).create_new(true);
+        // The entry holds what the trace holds (names, paths): readable by its owner only.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        let mut f = open.open(tmp)?;
+        f.write_all(&[0u8; HEADER as usize])?;
+        let mut enc = Enc::new(BufWriter::with_capacity(BUFFER, f));
+        self.abs.put(&mut enc)?;
+        trace.put(&mut enc)?;
+        let (w, body, crc) = enc.finish();
+        let mut f = w.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        f.seek(SeekFrom::Start(0))?;
+        f.write_all(&self.key.header(crc, body))?;
+        Ok(())
+    }
+}
+
+// Entries of a cache directory (not temporaries): path, mtime, bytes.
+fn entries(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, u64)> {
+    let Ok(rd) = fs::read_dir(dir) else { return Vec::new() };
+    rd.flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            !n.starts_with('.') && Path::new(&n).extension().is_some_and(|x| x == EXT)
+        })
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((e.path(), m.modified().ok()?, m.len()))
+        })
+        .collect()
+}
+
+/// Remove the least recently used entries of `dir` until the rest take at most `max` bytes.
+pub(crate) fn evict(dir: &Path, max: u64) {
+    let mut all = entries(dir);
+    all.sort_by_key(|e| e.1);
+    let mut total: u64 = all.iter().map(|e| e.2).sum();
+    for (path, _, len) in all {
+        if total <= max {
+            break;
+        }
+        if fs::remove_file(&path).is_ok() {
+            total -= len;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

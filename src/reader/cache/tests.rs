@@ -1,0 +1,188 @@
+//! The cache gives back the model it was given, column for column; a damaged entry is
+//! an error, never a panic or another model; entries are bounded and keyed.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use super::*;
+
+// A fixture, unpacked from `NAME.xz` into a temporary folder when it is committed
+// compressed (as tests/it/util.rs does for the integration tests).
+fn fixture(name: &str) -> PathBuf {
+    use std::sync::{Mutex, OnceLock};
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let packed = PathBuf::from(format!("{}.xz", path.display()));
+    if path.exists() || !packed.exists() {
+        return path;
+    }
+    let out = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path().join(name.replace('/', "_"));
+    let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !out.exists() {
+        let mut input = std::io::BufReader::new(File::open(&packed).expect("the packed fixture"));
+        let mut bytes = Vec::new();
+        lzma_rs::xz_decompress(&mut input, &mut bytes).expect("an xz stream");
+        fs::write(&out, bytes).expect("the unpacked fixture");
+    }
+    out
+}
+
+// Everything a trace holds, spelled out: the columns as kept (narrow or wide, flags per
+// event or per name), names by id, every record. The interning table's hash map is
+// left out (its order is random); `Strings::from_values` rebuilds it from the names.
+fn everything(t: &Trace) -> String {
+    let strings: Vec<(u32, &str)> = t.strings.iter().collect();
+    format!(
+        "{:?}\n{strings:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        t.meta, t.gpus, t.processes, t.threads, t.lanes, t.syncs, t.host, t.ranks, t.counters
+    )
+}
+
+fn load(name: &str) -> (PathBuf, Trace) {
+    let path = fixture(name);
+    let t = crate::reader::load(&path).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    (path, t)
+}
+
+// Traces with every kind of data: CUDA and NVTX (pageable), CPU samples and context
+// switches (contention, pageable_s), GPU counters (matrix g_pinned), PyTorch JSON
+// (kineto), many lanes and GPUs (multigpu).
+const TRACES: [&str; 6] = [
+    "pageable.sqlite",
+    "contention.sqlite",
+    "pageable_s.sqlite",
+    "multigpu.sqlite",
+    "matrix/g_pinned.sqlite",
+    "kineto/rank0.json.gz",
+];
+
+#[test]
+fn an_entry_reads_back_the_model_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in TRACES {
+        let (path, t) = load(name);
+        let entry = Entry::new(&path, dir.path()).expect("an entry");
+        assert!(entry.open().unwrap().is_none(), "{name}: no entry yet");
+        entry.store(&t, u64::MAX).unwrap();
+        let back = entry.open().unwrap().unwrap_or_else(|| panic!("{name}: the entry was written"));
+        assert_eq!(everything(&back), everything(&t), "{name}");
+        // As narrow as before (spare capacity the reader left is not kept).
+        let (b, a) = (back.heap_bytes(), t.heap_bytes());
+        assert!(b <= a && b + b / 100 >= a, "{name}: {b} bytes of model read back, {a} written");
+        // At most 1.2 times the model's heap (GPU counters included: their prefix sums
+        // are written as values).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&entry.file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{name}: the owner's alone");
+        }
+        let file = fs::metadata(&entry.file).unwrap().len();
+        let model = t.heap_bytes() + t.counters.heap_bytes();
+        assert!(file as f64 <= 1.2 * model as f64 + 4096.0, "{name}: entry {file} B, model {model} B");
+    }
+    // GPU counters did travel (the fixture has them), a shared time column stays shared.
+    let (path, t) = load("matrix/g_pinned.sqlite");
+    assert!(!t.counters.is_empty());
+    let back = Entry::new(&path, dir.path()).unwrap().open().unwrap().unwrap();
+    let shared = |c: &crate::model::counters::Counters| {
+        c.series.windows(2).filter(|w| std::sync::Arc::ptr_eq(&w[0].times, &w[1].times)).count()
+    };
+    assert!(shared(&t.counters) > 0);
+    assert_eq!(shared(&back.counters), shared(&t.counters));
+}
+
+#[test]
+fn a_changed_trace_has_another_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.sqlite");
+    fs::copy(fixture("pageable.sqlite"), &copy).unwrap();
+    let cache = dir.path().join("cache");
+    let (_, t) = load("pageable.sqlite");
+    let before = Entry::new(&copy, &cache).unwrap();
+    before.store(&t, u64::MAX).unwrap();
+    // Same bytes, another mtime: another key, and the old entry is gone after a store.
+    let f = fs::OpenOptions::new().write(true).open(&copy).unwrap();
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000)).unwrap();
+    drop(f);
+    let after = Entry::new(&copy, &cache).unwrap();
+    assert_ne!(after.file, before.file);
+    assert!(after.open().unwrap().is_none());
+    after.store(&t, u64::MAX).unwrap();
+    assert!(!before.file.exists() && after.file.exists());
+    // A renamed entry (another trace's name) is refused by its header.
+    fs::rename(&after.file, &before.file).unwrap();
+    assert!(before.open().unwrap_err().to_string().contains("another state"));
+}
+
+#[test]
+fn the_oldest_entries_go_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (_, t) = load("pageable.sqlite");
+    let mut files = Vec::new();
+    for k in 0..3 {
+        let copy = dir.path().join(format!("t{k}.sqlite"));
+        fs::copy(fixture("pageable.sqlite"), &copy).unwrap();
+        let e = Entry::new(&copy, &cache).unwrap();
+        e.store(&t, u64::MAX).unwrap();
+        // Older entries first, a second apart.
+        let f = fs::OpenOptions::new().write(true).open(&e.file).unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + k)).unwrap();
+        files.push(e.file);
+    }
+    let one = fs::metadata(&files[0]).unwrap().len();
+    evict(&cache, 2 * one + one / 2);
+    assert_eq!(files.iter().map(|f| f.exists()).collect::<Vec<_>>(), [false, true, true]);
+    evict(&cache, one);
+    assert_eq!(files.iter().map(|f| f.exists()).collect::<Vec<_>>(), [false, false, true]);
+    assert_eq!(parse_bytes("3K"), Some(3072));
+    assert_eq!(parse_bytes(" 2g"), Some(2 << 30));
+    assert_eq!(parse_bytes("12"), Some(12));
+    assert_eq!(parse_bytes("x"), None);
+}
+
+// One entry of the pageable trace, its bytes and the model it holds.
+fn pristine() -> &'static (tempfile::TempDir, Entry, Vec<u8>, String) {
+    static ONE: OnceLock<(tempfile::TempDir, Entry, Vec<u8>, String)> = OnceLock::new();
+    ONE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, t) = load("pageable.sqlite");
+        let e = Entry::new(&path, dir.path()).unwrap();
+        e.store(&t, u64::MAX).unwrap();
+        let bytes = fs::read(&e.file).unwrap();
+        (dir, e, bytes, everything(&t))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // Truncated, or with bytes flipped anywhere (header, counts, columns, checksum): an
+    // error, never a panic and never another model.
+    #[test]
+    fn a_damaged_entry_is_an_error(
+        cut in proptest::option::of(0usize..1 << 30),
+        flips in proptest::collection::vec((0usize..1 << 30, 1u8..=255), 0..4),
+    ) {
+        let (_, pristine, bytes, model) = pristine();
+        let mut b = bytes.clone();
+        for &(at, x) in &flips {
+            let at = at % b.len();
+            b[at] ^= x;
+        }
+        if let Some(c) = cut {
+            b.truncate(c % b.len());
+        }
+        let damaged = b != *bytes;
+        let dir = tempfile::tempdir().unwrap();
+        let e = Entry { file: dir.path().join("entry.lsc"), ..pristine.clone() };
+        fs::write(&e.file, &b).unwrap();
+        match e.open() {
+            Ok(Some(t)) => prop_assert!(!damaged && everything(&t) == *model),
+            Ok(None) => prop_assert!(false, "an entry that is there"),
+            Err(why) => prop_assert!(damaged, "{why:#}"),
+        }
+    }
+}
