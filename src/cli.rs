@@ -255,9 +255,11 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Info { trace, format }) => {
             let t = reader::load_inputs(&trace)?;
+            // The steps as the report finds them: NVTX, the profiler, else the kernels.
+            let steps = crate::analysis::analyze(&t, &crate::analysis::Options::default()).steps;
             emit(|w| match format {
-                InfoFormat::Text => info::write_text(w, &t),
-                InfoFormat::Json => info::write_json(w, &t),
+                InfoFormat::Text => info::write_text(w, &t, &steps),
+                InfoFormat::Json => info::write_json(w, &t, &steps),
             })
         }
         Some(Command::Report { trace, format, analysis, all_gaps }) => {

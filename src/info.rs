@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use crate::analysis::{StepSource, StepsInfo};
 use crate::model::{HostData, HostTables, Lane, SampleRate, Trace};
 use crate::text::sanitize;
 
@@ -43,6 +44,8 @@ struct Info<'a> {
     traces: &'a [crate::model::Rank],
     #[serde(skip_serializing_if = "Option::is_none")]
     align_note: Option<&'a str>,
+    /// The steps, as the report's `steps`: from NVTX, the profiler, or the kernels.
+    steps: &'a StepsInfo,
 }
 
 /// The host data section of `info`.
@@ -220,7 +223,21 @@ fn lanes(trace: &Trace) -> Vec<LaneInfo> {
 }
 
 /// Write `info` as text.
-pub(crate) fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+/// The steps in one line: how many, what marked them, their median and p95 period.
+fn steps_line(s: &StepsInfo) -> String {
+    let by = match s.source {
+        StepSource::Nvtx => format!("NVTX `{}`", sanitize(s.phase.as_deref().unwrap_or(""))),
+        StepSource::Profiler => format!("profiler `{}`", sanitize(s.phase.as_deref().unwrap_or(""))),
+        StepSource::Inferred => {
+            format!("inferred from the kernels (anchor `{}`)", sanitize(s.anchor.as_deref().unwrap_or("")))
+        }
+        StepSource::None => return "none: no step phase, and no kernel sequence repeats once a step".to_string(),
+    };
+    let ns = |v: Option<i64>| v.map_or_else(|| "-".to_string(), crate::text::fmt_ns);
+    format!("{} {by}, median {}, p95 {}", s.count, ns(s.median_ns), ns(s.p95_ns))
+}
+
+pub(crate) fn write_text(w: &mut dyn Write, t: &Trace, steps: &StepsInfo) -> io::Result<()> {
     let m = &t.meta;
     writeln!(w, "trace     {}", sanitize(&m.path))?;
     if m.nsys_version == crate::reader::kineto::PRODUCT {
@@ -230,6 +247,7 @@ pub(crate) fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
     }
     writeln!(w, "duration  {}  ({} .. {} ns)", crate::text::fmt_ns(t.duration()), m.start_ns, m.end_ns)?;
     writeln!(w, "events    {}", t.event_count())?;
+    writeln!(w, "steps     {}", steps_line(steps))?;
     for r in &t.ranks {
         let host = if r.host.is_empty() { String::new() } else { format!(" on {}", sanitize(&r.host)) };
         writeln!(
@@ -291,7 +309,7 @@ pub(crate) fn write_text(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
 }
 
 /// Write `info` as JSON.
-pub(crate) fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
+pub(crate) fn write_json(w: &mut dyn Write, t: &Trace, steps: &StepsInfo) -> io::Result<()> {
     let m = &t.meta;
     let info = Info {
         path: &m.path,
@@ -314,6 +332,7 @@ pub(crate) fn write_json(w: &mut dyn Write, t: &Trace) -> io::Result<()> {
             .then_some(NO_GPU_METRICS),
         traces: &t.ranks,
         align_note: m.align_note.as_deref(),
+        steps,
     };
     crate::text::write_json(w, &info)
 }

@@ -1,5 +1,5 @@
 //! The analysis's shared types: what a gap, a phase, a finding and the whole
-//! [`Analysis`] hold. Field names are part of the JSON contract documented in README.
+//! [`Analysis`] hold. Field names are part of the JSON contract documented in docs/json.md.
 
 use super::intervals::{Builder, Union};
 use super::{Fix, Rule};

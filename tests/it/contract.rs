@@ -143,6 +143,14 @@ fn report_matrix_sleep() {
 }
 
 #[test]
+fn report_two_processes_on_one_gpu() {
+    // `devices[].processes[]` and `shared_gpu` (issue 32, item 4); JSON only.
+    let path = matrix_trace("r6_two_procs");
+    let (dir, file) = split(&path);
+    pin("report", "r6_two_procs", dir, &[file], &[], &["json"]);
+}
+
+#[test]
 fn report_gpu_metrics() {
     // PCIe means, copy verdicts, `gpu_metrics` and the what-ifs.
     matrix_report("g_pinned");

@@ -229,6 +229,7 @@ fn the_official_python_client_lists_and_calls() {
     assert_eq!(v["is_error"], false);
     // The headline is the one `report` writes for the same trace (findings[0]'s message).
     let report = Command::new(assert_cmd::cargo::cargo_bin("lanescope"))
+        .env("XDG_CACHE_HOME", crate::util::cache_home())
         .args(["report", "--format", "json"])
         .arg(fixture("pageable.sqlite"))
         .env("XDG_CACHE_HOME", crate::util::cache_home())
