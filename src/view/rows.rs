@@ -251,6 +251,17 @@ pub(crate) fn lane_labels(trace: &Trace, groups: &[Group]) -> Vec<String> {
         p.len() > 1
     };
     let mut out: Vec<String> = trace.lanes.iter().map(|l| text::sanitize(&l.title()).into_owned()).collect();
+    // Several processes on one GPU: each GPU lane starts with its process's pid.
+    let mut pairs: Vec<(u32, u32)> =
+        trace.lanes.iter().filter_map(|l| Some((l.kind.gpu_work_device()?, l.pid))).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let shared: Vec<u32> = pairs.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| w[0].0).collect();
+    for (l, label) in trace.lanes.iter().zip(out.iter_mut()) {
+        if l.kind.gpu_work_device().is_some_and(|d| shared.contains(&d)) {
+            *label = format!("{} {label}", l.pid);
+        }
+    }
     for g in groups.iter().filter(|g| g.kind == GroupKind::Others) {
         for &l in &g.lanes {
             let lane = &trace.lanes[l as usize];
@@ -562,6 +573,21 @@ impl LaneList {
 mod tests {
     use super::*;
     use crate::model::counters::Series;
+
+    #[test]
+    fn gpu_lanes_of_several_processes_on_one_gpu_start_with_their_pid() {
+        use crate::model::{Events, Gpu, Lane, LaneKind};
+        let mut t = Trace::default();
+        t.gpus = vec![Gpu { device: 0, ..Gpu::default() }, Gpu { device: 1, ..Gpu::default() }];
+        let kernels = |device| LaneKind::Kernels { device, stream: 7 };
+        t.lanes = vec![
+            Lane::new(kernels(0), 11, Events::default()),
+            Lane::new(kernels(0), 12, Events::default()),
+            Lane::new(kernels(1), 11, Events::default()),
+        ];
+        // GPU 0 is shared: its lanes name their process; GPU 1 holds one process.
+        assert_eq!(lane_labels(&t, &[]), ["11 kernels s7", "12 kernels s7", "kernels s7"]);
+    }
 
     fn series(device: u32, name: &str) -> Series {
         Series::new(device, name.to_string(), vec![0, 100].into(), &[1, 2])
