@@ -577,14 +577,16 @@ mod tests {
     #[test]
     fn gpu_lanes_of_several_processes_on_one_gpu_start_with_their_pid() {
         use crate::model::{Events, Gpu, Lane, LaneKind};
-        let mut t = Trace::default();
-        t.gpus = vec![Gpu { device: 0, ..Gpu::default() }, Gpu { device: 1, ..Gpu::default() }];
         let kernels = |device| LaneKind::Kernels { device, stream: 7 };
-        t.lanes = vec![
-            Lane::new(kernels(0), 11, Events::default()),
-            Lane::new(kernels(0), 12, Events::default()),
-            Lane::new(kernels(1), 11, Events::default()),
-        ];
+        let t = Trace {
+            gpus: vec![Gpu { device: 0, ..Gpu::default() }, Gpu { device: 1, ..Gpu::default() }],
+            lanes: vec![
+                Lane::new(kernels(0), 11, Events::default()),
+                Lane::new(kernels(0), 12, Events::default()),
+                Lane::new(kernels(1), 11, Events::default()),
+            ],
+            ..Trace::default()
+        };
         // GPU 0 is shared: its lanes name their process; GPU 1 holds one process.
         assert_eq!(lane_labels(&t, &[]), ["11 kernels s7", "12 kernels s7", "kernels s7"]);
     }
