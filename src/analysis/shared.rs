@@ -13,7 +13,7 @@ use crate::text::fmt_ns;
 pub struct GpuProcess {
     /// Process id.
     pub pid: u32,
-    /// Process name (sanitized where shown).
+    /// Process name (escaped by the JSON writer, sanitized where shown).
     pub name: String,
     /// Union of its kernels, copies and memsets on the GPU.
     pub busy_ns: Ns,

@@ -226,20 +226,9 @@ pub struct GpuInfo<'a> {
     pub name: &'a str,
 }
 
-// `devices[].processes` of `device`.
-fn processes(a: &Analysis, device: u32) -> Vec<Process> {
-    let Some((_, procs)) = a.processes.iter().find(|(d, _)| *d == device) else { return Vec::new() };
-    procs
-        .iter()
-        .map(|p| Process {
-            pid: p.pid,
-            name: crate::text::sanitize(&p.name).into_owned(),
-            busy_ns: p.busy_ns,
-            steps: p.steps,
-            step_ns: p.step_ns,
-            waited_ns: p.waited_ns,
-        })
-        .collect()
+// `devices[].processes` of `device` (names escaped by the JSON writer, as every name).
+fn processes(a: &Analysis, device: u32) -> Vec<crate::analysis::GpuProcess> {
+    a.processes.iter().find(|(d, _)| *d == device).map(|(_, p)| p.clone()).unwrap_or_default()
 }
 
 /// One entry of `devices`.
@@ -266,24 +255,7 @@ pub struct Device {
     pub gpu: Option<u32>,
     /// With two processes or more on the GPU: each one's work on it, busiest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub processes: Vec<Process>,
-}
-
-/// One process of `devices[].processes`.
-#[derive(Debug, Serialize)]
-pub struct Process {
-    /// Process id.
-    pub pid: u32,
-    /// Process name, sanitized.
-    pub name: String,
-    /// Union of its work on the GPU.
-    pub busy_ns: Ns,
-    /// Steps inferred from its own kernels (null when none repeat).
-    pub steps: Option<usize>,
-    /// Its mean step (null without steps).
-    pub step_ns: Option<Ns>,
-    /// Time its operations waited to start while another process's work ran.
-    pub waited_ns: Ns,
+    pub processes: Vec<crate::analysis::GpuProcess>,
 }
 
 /// One entry of `transfers`.
