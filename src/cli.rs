@@ -256,7 +256,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Info { trace, format }) => {
             let t = reader::load_inputs(&trace)?;
             // The steps as the report finds them: NVTX, the profiler, else the kernels.
-            let steps = crate::analysis::analyze(&t, &crate::analysis::Options::default()).steps;
+            let steps = crate::analysis::find_step_info(&t, &crate::analysis::Options::default());
             emit(|w| match format {
                 InfoFormat::Text => info::write_text(w, &t, &steps),
                 InfoFormat::Json => info::write_json(w, &t, &steps),

@@ -44,6 +44,7 @@ pub(crate) mod types;
 pub(crate) use intervals::Union;
 #[cfg(test)]
 pub(crate) use pipeline::find_gaps_with;
+pub(crate) use pipeline::find_step_info;
 pub use pipeline::{analyze, find_gaps};
 pub use regions::{Region, RegionKind};
 pub use rule::{Fix, Rule};

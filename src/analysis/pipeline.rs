@@ -29,15 +29,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         },
     );
     let by_phase = pcie::ByPhase::of(trace, &index, &groups);
-    let grouped = options.exact_names.then(|| phases::instances(trace, false));
-    let mut steps = steps::choose(
-        trace,
-        (&index, grouped.as_ref().unwrap_or(&groups)),
-        &devices,
-        options.step_phase.as_deref(),
-        options.infer_steps,
-    );
-    whatif::extend_to_gpu_end(&mut steps, trace, &index);
+    let steps = find_steps(trace, &index, (&groups, &devices), options);
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
@@ -82,7 +74,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     link::attach(&mut findings, &whatifs);
     rule::order(&mut findings, findings::waits_on_pageable_sync(&gaps));
     let step_instances: Vec<(Ns, Ns)> = steps.instances.iter().map(|i| (i.start, i.end)).collect();
-    let steps_info = StepsInfo::of(steps.source, steps.name.as_deref(), steps.anchor.as_deref(), &step_instances);
+    let steps_info = summary(&steps, &step_instances);
     Analysis {
         host: std::sync::Arc::new(host_ix),
         lookups: std::sync::Arc::new(index),
@@ -153,6 +145,42 @@ fn shared_gpus(
         }
     }
     processes
+}
+
+/// The steps of `trace` alone, as [`analyze`] finds them (its `steps`), without gaps,
+/// causes or findings: what `info` shows.
+pub(crate) fn find_step_info(trace: &Trace, options: &Options) -> StepsInfo {
+    let index = index::Index::build(trace);
+    let groups = phases::instances(trace, options.exact_names);
+    let devices: Vec<DeviceActivity> = trace.devices().into_iter().map(|d| DeviceActivity::compute(trace, d)).collect();
+    let steps = find_steps(trace, &index, (&groups, &devices), options);
+    let instances: Vec<(Ns, Ns)> = steps.instances.iter().map(|i| (i.start, i.end)).collect();
+    summary(&steps, &instances)
+}
+
+// The step phase (NVTX, the profiler's), else steps inferred from the kernels, each
+// step extended to the end of the GPU work it launched.
+fn find_steps(
+    trace: &Trace,
+    index: &index::Index,
+    (groups, devices): (&[(String, Vec<phases::Instance>)], &[DeviceActivity]),
+    options: &Options,
+) -> steps::Steps {
+    // Steps are told by grouped names (`step N`) even when the phases keep exact ones.
+    let grouped = options.exact_names.then(|| phases::instances(trace, false));
+    let mut steps = steps::choose(
+        trace,
+        (index, grouped.as_deref().unwrap_or(groups)),
+        devices,
+        options.step_phase.as_deref(),
+        options.infer_steps,
+    );
+    whatif::extend_to_gpu_end(&mut steps, trace, index);
+    steps
+}
+
+fn summary(steps: &steps::Steps, instances: &[(Ns, Ns)]) -> StepsInfo {
+    StepsInfo::of(steps.source, steps.name.as_deref(), steps.anchor.as_deref(), instances)
 }
 
 // Steady steps: those starting in the steady window.

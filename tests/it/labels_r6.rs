@@ -7,10 +7,7 @@
 //! that still disagree are listed in `DISAGREE` with why: the test fails when one of
 //! them comes to agree (take it off) or another stops agreeing.
 
-use lanescope::{Options, analyze};
 use serde_json::Value;
-
-use crate::util::matrix_trace;
 
 // (cell, gap start) of labels lanescope still reads otherwise, with why.
 const DISAGREE: [(&str, i64, &str); 4] = [
@@ -54,44 +51,8 @@ fn want_hint(g: &Value) -> String {
 
 #[test]
 fn lanescope_agrees_with_the_r6_labels_but_the_listed_ones() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/matrix/labels_r6.json");
-    let labels: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let (mut bad, mut agree, mut checked) = (Vec::new(), 0, 0);
-    for (cell, v) in labels["cells"].as_object().unwrap() {
-        // The Kineto cell has no OS calls or context switches: its labels are `unknown`
-        // by construction and name no mechanism lanescope reads.
-        let kineto = v["format"].as_str().is_some_and(|f| f.starts_with("kineto"));
-        let Some(gaps) = v["gaps"].as_array().filter(|_| !kineto) else { continue };
-        let trace = lanescope::load(&matrix_trace(cell)).unwrap();
-        let options = Options { min_gap_ns: v["min_gap_ns"].as_i64().unwrap_or(100_000), ..Options::default() };
-        let a = analyze(&trace, &options);
-        for g in gaps {
-            let (start, end) = (g["start_ns"].as_i64().unwrap(), g["end_ns"].as_i64().unwrap());
-            checked += 1;
-            let at = format!("{cell} [{start}, {end})");
-            let Some(found) = a.gaps.iter().find(|x| x.start == start && x.end == end) else {
-                bad.push(format!("{at}: not found by lanescope"));
-                continue;
-            };
-            let cause = g.get("cause_if_cudaFree_is_a_sync").unwrap_or(&g["cause"]).as_str().unwrap();
-            let hint = want_hint(g);
-            let ok = found.cause.label() == cause && found.hint.label() == hint;
-            agree += usize::from(ok);
-            let line = format!(
-                "{at} ({}): label {cause}/{hint}, lanescope {}/{} ({})",
-                g["mechanism"].as_str().unwrap_or_default(),
-                found.cause.label(),
-                found.hint.label(),
-                found.evidence
-            );
-            println!("{} {line}", if ok { "agree   " } else { "disagree" });
-            let known = DISAGREE.iter().any(|&(c, s, _)| c == cell && s == start);
-            if ok == known {
-                bad.push(format!("{}{line}", if known { "now agrees, take it off DISAGREE: " } else { "" }));
-            }
-        }
-    }
-    println!("{agree} of {checked} r6 labels agree");
-    assert!(checked >= 55, "only {checked} labels checked");
-    assert!(bad.is_empty(), "{} of {checked}:\n{}", bad.len(), bad.join("\n"));
+    // For the empty-cache gaps, `cause_if_cudaFree_is_a_sync`: cudaFree is an implicit sync now.
+    crate::rounds::every_label("r6", 55, &DISAGREE, |g| {
+        (g.get("cause_if_cudaFree_is_a_sync").unwrap_or(&g["cause"]).as_str().unwrap().to_string(), want_hint(g))
+    });
 }

@@ -37,6 +37,7 @@ mod readme;
 mod real_captures;
 mod record;
 mod report;
+mod rounds;
 mod scale_load;
 mod shared_gpu;
 mod steps;
