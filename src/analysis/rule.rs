@@ -507,6 +507,22 @@ mod tests {
     }
 
     #[test]
+    fn among_unpriced_fixes_of_one_severity_the_pinned_fix_leads_where_steady_gaps_wait_on_pageable_syncs() {
+        let make = || {
+            vec![
+                finding(Rule::Starvation, Severity::Warning, 10, Fix::OffloadHostWork),
+                finding(Rule::CudaMemcpyAsync, Severity::Warning, 5, Fix::PinMemory),
+            ]
+        };
+        let rules = |v: &[Finding]| v.iter().map(|f| f.rule).collect::<Vec<_>>();
+        let (mut plain, mut paged) = (make(), make());
+        order(&mut plain, false);
+        order(&mut paged, true);
+        assert_eq!(rules(&plain), [Rule::Starvation, Rule::CudaMemcpyAsync]);
+        assert_eq!(rules(&paged), [Rule::CudaMemcpyAsync, Rule::Starvation]);
+    }
+
+    #[test]
     fn a_fix_that_saves_under_five_percent_of_the_step_is_never_the_headline() {
         // 4% of the step, critical and heavy, goes after a 5% warning; an info stays last.
         let mut v = vec![

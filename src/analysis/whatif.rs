@@ -461,6 +461,24 @@ mod tests {
     }
 
     #[test]
+    fn an_input_pipeline_with_no_producer_in_the_trace_is_priced_down_to_gpu_and_host() {
+        // A batch every 40 us, the GPU needs 12 and the host 9: a pipeline that keeps up
+        // saves 28, the GPU binding; with producers seen, `more_workers` prices instead.
+        let waits = StepModel { step_ns: 40_000, gpu_ns: 12_000, host_ns: 9_000, input_bound: true, ..m() };
+        let w = keep_up(&waits).unwrap();
+        assert_eq!((w.saving_per_step_ns, w.step_ns_after, w.limited_by), (28_000, 12_000, "gpu"));
+        assert_eq!(keep_up(&StepModel { producers: 2, ..waits.clone() }), None);
+        assert_eq!(keep_up(&StepModel { input_bound: false, ..waits }), None);
+    }
+
+    #[test]
+    fn a_step_that_blocks_on_the_gpu_gets_no_graph_priced() {
+        let holes = StepModel { launch_idle_ns: 4_000, ..m() };
+        assert!(cuda_graphs(&holes).is_some());
+        assert_eq!(cuda_graphs(&StepModel { blocking_calls: 1, ..holes }), None);
+    }
+
+    #[test]
     fn workers_beyond_full_cpus_are_not_priced() {
         let step = StepModel { step_ns: 40_000, gpu_ns: 1_000, host_ns: 1_000, input_bound: true, ..m() };
         // Five producers on three full CPUs: more workers would only share them.
