@@ -30,7 +30,7 @@ pub use analysis::host::{HostIndex, cpu_load};
 pub use analysis::pcie::{CopyVerdict, Pcie};
 pub use analysis::whatif::{StepModel, WhatIf, applied as applied_fix};
 pub use analysis::{
-    Analysis, Cause, Finding, Fix, Gap, GpuProcess, Hint, Options, Region, RegionKind, Rule, Severity, Steady,
+    Analysis, Budget, Cause, Finding, Fix, Gap, GpuProcess, Hint, Options, Region, RegionKind, Rule, Severity, Steady,
     StepSource, StepsInfo, Window, analyze, find_gaps,
 };
 pub use cli::{Cli, Exit, run};

@@ -16,6 +16,7 @@
 // once stayed on the wrong GPU): name the variants, or allow it with a reason.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+pub(crate) mod budget;
 pub(crate) mod cycle;
 pub(crate) mod findings;
 pub(crate) mod gaps;
@@ -41,6 +42,7 @@ pub(crate) mod pipeline;
 pub(crate) mod rule;
 pub(crate) mod types;
 
+pub use budget::Budget;
 pub(crate) use intervals::Union;
 #[cfg(test)]
 pub(crate) use pipeline::find_gaps_with;

@@ -1,8 +1,8 @@
 //! The pipeline: [`analyze`] runs every analysis over a [`Trace`], in two threads.
 
 use super::{
-    Analysis, DeviceActivity, Fix, Gap, Options, Phase, Steady, StepsInfo, findings, gaps, host, host_cause, index,
-    link, pcie, phases, ranks, regions, rule, shared, steps, transfers, whatif,
+    Analysis, DeviceActivity, Fix, Gap, Options, Phase, Steady, StepsInfo, budget, findings, gaps, host, host_cause,
+    index, link, pcie, phases, ranks, regions, rule, shared, steps, transfers, whatif,
 };
 use crate::model::{Ns, Trace};
 
@@ -66,6 +66,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let mut whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
     whatifs.extend(whatif::regions(&regions, &steady, step_instances_steady(&steps)));
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
+    let budget = step_budget((&devices, &gaps), &steps, &regions, step_model.as_ref(), &collectives);
     let processes = shared_gpus(trace, &index, &devices, steady_ns, (&mut findings, &mut whatifs));
     let link = link::findings(&phases, steps.name.as_deref(), step_model.as_ref());
     let ranked = ranks::finding(&collectives, steady_ns);
@@ -93,6 +94,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         whatif: whatifs,
         windows: steps.windows,
         devices,
+        budget,
         processes,
         gaps,
         phases,
@@ -181,6 +183,23 @@ fn find_steps(
 
 fn summary(steps: &steps::Steps, instances: &[(Ns, Ns)]) -> StepsInfo {
     StepsInfo::of(steps.source, steps.name.as_deref(), steps.anchor.as_deref(), instances)
+}
+
+// The budget of the mean steady step on the GPU the step model priced, else the busiest.
+fn step_budget(
+    (devices, gaps): (&[DeviceActivity], &[Gap]),
+    steps: &steps::Steps,
+    regions: &[regions::Region],
+    model: Option<&whatif::StepModel>,
+    collectives: &ranks::Collectives,
+) -> Option<super::Budget> {
+    steps.found().then_some(())?;
+    let device = match model {
+        Some(m) => devices.iter().find(|d| d.device == m.device),
+        None => devices.iter().max_by_key(|d| d.busy.total()),
+    }?;
+    let waits = collectives.waits.iter().find(|(d, _)| *d == device.device).map(|(_, u)| u);
+    budget::budget(device, gaps, (steps.windows, step_instances_steady(steps)), regions, waits)
 }
 
 // Steady steps: those starting in the steady window.

@@ -506,6 +506,8 @@ pub struct Analysis {
     pub lookups: std::sync::Arc<index::Index>,
     /// Per GPU busy unions.
     pub devices: Vec<DeviceActivity>,
+    /// The mean steady step of the GPU the steps ran on, split (None without steps).
+    pub budget: Option<super::Budget>,
     /// Per GPU with two processes or more: each process's work on it, busiest first.
     pub processes: Vec<(u32, Vec<super::GpuProcess>)>,
     /// Gaps of at least `options.min_gap_ns`, sorted by start.

@@ -50,7 +50,9 @@ pub struct Report<'a> {
     /// Where the steady idle sits: ordinary steps, periodic stalls, between steps, other
     /// loops; largest first.
     pub regions: &'a [crate::analysis::Region],
-    /// Findings, most severe first.
+    /// The mean steady step split into busy time and idle by cause (null without steps).
+    pub budget: Option<StepBudget>,
+    /// Findings, in headline order.
     pub findings: Vec<Finding<'a>>,
     /// GPU counters per GPU; empty when the capture sampled none.
     pub gpu_metrics: Vec<GpuMetrics<'a>>,
@@ -229,6 +231,49 @@ pub struct GpuInfo<'a> {
 // `devices[].processes` of `device` (names escaped by the JSON writer, as every name).
 fn processes(a: &Analysis, device: u32) -> Vec<crate::analysis::GpuProcess> {
     a.processes.iter().find(|(d, _)| *d == device).map(|(_, p)| p.clone()).unwrap_or_default()
+}
+
+/// `budget`: the mean steady step, split; the parts (busy, idle by cause, short idle,
+/// residual) add up to `step_ns`.
+#[derive(Debug, Serialize)]
+pub struct StepBudget {
+    /// The GPU it describes.
+    pub device: u32,
+    /// Steady steps it is the mean of.
+    pub steps: usize,
+    /// The mean steady step's wall.
+    pub step_ns: Ns,
+    /// GPU busy.
+    pub gpu_busy_ns: Ns,
+    /// Of the busy time, copies with no kernel running.
+    pub exposed_copy_ns: Ns,
+    /// Of the busy time, waits in collective kernels for another rank.
+    pub collective_wait_ns: Ns,
+    /// Idle in gaps, by cause.
+    pub idle_by_cause: BTreeMap<&'static str, Ns>,
+    /// Idle in holes under the gap threshold.
+    pub short_idle_ns: Ns,
+    /// The gap idle by region name.
+    pub idle_by_region: BTreeMap<String, Ns>,
+    /// What the parts leave of `step_ns` (integer division).
+    pub residual_ns: Ns,
+}
+
+impl StepBudget {
+    fn of(b: &crate::analysis::Budget) -> Self {
+        StepBudget {
+            device: b.device,
+            steps: b.steps,
+            step_ns: b.step_ns,
+            gpu_busy_ns: b.gpu_busy_ns,
+            exposed_copy_ns: b.exposed_copy_ns,
+            collective_wait_ns: b.collective_wait_ns,
+            idle_by_cause: b.idle_by_cause.iter().map(|&(c, v)| (c.label(), v)).collect(),
+            short_idle_ns: b.short_idle_ns,
+            idle_by_region: b.idle_by_region.iter().cloned().collect(),
+            residual_ns: b.residual_ns,
+        }
+    }
 }
 
 /// One entry of `devices`.
@@ -531,6 +576,7 @@ pub fn build<'a>(trace: &'a Trace, a: &'a Analysis, all_gaps: bool) -> Report<'a
             all: all_gaps.then(|| a.gaps.iter().map(top_gap).collect()),
         },
         regions: &a.regions,
+        budget: a.budget.as_ref().map(StepBudget::of),
         findings: a
             .findings
             .iter()

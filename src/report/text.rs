@@ -312,6 +312,27 @@ fn transfers(o: &mut Out<'_>, a: &Analysis) -> io::Result<()> {
     ))
 }
 
+// The mean steady step in one line: its parts add up to its wall (`budget`).
+fn budget_line(b: &crate::analysis::Budget) -> String {
+    let idle: Vec<String> = b.idle_by_cause.iter().map(|&(c, v)| format!("{} {}", c.label(), fmt_ns(v))).collect();
+    let collective = if b.collective_wait_ns > 0 {
+        format!(", collective wait {}", fmt_ns(b.collective_wait_ns))
+    } else {
+        String::new()
+    };
+    format!(
+        "Mean steady step on GPU {} ({} steps): {} = busy {} (exposed copy {}{collective}) + idle {}{}short holes {}",
+        b.device,
+        b.steps,
+        fmt_ns(b.step_ns),
+        fmt_ns(b.gpu_busy_ns),
+        fmt_ns(b.exposed_copy_ns),
+        idle.join(" + "),
+        if idle.is_empty() { "" } else { " + " },
+        fmt_ns(b.short_idle_ns)
+    )
+}
+
 fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis, all: bool) -> io::Result<()> {
     if a.devices.is_empty() {
         return Ok(());
@@ -365,6 +386,9 @@ fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis, all: bool) -> io::Result<(
         pct(steady, steady),
     ]);
     o.table(&t)?;
+    if let Some(b) = &a.budget {
+        o.line(&budget_line(b))?;
+    }
     if a.gaps.is_empty() {
         return Ok(());
     }

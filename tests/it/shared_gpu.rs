@@ -1,6 +1,6 @@
 //! Two processes on one GPU (issue 32, item 4), on the r6 capture made for it: each
 //! process's busy time against SQL over its own rows, steps per process, and the
-//! `shared_gpu` finding leading with its what-if.
+//! `shared_gpu` finding leading with its what-if; and the step budget.
 
 use lanescope::{Options, Rule, analyze};
 
@@ -15,19 +15,7 @@ fn busy_by_sql(path: &std::path::Path, pid: i64) -> i64 {
         let mut st = c.prepare(&q).unwrap();
         rows.extend(st.query_map([pid], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap));
     }
-    rows.sort_unstable();
-    let (mut total, mut cur): (i64, Option<(i64, i64)>) = (0, None);
-    for (s, e) in rows {
-        cur = match cur {
-            Some((a, b)) if s <= b => Some((a, b.max(e))),
-            Some((a, b)) => {
-                total += b - a;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    total + cur.map_or(0, |(a, b)| b - a)
+    union_ns(rows)
 }
 
 #[test]
@@ -48,4 +36,50 @@ fn two_processes_on_one_gpu_get_their_own_busy_time_and_steps_and_lead_the_findi
     let head = &a.findings[0];
     assert_eq!(head.rule, Rule::SharedGpu, "{}", head.message);
     assert!(head.whatif.as_ref().is_some_and(|w| w.saving_per_step_ns > 0));
+}
+
+// Issue 32, item 5: the budget of the mean steady step, its busy time against the union of
+// the GPU's rows by SQL over the steady window, and its parts adding up to its wall; on an
+// NVTX-marked capture and on one whose steps are inferred.
+#[test]
+fn the_step_budget_adds_up_and_its_busy_time_is_sql_s() {
+    for path in [crate::util::fixture("pageable.sqlite"), matrix_trace("r6_plain_nonvtx")] {
+        let a = analyze(&lanescope::load(&path).unwrap(), &Options::default());
+        let b = a.budget.as_ref().expect("steps, so a budget");
+        let (lo, hi) = (a.windows.steady_start, a.windows.steady_end);
+        let c = sql(&path);
+        let mut rows: Vec<(i64, i64)> = Vec::new();
+        for table in ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
+            let q = format!(
+                "SELECT max(start, ?1), min(end, ?2) FROM {table} WHERE deviceId = ?3 AND end > ?1 AND start < ?2"
+            );
+            let mut st = c.prepare(&q).unwrap();
+            let it = st.query_map([lo, hi, i64::from(b.device)], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+            rows.extend(it.map(Result::unwrap));
+        }
+        let busy = union_ns(rows);
+        let n = b.steps as i64;
+        assert_eq!(b.step_ns, (hi - lo) / n, "{}", path.display());
+        assert_eq!(b.gpu_busy_ns, busy / n, "{}", path.display());
+        let idle: i64 = b.idle_by_cause.iter().map(|c| c.1).sum();
+        assert_eq!(b.gpu_busy_ns + idle + b.short_idle_ns + b.residual_ns, b.step_ns);
+        // Only integer division is left over: under one ns per part.
+        assert!((0..=b.idle_by_cause.len() as i64 + 2).contains(&b.residual_ns), "{b:?}");
+    }
+}
+
+fn union_ns(mut rows: Vec<(i64, i64)>) -> i64 {
+    rows.sort_unstable();
+    let (mut total, mut cur): (i64, Option<(i64, i64)>) = (0, None);
+    for (s, e) in rows {
+        cur = match cur {
+            Some((a, b)) if s <= b => Some((a, b.max(e))),
+            Some((a, b)) => {
+                total += b - a;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0, |(a, b)| b - a)
 }
