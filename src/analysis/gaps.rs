@@ -723,7 +723,8 @@ impl<'a> Explainer<'a> {
             // A sync drains a queue worth waiting for only when the host waited in it at
             // least half as long as the work after it: after a tiny sync (a metrics
             // .item()), the host's own work is the gap, sync or not.
-            if d.pageable_sync || 2 * (d.call.end - d.since) >= dur {
+            // A pageable copy's sync takes the same test: the host's work after it decides.
+            if 2 * (d.call.end - d.since) >= dur {
                 let hint = if d.pageable {
                     Hint::PageableSync
                 } else if ctx.implicit_sync(d.call.at.lane as usize, d.call.at.idx as usize) {
@@ -942,8 +943,6 @@ struct Drain {
     // When the host began waiting: the call's start, or that of the pageable copy the
     // sync belongs to.
     since: Ns,
-    // The sync is the one inside a copy from pageable memory: it drains however short.
-    pageable_sync: bool,
     // The call, or the copy the sync belongs to, is a copy from pageable memory.
     pageable: bool,
 }
@@ -967,7 +966,7 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Dra
     let kind = ApiKind::from_flags(ctx.trace.lanes[li].ev.flags(i));
     let call = ApiCall { at: at(i), tid, start: s, end: e, kind };
     if ctx.act(li, i) == Act::Pageable {
-        return Some(Drain { call, since: s, pageable_sync: false, pageable: true });
+        return Some(Drain { call, since: s, pageable: true });
     }
     // The copy the sync belongs to: the thread's last pageable copy, ending within the
     // slack before the sync began.
@@ -976,8 +975,8 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Dra
         ev.end(k) <= s && s - ev.end(k) <= DRAIN_SLACK_NS && ctx.act(li, k) == Act::Pageable
     });
     Some(match copy {
-        Some(k) => Drain { call, since: ctx.trace.lanes[li].ev.start[k], pageable_sync: true, pageable: true },
-        None => Drain { call, since: s, pageable_sync: false, pageable: false },
+        Some(k) => Drain { call, since: ctx.trace.lanes[li].ev.start[k], pageable: true },
+        None => Drain { call, since: s, pageable: false },
     })
 }
 
@@ -1568,13 +1567,24 @@ mod tests {
             Builder::new().gap_until(end).lane(API, &[short, launch_at(end)]).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
         assert_eq!(g.cause, Cause::HostBusy, "{}", g.evidence);
         assert!(g.evidence.ends_with("after a 520 µs cudaStreamSynchronize"), "{}", g.evidence);
-        // The sync of a pageable copy drains however short it is.
+        // The sync of a pageable copy takes the same test: a short copy and sync, then
+        // 9 ms of host work (an eval loop building its batch after `.cpu()`): host-busy.
         let copy = (0, MS / 2, "cudaMemcpyAsync", 3);
         let g = Builder::new()
             .gap_until(end)
             .lane(API, &[copy, short, launch_at(end)])
             .lane(OS, &[(0, 10, "ioctl", 0)])
             .lane(LaneKind::Memory { device: 1, stream: 3, class: MemClass::H2D }, &[(0, MS / 2, "copy", 3)])
+            .gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+        // A copy and its sync that waited from 4 ms before the gap: they drained it.
+        let (copy, sync) =
+            ((-4 * MS, -3 * MS, "cudaMemcpyAsync", 3), (-3 * MS + 50_000, MS + 20_000, "cudaStreamSynchronize", 1));
+        let g = Builder::new()
+            .gap_until(end)
+            .lane(API, &[copy, sync, launch_at(end)])
+            .lane(OS, &[(0, 10, "ioctl", 0)])
+            .lane(LaneKind::Memory { device: 1, stream: 3, class: MemClass::H2D }, &[(-4 * MS, -3 * MS, "copy", 3)])
             .gap();
         assert_eq!((g.cause, g.hint), (Cause::SyncDrain, Hint::PageableSync), "{}", g.evidence);
         // After the sync the thread waits for a batch: host-wait.
@@ -1705,17 +1715,24 @@ mod tests {
 
     // Rule 5 over slots (one slot is the 100 us slack; the gap starts at slot 0 and lasts
     // `api.len()` slots): the blocking run that starts or ends within a slot of the start,
-    // the latest to end, drains when it is a sync right after a pageable copy, or lasts
-    // half the gap.
+    // the latest to end, drains when it (with the pageable copy it follows, for a sync)
+    // lasts half the gap.
     fn drains(api: &[Slot]) -> bool {
         let runs = rows(api, 0, 1, 0);
         let blocking = |n: &str| n == "cudaStreamSynchronize" || n == "cudaMemcpyAsync";
         let Some(best) = runs.iter().filter(|r| blocking(r.2) && (r.0 <= 1 || r.1 <= 1)).max_by_key(|r| r.1) else {
             return false;
         };
-        (best.2 == "cudaStreamSynchronize"
-            && runs.iter().any(|r| r.2 == "cudaMemcpyAsync" && r.1 <= best.0 && best.0 - r.1 <= 1))
-            || 2 * (best.1 - best.0) >= api.len() as Ns
+        // A sync right after a pageable copy waited from the copy's start.
+        let since = if best.2 == "cudaStreamSynchronize" {
+            runs.iter()
+                .rev()
+                .find(|r| r.2 == "cudaMemcpyAsync" && r.1 <= best.0 && best.0 - r.1 <= 1)
+                .map_or(best.0, |r| r.0)
+        } else {
+            best.0
+        };
+        2 * (best.1 - since) >= api.len() as Ns
     }
 
     // Runs of equal slots as rows of a lane.
