@@ -301,14 +301,19 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
     let sync_gaps =
         counted(x).filter(|g| matches!(g.cause, Cause::SyncDrain | Cause::SyncWait) && g.hint != Hint::PageableSync);
     let gaps = sync_gaps.clone().count();
-    let idle: Ns = sync_gaps.clone().map(|g| w.steady_part(g.start, g.end)).sum();
+    // Holes under the threshold right after a sync are the sync's too (the refill).
+    let (holes, hole_idle) = x.steady.short_by_cause[Cause::SyncDrain as usize];
+    let idle: Ns = sync_gaps.clone().map(|g| w.steady_part(g.start, g.end)).sum::<Ns>() + hole_idle;
     // Syncs that are allocator calls (cudaFree from empty_cache()) have the allocator's fix.
     let allocator: Ns = sync_gaps.filter(|g| g.hint == Hint::Allocator).map(|g| w.steady_part(g.start, g.end)).sum();
     let hint = if allocator > 0 && 2 * allocator >= idle { Hint::Allocator } else { Hint::None };
     let steady = steady_span(x);
     // One sync before reading results is necessary, not per-step synchronization.
-    let severity =
-        if gaps <= 1 || steady <= 0 { Severity::Info } else { by_share(idle as f64 / steady as f64, 0.25, 0.05) };
+    let severity = if gaps + holes <= 1 || steady <= 0 {
+        Severity::Info
+    } else {
+        by_share(idle as f64 / steady as f64, 0.25, 0.05)
+    };
     let (fix, fix_note) = fix(x, if gaps > 0 { Cause::SyncDrain } else { Cause::SyncWait }, hint);
     Some(Finding {
         rule: Rule::CudaApiSync,
@@ -316,14 +321,20 @@ fn api_sync(x: &Inputs<'_>) -> Option<Finding> {
         severity,
         message: format!(
             "{n} cudaDeviceSynchronize/cudaStreamSynchronize calls blocked the host for {}; \
-             {gaps} gaps began at a host sync, {} of steady-state GPU idle",
+             {gaps} gaps{} began at a host sync, {} of steady-state GPU idle",
             fmt_ns(total),
+            if holes > 0 {
+                format!(" and {holes} holes under {}", fmt_ns(x.options.min_gap_ns))
+            } else {
+                String::new()
+            },
             fmt_ns(idle)
         ),
         evidence: vec![
             ev("calls", &n),
             ev("total_ns", &total),
             ev("sync_gaps", &gaps),
+            ev("sync_holes", &holes),
             ev("sync_idle_ns", &idle),
             ev("longest_call", &format!("{name} {} on {}", fmt_ns(d), x.trace.thread_label(pid, tid))),
         ],
@@ -716,7 +727,8 @@ fn graphs_replayed(x: &Inputs<'_>) -> bool {
 // steady window: kernels shorter than their launch period, launched back to back.
 fn launch_bound_finding(x: &Inputs<'_>) -> Option<Finding> {
     let steady = steady_span(x);
-    let short = x.steady.short_idle_ns;
+    // Holes right after a sync are the sync's refill, not launch overhead.
+    let short = x.steady.short_idle_ns - x.steady.short_by_cause[Cause::SyncDrain as usize].1;
     let gaps_idle = x.steady.counted_idle_ns();
     let lb = x.steady.by_cause[Cause::LaunchBound as usize].1;
     let explained = short + lb;

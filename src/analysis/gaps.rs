@@ -45,8 +45,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::index::{ApiCall, Hints, Index};
+use super::intervals::BLOCK;
 use super::names::phase_name;
-use super::{Cause, DeviceActivity, Gap, Hint, Options, Union, Window};
+use super::{Cause, DeviceActivity, Gap, Hint, Options, ShortHoles, Union, Window};
 use crate::model::{ApiKind, LaneKind, MemFlags, Ns, StrId, Trace};
 use crate::text::fmt_ns;
 
@@ -667,6 +668,80 @@ impl<'a> Explainer<'a> {
         (cause, phase)
     }
 
+    /// The steady window's holes shorter than the gap threshold, by cause and by phase
+    /// and cause (see [`Explainer::hole`]); per device, in time order, so that every
+    /// search gallops on from the last.
+    pub(crate) fn short_holes(&mut self, w: super::Windows) -> ([(usize, Ns); Cause::ALL.len()], Vec<ShortHoles>) {
+        let mut by_cause = [(0usize, 0 as Ns); Cause::ALL.len()];
+        let mut by_phase: HashMap<(Option<StrId>, Cause), (usize, Ns)> = HashMap::new();
+        let min = self.ctx.options.min_gap_ns;
+        for d in self.devices {
+            let fallback_pid = self.fallback_pid(d.device);
+            // From the interval before the first that reaches into the window to the
+            // first that starts after it: every hole with time in the window.
+            let lo = d.busy.range_in(w.steady_start, w.steady_end).start.saturating_sub(1);
+            let mut busy = d.busy.iter_from(lo / BLOCK).skip(lo % BLOCK);
+            let Some(mut prev) = busy.next() else { continue };
+            for (s, e) in busy {
+                let (start, end) = (prev.1, s);
+                prev = (s, e);
+                if start >= w.steady_end {
+                    break;
+                }
+                let part = w.steady_part(start, end);
+                if end - start >= min || part <= 0 {
+                    continue;
+                }
+                let (cause, phase) = self.hole(d.device, fallback_pid, start, end);
+                let c = &mut by_cause[cause as usize];
+                (c.0, c.1) = (c.0 + 1, c.1 + part);
+                let p = by_phase.entry((phase, cause)).or_default();
+                (p.0, p.1) = (p.0 + 1, p.1 + part);
+            }
+        }
+        // Phases are grouped names: ranges of different names may share one.
+        let mut named: HashMap<(Option<String>, Cause), (usize, Ns)> = HashMap::new();
+        for ((phase, cause), (n, t)) in by_phase {
+            let phase =
+                phase.map(|id| phase_name(self.ctx.trace.strings.get(id), self.ctx.options.exact_names).into_owned());
+            let e = named.entry((phase, cause)).or_default();
+            (e.0, e.1) = (e.0 + n, e.1 + t);
+        }
+        let mut out: Vec<ShortHoles> = named
+            .into_iter()
+            .map(|((phase, cause), (count, total_ns))| ShortHoles { phase, cause, count, total_ns })
+            .collect();
+        out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| (a.cause, &a.phase).cmp(&(b.cause, &b.phase))));
+        (by_cause, out)
+    }
+
+    // Cause and phase (its range's name id) of a hole `[start, end)` of `device` shorter
+    // than the gap threshold: rules 1-5 as for a gap, but the hole right after a sync is
+    // the sync's, `sync-drain` (see `refilling`), whatever the host did after it: the
+    // sync emptied the queue, and the hole is the GPU waiting for the host to fill it
+    // again (the refill after a `nonzero()` or `.item()`), which no faster host work
+    // could avoid. No evidence line is built: holes may number millions.
+    fn hole(&mut self, device: u32, fallback_pid: u32, start: Ns, end: Ns) -> (Cause, Option<StrId>) {
+        let (op, call) = self.ctx.launch_of_op_at(device, end);
+        let pid = op.map_or(fallback_pid, |(p, _)| p);
+        let w = Win { device, pid, call, start, end, stretch_start: start };
+        let Some(tid) = self.deciding_thread(&w) else { return (Cause::Unknown, None) };
+        let phase = covering_range(&mut self.ctx, pid, Some(tid), start, end)
+            .or_else(|| covering_range(&mut self.ctx, pid, None, start, end));
+        // Rule 5's slack (100 µs either side) is as long as a hole: it would give a sync
+        // the holes after its refill too. Only the refill is the sync's.
+        let mut cause = match self.decide(&w, tid) {
+            Verdict { detail: Detail::Drain(_, s), .. } => s.cause,
+            v => v.cause,
+        };
+        if matches!(cause, Cause::LaunchBound | Cause::HostBusy | Cause::Unknown | Cause::SyncWait)
+            && refilling(&mut self.ctx, pid, tid, (start, end))
+        {
+            cause = Cause::SyncDrain;
+        }
+        (cause, phase)
+    }
+
     fn deciding_thread(&mut self, w: &Win) -> Option<u32> {
         w.call.map(|c| c.tid).or_else(|| self.ctx.main_launcher(w.pid))
     }
@@ -980,6 +1055,18 @@ fn draining_call(ctx: &mut Ctx<'_>, pid: u32, tid: u32, start: Ns) -> Option<Dra
     })
 }
 
+// The hole `[a, b)` is the refill after a sync: a host-blocking call of thread `tid`
+// (synchronize, synchronous or pageable copy, allocator call that waits for the device)
+// was running when the GPU went idle at `a` and returned inside the hole. Only the first
+// hole after the call qualifies: the GPU was busy until the call's wait ended.
+fn refilling(ctx: &mut Ctx<'_>, pid: u32, tid: u32, (a, b): (Ns, Ns)) -> bool {
+    let (Some(li), _) = ctx.thread_lanes(pid, tid) else { return false };
+    ctx.overlapping(li, a, a + 1).any(|i| {
+        let ev = &ctx.trace.lanes[li].ev;
+        ev.start[i] < a && (a..b).contains(&ev.end(i)) && matches!(ctx.act(li, i), Act::Sync | Act::Pageable)
+    })
+}
+
 // True when at least half of thread `tid`'s time in sync calls in `[a, b)` is in
 // implicitly synchronising allocator calls.
 fn implicit_sync_waits(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> bool {
@@ -1286,6 +1373,48 @@ mod tests {
 
     fn launch_at(t: Ns) -> (Ns, Ns, &'static str, u32) {
         (t - 20_000, t - 10_000, "cudaLaunchKernel", 2)
+    }
+
+    // Short holes of a trace with kernels at [0, 100 µs), [130, 140 µs) and [170, 180 µs)
+    // (launched by thread 100 at [110, 120 µs) and [150, 160 µs)) and `sync` on thread
+    // 100: per cause, and the steady short idle they must add up to.
+    fn short_holes(sync: (Ns, Ns)) -> ([(usize, Ns); Cause::ALL.len()], Ns) {
+        const US: Ns = 1_000;
+        let b = Builder::new()
+            .lane(
+                LaneKind::Kernels { device: 0, stream: 7 },
+                &[(0, 100 * US, "k1", 1), (130 * US, 140 * US, "k2", 2), (170 * US, 180 * US, "k3", 3)],
+            )
+            .lane(
+                API,
+                &[
+                    (sync.0, sync.1, "cudaStreamSynchronize", 9),
+                    (110 * US, 120 * US, "cudaLaunchKernel", 2),
+                    (150 * US, 160 * US, "cudaLaunchKernel", 3),
+                ],
+            )
+            .lane(OS, &[(0, 10, "ioctl", 0)]);
+        let devices = [DeviceActivity::compute(&b.0, 0)];
+        let (index, options) = (Index::build(&b.0), Options::default());
+        let w = super::super::Windows { steady_start: 0, steady_end: MS };
+        let (by_cause, _) = Explainer::new(&b.0, &index, &devices, &options).short_holes(w);
+        (by_cause, super::super::Steady::of(&devices, &[], w).short_idle_ns)
+    }
+
+    #[test]
+    fn the_hole_right_after_a_sync_is_the_syncs() {
+        const US: Ns = 1_000;
+        // The sync waits for k1 and returns 3 µs into the 30 µs hole: its refill.
+        let (by_cause, short) = short_holes((50 * US, 103 * US));
+        assert_eq!(by_cause[Cause::SyncDrain as usize], (1, 30 * US));
+        // The next hole waits on the next launch alone: launch-bound, not the sync's,
+        // though the sync returned within rule 5's slack of it.
+        assert_eq!(by_cause[Cause::LaunchBound as usize], (1, 30 * US));
+        assert_eq!(by_cause.iter().map(|c| c.1).sum::<Ns>(), short);
+        // A sync that returned while k1 still ran emptied no queue: both holes are launches.
+        let (by_cause, _) = short_holes((50 * US, 90 * US));
+        assert_eq!(by_cause[Cause::SyncDrain as usize], (0, 0));
+        assert_eq!(by_cause[Cause::LaunchBound as usize], (2, 60 * US));
     }
 
     #[test]

@@ -33,7 +33,10 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
-    let steady = Steady::of(&devices, &gaps, steps.windows);
+    let mut steady = Steady::of(&devices, &gaps, steps.windows);
+    let (short_by_cause, short_holes) =
+        gaps::Explainer::new(trace, &index, &devices, options).short_holes(steps.windows);
+    steady.short_by_cause = short_by_cause;
     let regions = regions::regions(&steps.instances, steps.windows, &gaps, &groups, steps.name.as_deref());
     let hot = host_cause::top_by_cause(&host_cause::steady_hot(&gaps), host_cause::TOP_FUNCTIONS);
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
@@ -89,6 +92,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         step_phase: steps.name,
         hot_by_cause: hot,
         steady,
+        short_holes,
         regions,
         step_model,
         whatif: whatifs,

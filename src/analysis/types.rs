@@ -522,6 +522,9 @@ pub struct Analysis {
     pub windows: Windows,
     /// The steady window's idle: gaps by cause and short holes, summed once.
     pub steady: Steady,
+    /// The steady window's holes shorter than `options.min_gap_ns` per phase and cause,
+    /// the most idle first.
+    pub short_holes: Vec<ShortHoles>,
     /// Where the steady idle sits (ordinary steps, periodic stalls, between steps, other
     /// loops), largest first.
     pub regions: Vec<super::Region>,
@@ -557,6 +560,9 @@ pub struct Steady {
     pub by_cause: [(usize, Ns); Cause::ALL.len()],
     /// GPU idle inside the window in holes shorter than `options.min_gap_ns`, all GPUs.
     pub short_idle_ns: Ns,
+    /// The same short holes per cause (indexed by `Cause as usize`): holes with time in
+    /// the window, and that time; the times add up to `short_idle_ns`.
+    pub short_by_cause: [(usize, Ns); Cause::ALL.len()],
 }
 
 impl Steady {
@@ -574,6 +580,7 @@ impl Steady {
             span_ns: devices.iter().filter_map(DeviceActivity::extent).map(|(a, b)| w.steady_part(a, b)).sum(),
             by_cause,
             short_idle_ns: short_idle_ns(devices, gaps, w),
+            short_by_cause: [(0, 0); Cause::ALL.len()],
         }
     }
 
@@ -620,6 +627,20 @@ fn short_idle_ns(devices: &[DeviceActivity], gaps: &[Gap], w: Windows) -> Ns {
             (idle - long).max(0)
         })
         .sum()
+}
+
+/// Holes shorter than the gap threshold in the steady window that share a phase and a
+/// cause, summed (they may number millions: none is kept alone).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShortHoles {
+    /// The phase the holes fall in (grouped name), as a gap's.
+    pub phase: Option<String>,
+    /// Their cause, as a gap's.
+    pub cause: Cause,
+    /// Holes with time in the window.
+    pub count: usize,
+    /// Their time inside the window.
+    pub total_ns: Ns,
 }
 
 /// What marked the steps of a run.

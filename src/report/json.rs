@@ -382,7 +382,7 @@ pub struct Gaps<'a> {
     /// Count and time per cause, every cause present.
     pub by_cause: BTreeMap<&'static str, CauseSum>,
     /// Gap time inside the steady window.
-    pub steady: Steady,
+    pub steady: Steady<'a>,
     /// The longest gaps, longest first.
     pub top: Vec<TopGap<'a>>,
     /// Every gap in start order (`--all-gaps` only).
@@ -392,7 +392,7 @@ pub struct Gaps<'a> {
 
 /// `gaps.steady`: gaps clipped to the steady window.
 #[derive(Debug, Serialize)]
-pub struct Steady {
+pub struct Steady<'a> {
     /// Gaps with any time in the window.
     pub count: usize,
     /// Their time inside the window.
@@ -401,6 +401,26 @@ pub struct Steady {
     pub by_cause: BTreeMap<&'static str, CauseSum>,
     /// GPU idle inside the window in holes shorter than `min_gap_ns`, all GPUs.
     pub short_idle_ns: Ns,
+    /// The same holes' count and time per cause, every cause present.
+    pub short_by_cause: BTreeMap<&'static str, CauseSum>,
+    /// The same holes per phase and cause, the most idle first (at most 20).
+    pub short_holes: Vec<ShortHoleSum<'a>>,
+}
+
+/// Entries of `gaps.steady.short_holes` kept.
+pub(crate) const SHORT_HOLES: usize = 20;
+
+/// `gaps.steady.short_holes[]`: holes under `min_gap_ns` of one phase and cause.
+#[derive(Debug, Serialize)]
+pub struct ShortHoleSum<'a> {
+    /// Phase (null outside any), as a gap's.
+    pub phase: Option<&'a str>,
+    /// Cause, as a gap's.
+    pub cause: &'static str,
+    /// Holes with time in the steady window.
+    pub count: usize,
+    /// Their time inside it.
+    pub total_ns: Ns,
 }
 
 /// `gaps.by_cause.*`.
@@ -510,9 +530,32 @@ fn with_hot(mut m: BTreeMap<&'static str, CauseSum>, a: &Analysis) -> BTreeMap<&
     m
 }
 
-fn steady(a: &Analysis) -> Steady {
+fn steady(a: &Analysis) -> Steady<'_> {
     let s = &a.steady;
-    Steady { count: s.gaps(), total_ns: s.idle_ns(), by_cause: steady_by_cause(s), short_idle_ns: s.short_idle_ns }
+    let sum = |c: Cause| CauseSum {
+        count: s.short_by_cause[c as usize].0,
+        total_ns: s.short_by_cause[c as usize].1,
+        ..CauseSum::default()
+    };
+    let short_holes = a
+        .short_holes
+        .iter()
+        .take(SHORT_HOLES)
+        .map(|h| ShortHoleSum {
+            phase: h.phase.as_deref(),
+            cause: h.cause.label(),
+            count: h.count,
+            total_ns: h.total_ns,
+        })
+        .collect();
+    Steady {
+        count: s.gaps(),
+        total_ns: s.idle_ns(),
+        by_cause: steady_by_cause(s),
+        short_idle_ns: s.short_idle_ns,
+        short_by_cause: Cause::ALL.iter().map(|&c| (c.label(), sum(c))).collect(),
+        short_holes,
+    }
 }
 
 /// The steady summary's gaps and time per cause, every cause present.

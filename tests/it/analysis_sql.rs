@@ -409,3 +409,57 @@ fn short_idle_in_the_steady_window_equals_sql() {
         assert!(want > 0, "{name}");
     }
 }
+
+#[test]
+fn the_refill_holes_after_the_moe_syncs_are_the_syncs() {
+    // r6_moe_nonzero: 32 nonzero() a step, each a 4-byte D2H copy and a
+    // cudaStreamSynchronize. From SQL: the GPU busy union of device 0, its holes under
+    // 100 µs with time in the steady window, and those whose start falls inside a
+    // synchronize call that returns inside the hole (the refill after it).
+    let path = fixture("matrix/r6_moe_nonzero.sqlite");
+    let (_, a, c) = open(&path);
+    let (w0, w1) = (a.windows.steady_start, a.windows.steady_end);
+    let mut busy: Vec<(Ns, Ns)> = Vec::new();
+    for table in ["KERNEL", "MEMCPY", "MEMSET"] {
+        let sql = format!("SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_{table} WHERE deviceId = 0 AND {KEPT}");
+        let mut stmt = c.prepare(&sql).unwrap();
+        busy.extend(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap));
+    }
+    busy.sort_unstable();
+    let mut union: Vec<(Ns, Ns)> = Vec::new();
+    for (s, e) in busy {
+        match union.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => union.push((s, e)),
+        }
+    }
+    let in_window = |(s, e): (Ns, Ns)| (e.min(w1) - s.max(w0)).max(0);
+    let holes: Vec<(Ns, Ns)> =
+        union.windows(2).map(|p| (p[0].1, p[1].0)).filter(|&(s, e)| e - s < 100_000 && in_window((s, e)) > 0).collect();
+    let mut stmt = c
+        .prepare(
+            "SELECT r.start, r.\"end\" FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId \
+             WHERE s.value LIKE 'cudaStreamSynchronize%' ORDER BY r.start",
+        )
+        .unwrap();
+    let syncs: Vec<(Ns, Ns)> =
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    let refills: Vec<(Ns, Ns)> = holes
+        .iter()
+        .copied()
+        .filter(|&(hs, he)| {
+            let i = syncs.partition_point(|s| s.0 < hs);
+            syncs[i.saturating_sub(8)..i].iter().any(|&(_, e)| hs <= e && e < he)
+        })
+        .collect();
+    let want = (refills.len(), refills.iter().map(|&h| in_window(h)).sum::<Ns>());
+    assert!(want.0 >= 25 * 29, "{want:?}: about 32 refills a steady step");
+    assert_eq!(a.steady.short_by_cause[Cause::SyncDrain as usize], want);
+    // Every short hole has a cause: they add up to the short idle, and count as SQL's.
+    let all: usize = a.steady.short_by_cause.iter().map(|c| c.0).sum();
+    assert_eq!(all, holes.len());
+    assert_eq!(a.steady.short_by_cause.iter().map(|c| c.1).sum::<Ns>(), a.steady.short_idle_ns);
+    // The sync finding counts them.
+    let f = a.findings.iter().find(|f| f.rule.name() == "cuda_api_sync").expect("cuda_api_sync fires");
+    assert!(f.evidence.iter().any(|(k, v)| k == "sync_holes" && *v == want.0.to_string()), "{:?}", f.evidence);
+}
