@@ -82,7 +82,8 @@ pub(crate) fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
         // its wait to be (io-wait in an fsync, host-busy serializing).
         let checkpoint = g.hint == Hint::Checkpoint && d.hint == Hint::None && d.explainer == (g.pid, tid);
         (g.cause, g.hint) = (d.cause, if checkpoint { Hint::Checkpoint } else { d.hint });
-        if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, &compilers, (g.pid, tid), g) {
+        if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, (&compilers, &tree), (g.pid, tid), g)
+        {
             g.hint = Hint::Compile;
         }
         if let Some(n) = d.note {
@@ -472,8 +473,7 @@ fn compile_thread(trace: &Trace, ix: &HostIndex, who: (u32, u32), g: &Gap) -> bo
         return true;
     }
     let s = host::top_symbols(trace, ix, who.0, who.1, (g.start, g.end), TOP_FUNCTIONS);
-    let compiling: usize =
-        s.top.iter().filter(|t| is_compiler(&t.module) || is_compiler(&t.symbol)).map(|t| t.samples).sum();
+    let compiling: usize = s.top.iter().filter(|t| is_compiler_module(&t.module)).map(|t| t.samples).sum();
     s.samples >= MIN_SAMPLES && 2 * compiling >= s.samples
 }
 
@@ -482,25 +482,62 @@ fn may_compile(c: Cause) -> bool {
     matches!(c, Cause::HostBusy | Cause::WorkerBusy | Cause::HostWait | Cause::SyncDrain | Cause::Unknown)
 }
 
-// Threads of the tree named as compilers (ptxas, cicc, gcc for Triton's launcher...).
+// Threads of the tree that are compiler processes (ptxas, cicc, nvcc, the gcc/cc1 that
+// builds Triton's launcher...), found by name.
 fn compiler_threads(trace: &Trace, tree: &[u32]) -> Vec<(u32, u32)> {
     trace.threads.iter().filter(|t| tree.contains(&t.pid) && is_compiler(&t.name)).map(|t| (t.pid, t.tid)).collect()
 }
 
-// A JIT compile ran in the gap: one of the tree's `compilers` ran, or the deciding
-// thread's samples sit in compiler code.
-fn compiling_in(trace: &Trace, ix: &HostIndex, compilers: &[(u32, u32)], me: (u32, u32), g: &Gap) -> bool {
+// A JIT compile sits in the gap: one of the tree's compiler processes ran in it, a
+// process of the tree called NVRTC or nvJitLink in it, or the deciding thread's samples
+// sit in compiler code (Triton's compiler, NVRTC, the PTX compiler).
+fn compiling_in(
+    trace: &Trace,
+    ix: &HostIndex,
+    (compilers, tree): (&[(u32, u32)], &[u32]),
+    me: (u32, u32),
+    g: &Gap,
+) -> bool {
     compilers.iter().any(|&(p, t)| ix.on_cpu_ns(trace, p, t, g.start, g.end).is_some_and(|n| n > 0))
+        || nvrtc_in(trace, tree, g)
         || compile_thread(trace, ix, me, g)
 }
 
-/// True for names of JIT compilers' threads, processes, modules and functions (NVRTC,
-/// ptxas, Triton, nvFuser, nvJitLink, the PTX compiler).
-pub(crate) fn is_compiler(name: &str) -> bool {
-    const COMPILERS: [&str; 11] =
-        ["nvrtc", "ptxas", "triton", "nvfuser", "nvjitlink", "nvptxcompiler", "cicc", "inductor", "nvcc", "gcc", "cc1"];
+// A CUDA API row of the tree's processes overlapping the gap is an NVRTC or nvJitLink
+// call (`nvrtcCompileProgram`, `nvJitLinkComplete`).
+fn nvrtc_in(trace: &Trace, tree: &[u32], g: &Gap) -> bool {
+    trace.lanes.iter().filter(|l| tree.contains(&l.pid) && matches!(l.kind, LaneKind::CudaApi { .. })).any(|l| {
+        let i = l.ev.start.partition_point(|&s| s < g.end);
+        // Calls of one thread nest no deeper than runtime -> driver: a few rows back.
+        (0..i).rev().take(64).any(|k| l.ev.end(k) > g.start && is_jit_call(trace.strings.get(l.ev.name[k])))
+    })
+}
+
+/// True for the API calls of runtime compilation: NVRTC (`nvrtc*`) and nvJitLink.
+pub(crate) fn is_jit_call(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    COMPILERS.iter().any(|k| n.contains(k))
+    n.starts_with("nvrtc") || n.starts_with("nvjitlink")
+}
+
+/// True for names of compiler processes and their threads: the CUDA toolchain (`ptxas`,
+/// `cicc`, `nvcc`, `nvlink`, `fatbinary`, `cudafe++`) and the C compiler Triton builds
+/// its launcher with (`gcc`, `gcc-real`, `x86_64-linux-gnu-gcc-12`, `cc1`, `clang`).
+/// Whole names, not parts: `libgcc_s` or a `triton` thread compiles nothing.
+pub(crate) fn is_compiler(name: &str) -> bool {
+    const TOOLS: [&str; 11] =
+        ["ptxas", "cicc", "nvcc", "nvlink", "fatbinary", "cudafe++", "gcc", "g++", "clang", "clang++", "cc1"];
+    let n = name.to_ascii_lowercase();
+    // A cross compiler's triplet prefix and a version or wrapper suffix name the same
+    // tool (`x86_64-linux-gnu-gcc-12`, `gcc-real`); `cc1plus` is cc1 for C++.
+    n.rsplit('/').next().unwrap_or(&n).split(['-', '.']).any(|p| TOOLS.contains(&p) || p.starts_with("cc1"))
+}
+
+/// True for modules of compiler code a sampled thread can run in: NVRTC, the PTX compiler
+/// and nvJitLink libraries, Triton's compiler (`libtriton.so`: its MLIR and LLVM passes;
+/// Triton launches kernels from a separately built launcher), or a compiler executable.
+pub(crate) fn is_compiler_module(module: &str) -> bool {
+    let m = host::module_file(module).to_ascii_lowercase();
+    ["libnvrtc", "libnvptxcompiler", "libnvjitlink", "libtriton"].iter().any(|k| m.starts_with(k)) || is_compiler(&m)
 }
 
 /// What `host` says about a gap, as one line for the viewer; `cores` are the machine's
@@ -523,7 +560,7 @@ pub(crate) fn summary(w: &HostWindow, cores: Option<u32>) -> String {
 mod tests {
     use super::*;
     use crate::analysis::{DeviceActivity, Options, find_gaps};
-    use crate::model::{ApiKind, Events, Lane, Strings, Thread};
+    use crate::model::{ApiKind, Events, Lane, SampleFlags, Strings, Thread};
 
     const MS: Ns = 1_000_000;
     const MAIN: u32 = 100;
@@ -771,6 +808,57 @@ mod tests {
             T::new().os(MAIN, MAIN, &[(0, 10, "ioctl")]).on(MAIN, MAIN, 0, &[(MS, 10 * MS)]).gap().hint,
             Hint::None
         );
+    }
+
+    // Host-busy main thread (on CPU for the whole gap) with `n` samples of `symbol` in
+    // `module` in the gap.
+    fn busy_sampled(n: usize, symbol: &str, module: &str) -> T {
+        let mut t = T::new().os(MAIN, MAIN, &[(0, 10, "ioctl")]).on(MAIN, MAIN, 0, &[(MS, 10 * MS)]);
+        let (sym, m) = (t.0.strings.intern(symbol), t.0.strings.intern(module));
+        let mut ev = Events::default();
+        for k in 0..n as Ns {
+            ev.push(
+                2 * MS + k * 100_000,
+                2 * MS + k * 100_000,
+                sym,
+                None,
+                Some(m.into()),
+                Some(SampleFlags::pack(0, 1)),
+            );
+        }
+        t.0.lanes.push(Lane::new(LaneKind::Samples { tid: MAIN }, MAIN, ev));
+        t
+    }
+
+    #[test]
+    fn a_compile_needs_a_compiler_an_nvrtc_call_or_compiler_code_in_the_gap() {
+        // Samples in libgcc_s (unwinding) or in a `triton`-named module that is no
+        // compiler are no compile; samples in Triton's compiler library are.
+        let g = busy_sampled(20, "_Unwind_Find_FDE", "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1").gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
+        let g = busy_sampled(20, "_launch", "/root/.triton/cache/x/__triton_launcher.cpython-312-x86_64-linux-gnu.so")
+            .gap();
+        assert_eq!(g.hint, Hint::None, "{}", g.evidence);
+        let g = busy_sampled(20, "mlir::PassManager::run", "/site-packages/triton/_C/libtriton.so").gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::Compile), "{}", g.evidence);
+        // An NVRTC call of another thread of the process inside the gap is a compile.
+        let mut t = busy_sampled(0, "-", "-");
+        t.push(MAIN, LaneKind::CudaApi { tid: 101 }, &[(2 * MS, 5 * MS, "nvrtcCompileProgram", 9)]);
+        assert_eq!(t.gap().hint, Hint::Compile);
+        // The same call before the gap compiled nothing in it.
+        let mut t = busy_sampled(0, "-", "-");
+        t.push(MAIN, LaneKind::CudaApi { tid: 101 }, &[(MS / 4, MS / 2, "nvrtcCompileProgram", 9)]);
+        assert_eq!(t.gap().hint, Hint::None);
+    }
+
+    #[test]
+    fn compilers_are_named_by_their_tool_not_by_a_part_of_a_name() {
+        for n in ["ptxas", "cicc", "nvcc", "gcc-real", "x86_64-linux-gnu-gcc-12", "cc1", "cc1plus", "/usr/bin/g++"] {
+            assert!(is_compiler(n), "{n}");
+        }
+        for n in ["libgcc_s.so.1", "python3", "triton", "pt_autograd_0", "inductor_worker", "gccgo-helper"] {
+            assert!(!is_compiler(n), "{n}");
+        }
     }
 
     #[test]
