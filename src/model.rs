@@ -960,16 +960,21 @@ pub struct SampleFlags {
 }
 
 impl SampleFlags {
-    /// Pack into a flags word (CPU ids above 2^24 - 1 are saturated).
+    /// Pack into a flags word (CPU ids above 2^24 - 1 are saturated; states, 0-10 in
+    /// nsys's enum, keep 7 bits: the top bit is [`SAMPLE_GIL`]).
     pub fn pack(cpu: u32, state: u8) -> u32 {
-        cpu.min(0xFF_FFFF) | (u32::from(state) << 24)
+        cpu.min(0xFF_FFFF) | (u32::from(state & 0x7F) << 24)
     }
 
     /// Unpack a flags word.
     pub fn unpack(f: u32) -> Self {
-        Self { cpu: f & 0xFF_FFFF, state: (f >> 24) as u8 }
+        Self { cpu: f & 0xFF_FFFF, state: ((f >> 24) & 0x7F) as u8 }
     }
 }
+
+/// Flag of a CPU sample whose stack takes or drops Python's GIL (`take_gil`,
+/// `drop_gil`, `PyEval_RestoreThread`...), beside its [`SampleFlags`].
+pub const SAMPLE_GIL: u32 = 1 << 31;
 
 /// One row of the timeline.
 #[derive(Debug, Clone)]

@@ -876,7 +876,7 @@ impl<'a> Explainer<'a> {
                 let of = match v.hint {
                     Hint::PageableSync => " (the sync of a copy from pageable memory)",
                     Hint::Allocator => " (an allocator call that waits for the device)",
-                    Hint::None | Hint::Sleep | Hint::Compile | Hint::Gil | Hint::Checkpoint => "",
+                    Hint::None | Hint::Sleep | Hint::Compile | Hint::Gil | Hint::Checkpoint | Hint::OpenMp => "",
                 };
                 format!(
                     "{}{of} returned {when}{phase}; then {after}, before the next launch",

@@ -645,6 +645,41 @@ pub(crate) fn top_symbols(
     SampleSummary { samples, top }
 }
 
+/// Samples of thread `(pid, tid)` in `[a, b)`, and those whose stack takes or hands over
+/// Python's GIL ([`crate::model::SAMPLE_GIL`]).
+pub(crate) fn gil_samples(trace: &Trace, ix: &HostIndex, (pid, tid): (u32, u32), (a, b): (Ns, Ns)) -> (usize, usize) {
+    let Some(li) = ix.thread(pid, tid).and_then(|t| t.samples) else { return (0, 0) };
+    let ev = &trace.lanes[li].ev;
+    let rows = ev.start.partition_point(|&s| s < a)..ev.start.partition_point(|&s| s < b);
+    let gil = rows.clone().filter(|&i| ev.flags(i) & crate::model::SAMPLE_GIL != 0).count();
+    (rows.len(), gil)
+}
+
+/// Samples of thread `(pid, tid)` in `[a, b)` per module file (`libgomp.so.1`), most
+/// first, and their total.
+pub(crate) fn module_samples(
+    trace: &Trace,
+    ix: &HostIndex,
+    (pid, tid): (u32, u32),
+    (a, b): (Ns, Ns),
+) -> (Vec<(String, usize)>, usize) {
+    let Some(li) = ix.thread(pid, tid).and_then(|t| t.samples) else { return (Vec::new(), 0) };
+    let ev = &trace.lanes[li].ev;
+    let rows = ev.start.partition_point(|&s| s < a)..ev.start.partition_point(|&s| s < b);
+    let total = rows.len();
+    let mut by_id: HashMap<StrId, usize> = HashMap::new();
+    for i in rows {
+        *by_id.entry(ev.aux(i) as StrId).or_default() += 1;
+    }
+    let mut by_file: HashMap<String, usize> = HashMap::new();
+    for (m, k) in by_id {
+        *by_file.entry(module_file(trace.strings.get(m)).to_string()).or_default() += k;
+    }
+    let mut v: Vec<(String, usize)> = by_file.into_iter().collect();
+    v.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    (v, total)
+}
+
 /// The file name of a module path.
 pub(crate) fn module_file(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)

@@ -86,6 +86,10 @@ pub(crate) fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
         {
             g.hint = Hint::Compile;
         }
+        let host_side = may_compile(g.cause) || g.cause == Cause::CpuContention;
+        if g.hint == Hint::None && host_side && omp_spinning(trace, ix, d.explainer, g) {
+            g.hint = Hint::OpenMp;
+        }
         if let Some(n) = d.note {
             g.evidence = n;
         }
@@ -284,8 +288,14 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
                 let note = format!("{who} asleep for {} of {}", fmt_ns(t.sleep_ns), fmt_ns(dur));
                 return Decision::new(Cause::HostWait, format!("{}; {note}", g.evidence), me).hinted(Hint::Sleep);
             }
-            if 2 * t.gil_ns >= dur {
-                return gil(trace, ix, g, me, tree, &cpus, t.gil_ns);
+            // OS-call backtraces exist only for calls of about 80 µs and more: most GIL
+            // waits are short futex and condition waits with none. A thread whose samples
+            // in the gap take or hand over the GIL while a sibling thread of its process
+            // ran through half of the gap (the two on CPU in turn) waited for the GIL in
+            // those waits too.
+            let gil_ns = if t.gil_ns < t.lock_ns && gil_in_turn(trace, ix, g, me) { t.lock_ns } else { t.gil_ns };
+            if 2 * gil_ns >= dur {
+                return gil(trace, ix, g, me, tree, &cpus, gil_ns);
             }
             // A futex or condition wait waits on the process's own threads first; a poll or
             // read of a pipe waits on the workers.
@@ -312,6 +322,21 @@ fn gil(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], cpu
     );
     let cause = if d.cause == Cause::HostWait { Cause::HostBusy } else { d.cause };
     Decision { cause, note: Some(note), explainer: (h.pid, h.tid), hint: Hint::Gil }
+}
+
+// The GIL from samples: thread `me` has samples in the gap whose stacks take or hand
+// over the GIL, and another thread of its process (not nsys's) was on CPU for half of it.
+fn gil_in_turn(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32)) -> bool {
+    let (_, in_gil) = host::gil_samples(trace, ix, me, (g.start, g.end));
+    in_gil > 0 && ran(trace, ix, g, me, &[g.pid], false).first().is_some_and(|h| 2.0 * h.on_cpu_share >= 1.0)
+}
+
+// OpenMP's runtime holds the most samples of thread `who` in the gap (at least
+// [`MIN_SAMPLES`]): its threads spin-wait after parallel regions (`gomp_barrier_wait_end`,
+// `do_spin`) on CPUs the loop needs.
+fn omp_spinning(trace: &Trace, ix: &HostIndex, who: (u32, u32), g: &Gap) -> bool {
+    let (modules, total) = host::module_samples(trace, ix, who, (g.start, g.end));
+    total >= MIN_SAMPLES && modules.first().is_some_and(|(m, _)| m.to_ascii_lowercase().starts_with("libgomp"))
 }
 
 // Whose threads a wait is followed to first.
@@ -849,6 +874,50 @@ mod tests {
         let mut t = busy_sampled(0, "-", "-");
         t.push(MAIN, LaneKind::CudaApi { tid: 101 }, &[(MS / 4, MS / 2, "nvrtcCompileProgram", 9)]);
         assert_eq!(t.gap().hint, Hint::None);
+    }
+
+    #[test]
+    fn a_gil_wait_is_read_from_the_samples_where_the_waits_have_no_backtraces() {
+        // Main waits in short condition waits with no backtrace (no OSRT_GIL flag) for
+        // most of the gap, on CPU for 20 µs between them; the pin-memory thread runs
+        // throughout. `gil_sample`: one sample of main in that moment takes the GIL.
+        let t = |gil_sample: bool| {
+            let mut t = T::new()
+                .on(MAIN, MAIN, 0, &[(0, MS), (5 * MS, 5 * MS + 20_000)])
+                .on(MAIN, 101, 1, &[(MS, 10 * MS)])
+                .os(
+                    MAIN,
+                    MAIN,
+                    &[(MS, 5 * MS, "pthread_cond_timedwait"), (5 * MS + 20_000, 10 * MS - 30_000, "futex")],
+                );
+            t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
+            let sym = t.0.strings.intern("take_gil");
+            let module = t.0.strings.intern("python3.12");
+            let mut ev = Events::default();
+            let flags = SampleFlags::pack(0, 1) | if gil_sample { crate::model::SAMPLE_GIL } else { 0 };
+            ev.push(5 * MS + 10_000, 5 * MS + 10_000, sym, None, Some(module.into()), Some(flags));
+            t.0.lanes.push(Lane::new(LaneKind::Samples { tid: MAIN }, MAIN, ev));
+            t.gap()
+        };
+        let g = t(true);
+        assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::Gil), "{}", g.evidence);
+        assert!(g.evidence.contains("GIL contention") && g.evidence.contains("pt_data_pin"), "{}", g.evidence);
+        // Without the sample nothing says the waits were for the GIL: the wait follows to
+        // the pin-memory thread, no hint.
+        let g = t(false);
+        assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::None), "{}", g.evidence);
+    }
+
+    #[test]
+    fn openmp_spinning_is_named_by_the_samples_in_libgomp() {
+        let g = busy_sampled(20, "gomp_barrier_wait_end", "/usr/lib/x86_64-linux-gnu/libgomp.so.1").gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::OpenMp), "{}", g.evidence);
+        assert_eq!(crate::analysis::Fix::for_gaps(g.cause, g.hint), crate::analysis::Fix::TameOpenMp);
+        let g = busy_sampled(20, "_PyEval_EvalFrameDefault", "python3.12").gap();
+        assert_eq!(g.hint, Hint::None, "{}", g.evidence);
+        // Too few samples to say what the thread ran.
+        let g = busy_sampled(MIN_SAMPLES - 1, "gomp_barrier_wait_end", "libgomp.so.1").gap();
+        assert_eq!(g.hint, Hint::None, "{}", g.evidence);
     }
 
     #[test]

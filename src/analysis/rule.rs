@@ -113,6 +113,8 @@ pub enum Fix {
     WarmUpCompile,
     /// Keep the GIL free for the launching thread.
     ReleaseGil,
+    /// Stop OpenMP threads spinning on the CPUs the loop needs.
+    TameOpenMp,
     /// Capture with CUDA tracing that records kernels.
     CaptureGpu,
     /// Use async copies on a non-default stream from pinned memory.
@@ -213,6 +215,10 @@ const RELEASE_GIL: &str = "The launching thread waited for Python's GIL while an
     in the evidence): move that work out of the process (DataLoader worker processes rather than \
     threads), make it release the GIL (native code, fewer Python-level loops), or use a free-threaded \
     Python.";
+const TAME_OPENMP: &str = "OpenMP threads spin-wait in libgomp after each parallel region and hold the CPUs the loop \
+    needs: set OMP_NUM_THREADS=1 / torch.set_num_threads(1) in DataLoader workers (worker_init_fn) and keep the \
+    training process's threads at or below its free cores; OMP_WAIT_POLICY=PASSIVE (or GOMP_SPINCOUNT=0) stops the \
+    spinning; a pin-memory thread contends with them for the same CPUs.";
 const CAPTURE_GPU: &str = "Capture with CUDA tracing on (nsys profile --trace=cuda,...) using an nsys version that supports \
     this GPU driver; check `nsys status -e` and the capture's diagnostics for CUPTI errors.";
 const ASYNC_COPY: &str = "Use cudaMemcpyAsync on a non-default stream with pinned host memory (PyTorch: .to(device, \
@@ -297,6 +303,7 @@ impl Fix {
             Hint::Gil => Fix::ReleaseGil,
             Hint::Allocator => Fix::AllocatorChurn,
             Hint::Checkpoint => Fix::SaveLessOften,
+            Hint::OpenMp => Fix::TameOpenMp,
             Hint::None => Fix::for_cause(cause),
         }
     }
@@ -320,6 +327,7 @@ impl Fix {
             Fix::RemoveSleep => "remove_sleep",
             Fix::WarmUpCompile => "warm_up_compile",
             Fix::ReleaseGil => "release_gil",
+            Fix::TameOpenMp => "tame_openmp",
             Fix::CaptureGpu => "capture_gpu",
             Fix::AsyncCopy => "async_copy",
             Fix::PinnedResults => "pinned_results",
@@ -363,6 +371,7 @@ impl Fix {
             | Fix::RemoveSleep
             | Fix::WarmUpCompile
             | Fix::ReleaseGil
+            | Fix::TameOpenMp
             | Fix::CaptureGpu
             | Fix::AsyncCopy
             | Fix::Collate
@@ -393,6 +402,7 @@ impl Fix {
             Fix::RemoveSleep => REMOVE_SLEEP,
             Fix::WarmUpCompile => WARM_UP_COMPILE,
             Fix::ReleaseGil => RELEASE_GIL,
+            Fix::TameOpenMp => TAME_OPENMP,
             Fix::CaptureGpu => CAPTURE_GPU,
             Fix::AsyncCopy => ASYNC_COPY,
             Fix::PinnedResults => PINNED_RESULTS,

@@ -184,6 +184,9 @@ pub enum Hint {
     /// syncs (`write`, `writev`, `fsync`, `close`...), or its longest OS call made by a
     /// serializer (`PyTorchStreamWriter`, pickle).
     Checkpoint,
+    /// The thread whose work explains the gap spent most of its samples in OpenMP's
+    /// runtime (`libgomp`): threads spin-waiting after parallel regions.
+    OpenMp,
 }
 
 impl Hint {
@@ -197,11 +200,12 @@ impl Hint {
             Hint::Gil => " (GIL contention)",
             Hint::Allocator => " (allocator calls that synchronise: cudaFree, cudaMalloc...)",
             Hint::Checkpoint => " (checkpoint writes on the launching thread)",
+            Hint::OpenMp => " (OpenMP threads spinning in libgomp)",
         }
     }
 
     /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`, `gil`,
-    /// `allocator`, `checkpoint`).
+    /// `allocator`, `checkpoint`, `openmp`).
     pub fn label(self) -> &'static str {
         match self {
             Hint::None => "none",
@@ -211,6 +215,7 @@ impl Hint {
             Hint::Gil => "gil",
             Hint::Allocator => "allocator",
             Hint::Checkpoint => "checkpoint",
+            Hint::OpenMp => "openmp",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Host scheduling data: `SCHED_EVENTS` (context switches) into on-CPU intervals per
 //! thread, `COMPOSITE_EVENTS` (CPU samples) with the leaf frame of their
-//! `SAMPLING_CALLCHAINS` stack into instants per thread, and the [`HostData`] summary.
+//! `SAMPLING_CALLCHAINS` stack (and whether the stack takes Python's GIL) into instants per thread, and the [`HostData`] summary.
 //!
 //! Both tables can hold tens of millions of rows, every process of the machine in a
 //! system-wide capture: rows are streamed into columns, names stay `StringIds`
@@ -13,7 +13,9 @@ use rusqlite::Connection;
 
 use super::schema::Schema;
 use super::tables::{Partial, Sink, Src, int, scan, text};
-use crate::model::{HostData, HostTables, Lane, LaneKind, Ns, SampleFlags, SampleRate, TableStat, decode_global_tid};
+use crate::model::{
+    HostData, HostTables, Lane, LaneKind, Ns, SAMPLE_GIL, SampleFlags, SampleRate, TableStat, decode_global_tid,
+};
 
 const SCHED: &str = "SCHED_EVENTS";
 const SAMPLES: &str = "COMPOSITE_EVENTS";
@@ -42,9 +44,9 @@ pub(super) fn select(schema: &Schema, table: &str) -> Option<String> {
             let join = schema.has_col(SAMPLES, "id")
                 && ["id", "stackDepth", "symbol", "module"].iter().all(|col| schema.has_col(CHAINS, col));
             let (frame, from) = if join {
-                ("c.symbol, c.module", format!(" LEFT JOIN {CHAINS} c ON c.id = e.id AND c.stackDepth = 0"))
+                ("c.symbol, c.module, e.id", format!(" LEFT JOIN {CHAINS} c ON c.id = e.id AND c.stackDepth = 0"))
             } else {
-                ("NULL, NULL", String::new())
+                ("NULL, NULL, NULL", String::new())
             };
             Some(format!(
                 "SELECT e.start, {}, {}, {}, {frame} FROM {SAMPLES} e{from}",
@@ -143,8 +145,34 @@ pub(super) fn on_cpu_intervals(sw: &[(Ns, u32)], first: Ns, last: Ns) -> Vec<(Ns
     out
 }
 
+// Frames of CPython taking or handing over the GIL. `PyThread_acquire_lock` is left out:
+// it is the lock behind `threading.Lock` and `queue.Queue.get`, a wait for a producer.
+const GIL_FRAMES: [&str; 6] =
+    ["take_gil", "drop_gil", "PyEval_RestoreThread", "PyEval_AcquireThread", "PyGILState_Ensure", "PyEval_AcquireLock"];
+
+// Sample ids (`COMPOSITE_EVENTS.id`) whose stack holds a GIL frame; empty without stacks.
+fn gil_samples(src: Src<'_>) -> Result<std::collections::HashSet<i64>> {
+    let mut out = std::collections::HashSet::new();
+    if !["id", "stackDepth", "symbol"].iter().all(|c| src.schema.has_col(CHAINS, c)) {
+        return Ok(out);
+    }
+    let list = GIL_FRAMES.iter().map(|f| format!("'{f}'")).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "SELECT DISTINCT c.id FROM {CHAINS} c WHERE c.symbol IN (SELECT id FROM StringIds WHERE value IN ({list}))"
+    );
+    let mut stmt = src.conn.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        if let Some(id) = int(r.get_ref(0)?) {
+            out.insert(id);
+        }
+    }
+    Ok(out)
+}
+
 fn read_samples(src: Src<'_>, sink: &mut Sink) -> Result<()> {
     let Some(sql) = select(src.schema, SAMPLES) else { return Ok(()) };
+    let gil = gil_samples(src)?;
     let unknown = sink.local("[unknown]");
     let lanes = &mut sink.lanes;
     scan(src.conn, SAMPLES, &sql, src.progress, &mut sink.out.stats, |r| {
@@ -154,7 +182,8 @@ fn read_samples(src: Src<'_>, sink: &mut Sink) -> Result<()> {
         let (pid, tid) = int(r.get_ref(3)?).map_or((0, 0), decode_global_tid);
         let symbol = int(r.get_ref(4)?).map_or(unknown, |s| s as u32);
         let module = int(r.get_ref(5)?).map_or(u64::from(unknown), |m| u64::from(m as u32));
-        let flags = SampleFlags::pack(cpu, state);
+        let in_gil = int(r.get_ref(6)?).is_some_and(|id| gil.contains(&id));
+        let flags = SampleFlags::pack(cpu, state) | if in_gil { SAMPLE_GIL } else { 0 };
         lanes.get((LaneKind::Samples { tid }, pid)).push(t, t, symbol, None, Some(module), Some(flags));
         Ok(())
     })

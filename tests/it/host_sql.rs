@@ -199,3 +199,31 @@ fn nsys_threads_cpu_time_is_reported_apart_and_equals_sql() {
         assert_eq!(v["host"]["profiler_cpu_ns"].as_i64(), Some(want), "{}", f.display());
     }
 }
+
+#[test]
+fn samples_whose_stacks_take_the_gil_are_flagged() {
+    // r7_timm_fed and contention hold samples with CPython's GIL frames somewhere in their
+    // stacks (SAMPLING_CALLCHAINS, any depth): the reader flags exactly those samples.
+    for name in ["matrix/r7_timm_fed.sqlite", "contention.sqlite"] {
+        let path = fixture(name);
+        let c = Connection::open(&path).unwrap();
+        let want: i64 = c
+            .query_row(
+                "SELECT count(*) FROM COMPOSITE_EVENTS WHERE id IN (SELECT c.id FROM SAMPLING_CALLCHAINS c JOIN \
+                 StringIds s ON s.id = c.symbol WHERE s.value IN ('take_gil', 'drop_gil', 'PyEval_RestoreThread', \
+                 'PyEval_AcquireThread', 'PyGILState_Ensure', 'PyEval_AcquireLock'))",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(want > 0, "{name}: no GIL samples to check");
+        let t = crate::util::load_warm(&path);
+        let got: usize = t
+            .lanes
+            .iter()
+            .filter(|l| matches!(l.kind, LaneKind::Samples { .. }))
+            .map(|l| (0..l.ev.len()).filter(|&i| l.ev.flags(i) & lanescope::SAMPLE_GIL != 0).count())
+            .sum();
+        assert_eq!(got as i64, want, "{name}");
+    }
+}
