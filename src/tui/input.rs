@@ -361,7 +361,7 @@ pub(super) const GLOBAL: &[Section] = &[
                 &[C('B')],
                 Action::Steps,
                 "step budget: a bar per step, GPU busy and idle by cause (Enter zooms)",
-                ("B", "steps", 5, 19, Always),
+                ("B", "steps", 5, 28, Always),
             ),
         ],
     },
