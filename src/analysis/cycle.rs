@@ -4,6 +4,9 @@
 //! A training or inference loop launches the same kernels in the same order once per
 //! step. On the process with the most GPU time, on its busiest GPU:
 //!
+//! Kernels are told apart by their demangled names, template arguments included: a
+//! `multi_tensor_apply_kernel` of `clip_grad_norm_` is not the optimizer's.
+//!
 //! 1. **Period.** The kernel names in start order repeat with a period of `P` kernels:
 //!    the smallest lag at which most sampled positions hold the same kernel name as one
 //!    lag later ([`REPEAT_SHARE`]). Candidate lags are the median distances between
@@ -50,7 +53,7 @@ const MIN_STEPS: usize = 3;
 pub(crate) struct Inferred {
     /// The process.
     pub pid: u32,
-    /// The kernel whose launches mark the boundaries.
+    /// The kernel whose launches mark the boundaries (its display name).
     pub anchor: StrId,
     /// Steps as ranges of the launching thread, sorted by start.
     pub instances: Vec<Instance>,
@@ -78,8 +81,9 @@ pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> 
     } else {
         every_launch(trace, &lanes, anchor.name, period, at_end)
     };
+    let shown = refs.first().map_or(anchor.name, |r| trace.lanes[r.lane as usize].ev.name[r.idx as usize]);
     let instances = steps(trace, index, pid, &refs, at_end);
-    (instances.len() >= MIN_STEPS).then_some(Inferred { pid, anchor: anchor.name, instances })
+    (instances.len() >= MIN_STEPS).then_some(Inferred { pid, anchor: shown, instances })
 }
 
 // The GPU of a kernel lane.
@@ -124,10 +128,18 @@ fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
             complete = false;
             break;
         }
-        names.push(trace.lanes[li].ev.name[i]);
+        names.push(kernel_id(&trace.lanes[li].ev, i));
         refs.push(EventRef { lane: li as u32, idx: i as u32 });
     }
     Sequence { names, refs, complete }
+}
+
+// What tells kernels apart: the demangled name with its template arguments (kept in
+// `aux`), else the display name. The short name is not enough: `clip_grad_norm_`'s
+// norms and the optimizer's foreach updates are both `multi_tensor_apply_kernel`, and
+// as one name their launches read as two bursts a step.
+fn kernel_id(ev: &crate::model::Events, i: usize) -> StrId {
+    StrId::try_from(ev.aux(i)).ok().filter(|&a| a != 0).unwrap_or(ev.name[i])
 }
 
 // A kernel name's launches grouped into bursts: launches closer together than the
@@ -264,7 +276,8 @@ fn kind(name: &str) -> u8 {
 
 /// True for the kernels of an optimizer step (fused and foreach Adam, SGD, LAMB...).
 pub(crate) fn optimizer(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
+    // Demangled names hold lambdas (`[lambda() ...]`), which are no LAMB optimizer.
+    let n = name.to_ascii_lowercase().replace("lambda", "");
     ["multi_tensor_apply", "adam", "sgd", "lamb", "adagrad", "rmsprop", "optimizer"].iter().any(|w| n.contains(w))
 }
 
@@ -294,7 +307,7 @@ fn every_launch(trace: &Trace, lanes: &[usize], name: StrId, period: usize, at_e
     let mut out = Vec::new();
     let mut last: Option<usize> = None;
     for (p, (li, i)) in in_start_order(trace, lanes).enumerate() {
-        if trace.lanes[li].ev.name[i] != name {
+        if kernel_id(&trace.lanes[li].ev, i) != name {
             continue;
         }
         let r = EventRef { lane: li as u32, idx: i as u32 };
@@ -376,6 +389,33 @@ mod tests {
     }
 
     #[test]
+    fn two_optimizer_kernels_of_one_short_name_are_told_apart_by_their_template_arguments() {
+        // A step: a layer's kernels, `clip_grad_norm_`'s norms (4 launches), 7 kernels, the
+        // SGD's foreach updates (8 launches), 50 more kernels. As one short name the norms
+        // and the updates are two bursts a step (distances 1, 8 and 58: the jump from 1 to 8
+        // splits them); by demangled name each is one burst a step.
+        let mut t = Trace::default();
+        let norm = t.strings.intern("multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<float>>");
+        let sgd = t.strings.intern("multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListFunctor<float>>");
+        let other: Vec<StrId> = (0..57).map(|k| t.strings.intern(&format!("k{k}"))).collect();
+        let mut step = other[..7].to_vec();
+        step.extend([norm; 4]);
+        step.extend(&other[7..14]);
+        step.extend([sgd; 8]);
+        step.extend(&other[14..]);
+        let names: Vec<StrId> = step.iter().copied().cycle().take(step.len() * 12).collect();
+        let cands = candidates(&t, &names);
+        let p = period(&names, &cands).expect("a period");
+        assert_eq!(p, step.len());
+        let a = anchor(&cands, p).expect("an anchor");
+        assert_eq!(a.starts.len(), 12, "one burst a step");
+        // The same kernels under one name read as two bursts a step.
+        let merged: Vec<StrId> = names.iter().map(|&n| if n == sgd { norm } else { n }).collect();
+        let c = candidates(&t, &merged).into_iter().find(|c| c.name == norm).expect("the merged name");
+        assert_eq!(c.starts.len(), 24);
+    }
+
+    #[test]
     fn a_second_anchor_must_fall_as_often_between_every_two_anchors() {
         assert!(agree(&[0, 10, 20, 30], &[5, 15, 25]));
         // Twice in every period agrees too (micro-batches); once, then twice, does not.
@@ -389,6 +429,10 @@ mod tests {
         assert!(optimizer("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>"));
         assert!(optimizer("fused_adam_kernel"));
         assert!(!optimizer("ampere_sgemm_128x64_tn"));
+        assert!(!optimizer(
+            "void at::native::reduce_kernel<512, 1, ReduceOp<float, [lambda(float, float) (instance 1)]>>"
+        ));
+        assert!(optimizer("multi_tensor_apply_kernel<TensorListMetadata<4>, LambFunctor<float>>"));
         assert_eq!(kind("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), 1);
     }
 }

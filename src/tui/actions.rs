@@ -129,7 +129,7 @@ impl App {
             }
             Action::ThresholdUp => self.change_threshold(2, 1),
             Action::ThresholdDown => self.change_threshold(1, 2),
-            Action::Details | Action::GapList | Action::Phases => self.toggle_panel(action),
+            Action::Details | Action::GapList | Action::Phases | Action::Steps => self.toggle_panel(action),
             Action::Search => self.search.open_prompt(),
             Action::NextMatch => self.next_match(false),
             Action::PrevMatch => self.next_match(true),

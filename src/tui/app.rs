@@ -352,6 +352,7 @@ impl App {
     pub(crate) fn panel_context(&self) -> Context<'_> {
         Context {
             analysis: &self.analysis,
+            devices: &self.devices,
             gaps: &self.gaps,
             threshold: self.threshold(),
             selected_gap: if let Some(Selection::Gap(i)) = self.selection { Some(i) } else { None },

@@ -72,6 +72,8 @@ pub enum Action {
     ThresholdDown,
     /// Open the per-phase table.
     Phases,
+    /// Open the step budget (a bar per step).
+    Steps,
     /// Start typing a search.
     Search,
     /// Select the next search match.
@@ -354,6 +356,13 @@ pub(super) const GLOBAL: &[Section] = &[
             ),
             b("", &[C('<')], Action::ThresholdDown, "halve the gap threshold"),
             h("p", &[C('p')], Action::Phases, "per-phase table (NVTX ranges)", ("p", "phases", 4, 19, Always)),
+            h(
+                "B",
+                &[C('B')],
+                Action::Steps,
+                "step budget: a bar per step, GPU busy and idle by cause (Enter zooms)",
+                ("B", "steps", 5, 28, Always),
+            ),
         ],
     },
     Section {
@@ -406,7 +415,7 @@ pub(super) const PAIR: Section = Section {
 
 /// Keys of the gap list and the phase table, tried before the global keys.
 pub(super) const LIST: Section = Section {
-    title: "In the gap list (g) and phase table (p)",
+    title: "In the gap list (g), phase table (p) and step budget (B)",
     bindings: &[
         h(
             "j k ↓ ↑",
@@ -424,10 +433,16 @@ pub(super) const LIST: Section = Section {
             "Enter",
             &[K(KeyCode::Enter)],
             Action::ListEnter,
-            "zoom to gap / phase's slowest instance",
+            "zoom to the gap, the phase's slowest instance, the step",
             ("Enter", "zoom", 0, 1, Always),
         ),
-        h("o O", &[C('o')], Action::SortNext, "sort by the next column / reverse", ("o", "sort", 2, 2, Always)),
+        h(
+            "o O",
+            &[C('o')],
+            Action::SortNext,
+            "sort by the next column / reverse (step budget: by wall / by start)",
+            ("o", "sort", 2, 2, Always),
+        ),
         b("", &[C('O')], Action::SortReverse, "reverse the sort"),
         b("1-9", &[], Action::SortColumn(0), "sort by column N (again: reverse)"),
     ],
@@ -470,8 +485,8 @@ pub(super) const MOUSE: &[(&str, &str)] = &[
     ("click", "select the event or gap under the pointer"),
     ("drag ruler", "select a range: mark..cursor and its length"),
     ("click name", "collapse / expand a group, focus a lane"),
-    ("click row", "gap list, phase table: select; again: zoom"),
-    ("wheel list", "scroll the gap list, phase table or help"),
+    ("click row", "in a list panel: select; again: zoom"),
+    ("wheel list", "scroll a list panel or the help"),
     ("click run", "diff --view: focus the run clicked"),
 ];
 

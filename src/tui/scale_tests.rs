@@ -34,6 +34,7 @@ fn fixture(name: &str) -> PathBuf {
         let mut input = std::io::BufReader::new(std::fs::File::open(&packed).expect("the packed fixture"));
         let mut bytes = Vec::new();
         lzma_rs::xz_decompress(&mut input, &mut bytes).expect("an xz stream");
+        std::fs::create_dir_all(out.parent().expect("a folder")).expect("the fixture's folder");
         std::fs::write(&out, bytes).expect("the unpacked fixture");
     }
     out
@@ -258,6 +259,63 @@ fn gap_finder_finds_the_gaps_of_the_busy_union() {
                 let want: Vec<(Ns, Ns)> = d.busy.gaps(min).collect();
                 assert_eq!(finder.gaps(d, min), want, "{name} GPU {} min {min}", d.device);
             }
+        }
+    }
+}
+
+// The union of a GPU's kernels, copies and memsets, read straight from the export.
+fn sql_busy(c: &rusqlite::Connection, device: u32) -> Vec<(Ns, Ns)> {
+    let sql = "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = ?1
+               UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = ?1
+               UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE deviceId = ?1
+               ORDER BY 1";
+    let mut stmt = c.prepare(sql).unwrap();
+    let rows = stmt.query_map([device], |r| Ok((r.get::<_, Ns>(0)?, r.get::<_, Ns>(1)?))).unwrap();
+    let mut out: Vec<(Ns, Ns)> = Vec::new();
+    for (a, b) in rows.map(Result::unwrap) {
+        match out.last_mut() {
+            Some(l) if a <= l.1 => l.1 = l.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+fn clipped(v: &[(Ns, Ns)], a: Ns, b: Ns) -> Ns {
+    v.iter().map(|&(s, e)| (e.min(b) - s.max(a)).max(0)).sum()
+}
+
+#[test]
+fn step_bars_split_each_step_as_sql_does() {
+    use crate::analysis::regap::Pool;
+    use crate::view::steps::{Part, step_bars};
+    for name in ["pageable.sqlite", "matrix/r6_plain_nonvtx.sqlite"] {
+        let t = load(name);
+        let a = analysis::analyze(&t, &Options::default());
+        let pool = Pool::new(a.gaps.clone(), &a.devices, a.options.min_gap_ns);
+        let bars = step_bars(&a, &a.devices, &pool).expect("steps");
+        let c =
+            rusqlite::Connection::open_with_flags(fixture(name), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let busy = sql_busy(&c, bars.device);
+        // Holes of the union at least the threshold: the gaps the bars split by cause.
+        let holes: Vec<(Ns, Ns)> =
+            busy.windows(2).map(|w| (w[0].1, w[1].0)).filter(|h| h.1 - h.0 >= a.options.min_gap_ns).collect();
+        if name == "pageable.sqlite" {
+            let mut stmt = c
+                .prepare(
+                    "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId
+                     WHERE coalesce(n.text, s.value) LIKE 'step %' ORDER BY n.start",
+                )
+                .unwrap();
+            let starts: Vec<Ns> = stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+            assert_eq!(bars.rows.iter().map(|r| r.start).collect::<Vec<_>>(), starts, "{name}: a row per NVTX step");
+        }
+        assert!(bars.rows.len() > 10, "{name}: {} steps", bars.rows.len());
+        for r in &bars.rows {
+            let idle: Ns = r.parts.iter().filter(|p| matches!(p.0, Part::Idle(_))).map(|p| p.1).sum();
+            assert_eq!(r.of(Part::Busy), clipped(&busy, r.start, r.end), "{name} step {} busy", r.index);
+            assert_eq!(idle, clipped(&holes, r.start, r.end), "{name} step {} gap idle", r.index);
+            assert_eq!(r.parts.iter().map(|p| p.1).sum::<Ns>(), r.wall(), "{name} step {} adds up", r.index);
         }
     }
 }

@@ -55,8 +55,8 @@ impl Theme {
         }
     }
 
-    // Foreground of a palette colour.
-    fn paint(self, c: Colour) -> Style {
+    /// Foreground of a palette colour.
+    pub(crate) fn paint(self, c: Colour) -> Style {
         self.fg(c.c256, c.c16.into())
     }
 

@@ -203,3 +203,28 @@ pub(crate) fn event(class: Class, name: StrId) -> Colour {
         Class::Sample => colour(139, Ansi::Magenta),
     }
 }
+
+/// Glyph and colour of a part of a step's bar (the step budget panel): the glyph tells
+/// the families apart without colour (busy, syncs, host, input pipeline, rest).
+pub(crate) fn step_part(part: crate::view::steps::Part) -> (char, Colour) {
+    use crate::analysis::Cause;
+    use crate::view::steps::Part;
+    match part {
+        Part::Busy => ('█', GPU_BUSY),
+        Part::Short => ('·', colour(240, Ansi::DarkGray)),
+        Part::Idle(c) => match c {
+            Cause::SyncWait => ('═', colour(203, Ansi::Red)),
+            Cause::SyncDrain => ('═', colour(209, Ansi::LightRed)),
+            Cause::PageableCopy => (glyph::PAGEABLE, colour(208, Ansi::LightRed)),
+            Cause::HostWait => ('▒', colour(247, Ansi::Gray)),
+            Cause::HostBusy => ('▒', colour(179, Ansi::Yellow)),
+            Cause::LaunchBound => ('▒', colour(117, Ansi::Cyan)),
+            Cause::CpuContention => ('▒', colour(227, Ansi::LightYellow)),
+            Cause::WorkerBusy => ('░', colour(141, Ansi::Magenta)),
+            Cause::IoWait => ('░', colour(75, Ansi::Blue)),
+            Cause::Queued => ('∙', colour(250, Ansi::White)),
+            Cause::Profiler => ('∙', colour(96, Ansi::Magenta)),
+            Cause::Unknown => ('?', colour(244, Ansi::DarkGray)),
+        },
+    }
+}

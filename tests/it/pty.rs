@@ -23,6 +23,14 @@ fn journey(cols: u16, rows: u16) {
     s.send("\x1b");
     // A lone Esc must not run into the next key (it would read as Alt-/).
     std::thread::sleep(Duration::from_millis(300));
+    // Step budget: 30 NVTX steps (as the export holds `step 0`..`step 29`); `o` puts the
+    // longest first, Enter zooms to it and the status line says which step.
+    s.send("B");
+    s.wait_for("30 steps on GPU 0");
+    s.send("o\r");
+    s.wait_for("step 0 at");
+    s.send("\x1b");
+    std::thread::sleep(Duration::from_millis(300));
     // Search a kernel name: the status line counts the matches.
     s.send("/nchwToNhwc\r");
     s.wait_for("matches");

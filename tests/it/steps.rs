@@ -43,13 +43,7 @@ fn period_difference(a: &[i64], b: &[i64]) -> f64 {
 
 // Captures where the inferred steps are not the NVTX steps, each with why. The test fails
 // when one of them comes to match (take it off) or another stops matching.
-const NOT_THE_KERNELS_LOOP: [(&str, &str); 14] = [
-    (
-        "matrix/r7_item_log",
-        "clip_grad_norm_'s foreach norm and the SGD step both launch multi_tensor_apply_kernel: the anchor fires \
-         twice a step (seen on the r7 validation round, not fixed: the anchor should tell the template \
-         arguments apart)",
-    ),
+const NOT_THE_KERNELS_LOOP: [(&str, &str); 13] = [
     ("matrix/decode_eager", "the NVTX step is a generation; the kernels repeat once per token"),
     ("matrix/decode_graph", "the NVTX step is a generation; graph replays per token"),
     ("matrix/r4_decode_eager_d384", "the NVTX step is a generation; the kernels repeat once per token"),

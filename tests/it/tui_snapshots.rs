@@ -102,6 +102,22 @@ fn phases_panel() {
 }
 
 #[test]
+fn step_budget_panel() {
+    let mut a = app(120, 40);
+    a.apply(Action::Steps);
+    insta::assert_snapshot!(screen(&a));
+}
+
+#[test]
+fn step_budget_panel_80x24_by_wall_then_zoomed() {
+    let mut a = app(80, 24);
+    keys(&mut a, "Bo");
+    insta::assert_snapshot!("step_budget_80x24_by_wall", screen(&a));
+    keys(&mut a, "\n");
+    insta::assert_snapshot!("step_budget_80x24_zoomed", screen(&a));
+}
+
+#[test]
 fn gap_list() {
     let mut a = app(120, 40);
     a.apply(Action::GapList);

@@ -1,6 +1,6 @@
 //! Panels: one file per panel, each owning its state, the keys it handles and its
 //! drawing. [`Panel`] is the slide-in panel that is open (details, phase table, gap
-//! list); help and search are overlays with their own state in [`App`].
+//! list, step budget); help and search are overlays with their own state in [`App`].
 //!
 //! A panel answers actions with an [`Effect`] that the app carries out (zoom to a
 //! gap, show a message), so panels never hold `&mut App`. They read the app through a
@@ -16,14 +16,15 @@ pub(crate) mod gaps;
 pub(crate) mod help;
 pub(crate) mod phases;
 pub(crate) mod search;
+pub(crate) mod steps;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders};
 
-use crate::analysis::Analysis;
 use crate::analysis::regap::Pool;
+use crate::analysis::{Analysis, DeviceActivity};
 use crate::model::Ns;
 
 use super::input::{Action, Mode};
@@ -35,12 +36,15 @@ pub(super) use gaps::GapList;
 pub(super) use help::Help;
 pub(super) use phases::PhaseTable;
 pub(super) use search::Search;
+pub(super) use steps::StepPanel;
 
 /// The app as panels see it (`App::panel_context`): what they read to open, answer keys and draw.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Context<'a> {
     /// The analysis (phases).
     pub analysis: &'a Analysis,
+    /// Per GPU busy unions (the app keeps them apart from the analysis).
+    pub devices: &'a [DeviceActivity],
     /// Gaps at the current threshold.
     pub gaps: &'a Pool,
     /// The gap threshold.
@@ -73,6 +77,8 @@ pub(crate) enum Panel {
     Phases(PhaseTable),
     /// Gap list.
     Gaps(GapList),
+    /// Step budget: a bar per step.
+    Steps(StepPanel),
 }
 
 /// What the app does after a panel handled an action.
@@ -93,6 +99,7 @@ impl Panel {
             Action::Details => Some(Panel::Details),
             Action::Phases => Some(Panel::Phases(PhaseTable::open(app))),
             Action::GapList => Some(Panel::Gaps(GapList::open(app))),
+            Action::Steps => Some(Panel::Steps(StepPanel::open(app))),
             _ => None,
         }
     }
@@ -106,7 +113,7 @@ impl Panel {
     pub(crate) fn shape(&self) -> PanelShape {
         match self {
             Panel::Details => PanelShape::Text,
-            Panel::Phases(_) | Panel::Gaps(_) => PanelShape::Table,
+            Panel::Phases(_) | Panel::Gaps(_) | Panel::Steps(_) => PanelShape::Table,
         }
     }
 
@@ -114,7 +121,7 @@ impl Panel {
     pub(crate) fn mode(&self) -> Mode {
         match self {
             Panel::Details => Mode::Timeline,
-            Panel::Phases(_) | Panel::Gaps(_) => Mode::List,
+            Panel::Phases(_) | Panel::Gaps(_) | Panel::Steps(_) => Mode::List,
         }
     }
 
@@ -124,6 +131,7 @@ impl Panel {
             Panel::Details => Effect::None,
             Panel::Phases(p) => p.on_action(action, app),
             Panel::Gaps(g) => g.on_action(action, app),
+            Panel::Steps(s) => s.on_action(action, app),
         }
     }
 
@@ -133,13 +141,16 @@ impl Panel {
             Panel::Details => Effect::None,
             Panel::Phases(p) => p.on_click(area, y, app),
             Panel::Gaps(g) => g.on_click(area, y, app),
+            Panel::Steps(s) => s.on_click(area, y, app),
         }
     }
 
     /// Keep the state valid after the gaps changed (new threshold).
     pub(crate) fn gaps_changed(&mut self, app: &Context) {
-        if let Panel::Gaps(g) = self {
-            g.clamp(app);
+        match self {
+            Panel::Gaps(g) => g.clamp(app),
+            Panel::Steps(s) => s.refresh(app),
+            Panel::Details | Panel::Phases(_) => {}
         }
     }
 
@@ -149,6 +160,7 @@ impl Panel {
             Panel::Details => details::render(frame, app, area),
             Panel::Phases(p) => p.render(frame, app, area),
             Panel::Gaps(g) => g.render(frame, app, area),
+            Panel::Steps(s) => s.render(frame, app, area),
         }
     }
 }
