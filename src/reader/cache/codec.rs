@@ -21,7 +21,7 @@ use crate::model::{
 const CHUNK: usize = 64 << 10;
 
 /// The writing side: every byte goes through here, counted and checksummed.
-pub(super) struct Enc<W: Write> {
+pub(crate) struct Enc<W: Write> {
     out: W,
     crc: crc32fast::Hasher,
     bytes: u64,
@@ -29,7 +29,7 @@ pub(super) struct Enc<W: Write> {
 }
 
 impl<W: Write> Enc<W> {
-    pub(super) fn new(out: W) -> Self {
+    pub(crate) fn new(out: W) -> Self {
         Self { out, crc: crc32fast::Hasher::new(), bytes: 0, scratch: Vec::with_capacity(CHUNK) }
     }
 
@@ -40,12 +40,12 @@ impl<W: Write> Enc<W> {
     }
 
     /// Bytes written and their CRC-32, and the writer back.
-    pub(super) fn finish(self) -> (W, u64, u32) {
+    pub(crate) fn finish(self) -> (W, u64, u32) {
         (self.out, self.bytes, self.crc.finalize())
     }
 
     /// A column: its length, then its values.
-    fn col<T: Le>(&mut self, v: &[T]) -> io::Result<()> {
+    pub(crate) fn col<T: Le>(&mut self, v: &[T]) -> io::Result<()> {
         (v.len() as u64).put(self)?;
         let mut scratch = std::mem::take(&mut self.scratch);
         for c in v.chunks(CHUNK / T::SIZE) {
@@ -61,7 +61,7 @@ impl<W: Write> Enc<W> {
 }
 
 /// The reading side: counts what is left of the body and checksums what it reads.
-pub(super) struct Dec<R: Read> {
+pub(crate) struct Dec<R: Read> {
     inp: R,
     crc: crc32fast::Hasher,
     left: u64,
@@ -69,7 +69,7 @@ pub(super) struct Dec<R: Read> {
 
 impl<R: Read> Dec<R> {
     /// A reader of a body of `len` bytes.
-    pub(super) fn new(inp: R, len: u64) -> Self {
+    pub(crate) fn new(inp: R, len: u64) -> Self {
         Self { inp, crc: crc32fast::Hasher::new(), left: len }
     }
 
@@ -84,15 +84,15 @@ impl<R: Read> Dec<R> {
     }
 
     /// The CRC-32 of the body, once all of it has been read.
-    pub(super) fn finish(self) -> Result<u32> {
+    pub(crate) fn finish(self) -> Result<u32> {
         if self.left != 0 {
             bail!("{} bytes left over", self.left);
         }
         Ok(self.crc.finalize())
     }
 
-    // A count of items of at least `size` bytes each that fits in what is left.
-    fn count(&mut self, size: usize) -> Result<usize> {
+    /// A count of items of at least `size` bytes each that fits in what is left.
+    pub(crate) fn count(&mut self, size: usize) -> Result<usize> {
         let n = u64::take(self)?;
         if n.saturating_mul(size as u64) > self.left {
             bail!("a count ({n}) larger than the file");
@@ -100,7 +100,8 @@ impl<R: Read> Dec<R> {
         Ok(n as usize)
     }
 
-    fn col<T: Le>(&mut self) -> Result<Vec<T>> {
+    /// A column written by [`Enc::col`].
+    pub(crate) fn col<T: Le>(&mut self) -> Result<Vec<T>> {
         let n = self.count(T::SIZE)?;
         let mut v = Vec::with_capacity(n);
         let mut buf = vec![0u8; CHUNK.min(n * T::SIZE)];
@@ -116,7 +117,7 @@ impl<R: Read> Dec<R> {
 }
 
 /// A fixed-size number kept little-endian in columns.
-trait Le: Copy {
+pub(crate) trait Le: Copy {
     const SIZE: usize;
     fn put_le(self, out: &mut Vec<u8>);
     fn from_le(b: &[u8]) -> Self;
@@ -151,8 +152,10 @@ macro_rules! le {
 }
 
 /// A value written to and read from the body.
-pub(super) trait Field: Sized {
+pub(crate) trait Field: Sized {
+    /// Write the value.
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()>;
+    /// Read a value written by [`Field::put`].
     fn take<R: Read>(r: &mut Dec<R>) -> Result<Self>;
 }
 
