@@ -10,6 +10,7 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
+use zerocopy::IntoBytes;
 
 use crate::model::counters::{Counters, Series};
 use crate::model::{
@@ -17,8 +18,11 @@ use crate::model::{
     SampleRate, Strings, SyncRecords, TableStat, Thread, Trace,
 };
 
-/// Bytes converted at a time between a column and the file.
+/// Bytes converted at a time from a column to the file.
 const CHUNK: usize = 64 << 10;
+
+/// Bytes read at a time from the file into a column.
+const READ_CHUNK: usize = 1 << 20;
 
 /// The writing side: every byte goes through here, counted and checksummed.
 pub(crate) struct Enc<W: Write> {
@@ -100,42 +104,47 @@ impl<R: Read> Dec<R> {
         Ok(n as usize)
     }
 
-    /// A column written by [`Enc::col`].
+    /// A column written by [`Enc::col`], read straight into its vector's bytes (no
+    /// buffer between, no conversion on a little-endian machine).
     pub(crate) fn col<T: Le>(&mut self) -> Result<Vec<T>> {
         let n = self.count(T::SIZE)?;
-        let mut v = Vec::with_capacity(n);
-        let mut buf = vec![0u8; CHUNK.min(n * T::SIZE)];
-        let mut left = n * T::SIZE;
-        while left > 0 {
-            let k = left.min(CHUNK);
-            self.raw(&mut buf[..k])?;
-            v.extend(buf[..k].chunks_exact(T::SIZE).map(T::from_le));
-            left -= k;
+        let mut v = vec![T::ZERO; n];
+        // A MiB at a time: the checksum reads each piece while it is still in cache, and
+        // the 1 MiB reader hands pieces this large to the file directly, not copied.
+        for piece in v.as_mut_bytes().chunks_mut(READ_CHUNK) {
+            self.raw(piece)?;
+        }
+        if cfg!(target_endian = "big") {
+            for x in &mut v {
+                *x = x.le_to_native();
+            }
         }
         Ok(v)
     }
 }
 
-/// A fixed-size number kept little-endian in columns.
-pub(crate) trait Le: Copy {
+/// A fixed-size number kept little-endian in columns (any bit pattern is a value, so a
+/// column is read straight into its vector's bytes).
+pub(crate) trait Le: Copy + zerocopy::FromBytes + zerocopy::IntoBytes {
     const SIZE: usize;
+    const ZERO: Self;
     fn put_le(self, out: &mut Vec<u8>);
-    fn from_le(b: &[u8]) -> Self;
+    /// The value whose little-endian bytes this holds (itself on a little-endian machine).
+    fn le_to_native(self) -> Self;
 }
 
 macro_rules! le {
     ($($t:ty),*) => {$(
         impl Le for $t {
             const SIZE: usize = size_of::<$t>();
+            const ZERO: Self = 0;
             #[inline]
             fn put_le(self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes());
             }
             #[inline]
-            fn from_le(b: &[u8]) -> Self {
-                let mut a = [0u8; size_of::<$t>()];
-                a.copy_from_slice(b);
-                <$t>::from_le_bytes(a)
+            fn le_to_native(self) -> Self {
+                <$t>::from_le(self)
             }
         }
         impl Field for $t {
