@@ -14,9 +14,10 @@
 //! - Written to `.NAME.SERIAL-PID.tmp.lsc` in the cache directory, then renamed: a reader never
 //!   sees half an entry. Older entries of the same trace are removed; then the oldest
 //!   entries go until all fit in [`max_bytes`]. A read refreshes an entry's mtime.
-//! - Columns are read in bulk into the model's own `Vec`s (one copy, through a 1 MiB
-//!   buffer), not memory-mapped: the model owns and edits its columns (a merge shifts
-//!   them), and this crate has no `unsafe`, which mapping a file needs.
+//! - Columns are read in bulk straight into the model's own `Vec`s (one copy from the
+//!   page cache, a MiB at a time), not memory-mapped: the model owns and edits its
+//!   columns (a merge shifts them), and this crate has no `unsafe`, which mapping a file
+//!   needs.
 //! - A higher layer may keep a part of its own beside an entry ([`Entry::store_part`],
 //!   [`part_through`]): `STEM-PATHHASH-KEYHASH-NAME.lsc`, the same header, key and checks,
 //!   for what it derives from the trace alone (the viewer's render index, `-view`).
