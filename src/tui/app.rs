@@ -102,6 +102,8 @@ pub struct App {
     pub(crate) job: Option<GapJob>,
     // The analysis still running on its thread ([`App::open`]); `analysis` is empty till then.
     pub(crate) pending: Option<mpsc::Receiver<Analysis>>,
+    // Keys pressed meanwhile that need it, applied in order once it is in.
+    pub(crate) deferred: Vec<ratatui::crossterm::event::KeyEvent>,
     pub(crate) message: Option<String>,
     pub(crate) quit: bool,
     pub(crate) suspend: bool,
@@ -203,6 +205,7 @@ impl App {
             analysis,
             job: None,
             pending: None,
+            deferred: Vec::new(),
             index,
             gap_finder,
             max_gaps: regap::MAX_GAPS,
@@ -225,6 +228,10 @@ impl App {
         self.cpu_rows = cpu_rows(&self.trace, &self.host, &mut self.lanes.groups);
         self.analysis = analysis;
         self.relayout();
+        // Details shown before carry no correlation lookups: show them again.
+        if self.details.is_some() {
+            self.select(self.selection);
+        }
         if let Some(mut p) = self.panel.take() {
             p.gaps_changed(&self.panel_context());
             self.panel = Some(p);
@@ -243,11 +250,18 @@ impl App {
             Ok(a) => {
                 self.pending = None;
                 self.install(a);
+                if self.message.as_deref().is_some_and(|m| m.starts_with("analysing")) {
+                    self.message = None;
+                }
+                for key in std::mem::take(&mut self.deferred) {
+                    self.handle_key(key);
+                }
                 true
             }
             Err(mpsc::TryRecvError::Empty) => false,
             Err(mpsc::TryRecvError::Disconnected) => {
                 self.pending = None;
+                self.deferred.clear();
                 self.message = Some("the analysis failed: the timeline shows the events alone".to_string());
                 true
             }

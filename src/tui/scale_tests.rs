@@ -360,15 +360,22 @@ fn screen(app: &App) -> String {
 fn the_viewer_draws_before_its_analysis_is_in_and_then_as_if_it_had_waited() {
     for name in TRACES {
         let t = load(name);
-        let waited = App::new(t.clone(), analysis::analyze(&t, &Options::default()), (160, 48));
+        let mut waited = App::new(t.clone(), analysis::analyze(&t, &Options::default()), (160, 48));
         let index = Index::build(&t);
         let mut app = App::open(t, index, Options::default(), (160, 48));
         // The first frame needs nothing of the analysis.
         let first = screen(&app);
         assert!(first.contains("analysing…") || !app.analysing(), "{name}: {first}");
+        // Keys that need it (the next gap, twice) wait for it, then act as on `waited`.
+        for c in "]]".chars() {
+            app.handle_key(key(c));
+            waited.handle_key(key(c));
+        }
         app.finish_jobs();
         assert!(!app.analysing());
         assert_eq!(app.gaps().count(), waited.gaps().count(), "{name}");
+        assert_eq!(app.selected_gap().map(|g| g.start), waited.selected_gap().map(|g| g.start), "{name}");
+        assert!(waited.gaps().count() < 2 || waited.selected_gap().is_some(), "{name}: ] selected no gap");
         assert_eq!(screen(&app), screen(&waited), "{name}");
     }
 }
