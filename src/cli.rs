@@ -14,7 +14,8 @@ use crate::{diff, info, picture, reader, report};
 
 /// Terminal viewer for NVIDIA Nsight Systems traces that says why the GPU is idle.
 #[derive(Debug, Parser)]
-#[command(name = "lanescope", version, args_conflicts_with_subcommands = true)]
+#[command(name = "lanescope", version)]
+#[command(override_usage = "lanescope [OPTIONS] [TRACE]...\n       lanescope [--no-cache] <COMMAND> ...")]
 #[command(after_help = "With no TRACE, opens the demo trace embedded in the binary.\n\
 Export a report first: nsys export --type sqlite report.nsys-rep")]
 pub struct Cli {
@@ -246,6 +247,43 @@ pub(crate) fn parse_pixels(s: &str) -> Result<picture::svg::Size, String> {
             Ok(picture::svg::Size { width: parse(w).ok_or_else(bad)?, height: Some(parse(h).ok_or_else(bad)?) })
         }
         None => Ok(picture::svg::Size { width: parse(s).ok_or_else(bad)?, height: None }),
+    }
+}
+
+impl Cli {
+    /// Parse the process's arguments as [`Parser::parse`] does (exiting with clap's
+    /// message and code on an error), and refuse the viewer's own options before a
+    /// command: `--no-cache` is the one option that goes before or after a command.
+    pub fn parse_args() -> Self {
+        let cli = Self::parse();
+        if let Err(e) = cli.check() {
+            e.exit();
+        }
+        cli
+    }
+
+    // The viewer's arguments given with a command, which would otherwise be dropped
+    // without a word (a command takes its options after its name).
+    fn check(&self) -> Result<(), clap::Error> {
+        if self.command.is_none() {
+            return Ok(());
+        }
+        let a = &self.analysis;
+        let given = [
+            ("TRACE", !self.trace.is_empty()),
+            ("--no-mouse", self.no_mouse),
+            ("--min-gap", a.min_gap != Options::default().min_gap_ns),
+            ("--exact-names", a.exact_names),
+            ("--step-phase", a.step_phase.is_some()),
+            ("--infer-steps", a.infer_steps),
+        ];
+        match given.iter().find(|g| g.1) {
+            Some((name, _)) => Err(Self::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!("{name} is the viewer's: with a command, put its options after the command's name"),
+            )),
+            None => Ok(()),
+        }
     }
 }
 

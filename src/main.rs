@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = lanescope::Cli::parse();
+    let cli = lanescope::Cli::parse_args();
     match lanescope::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

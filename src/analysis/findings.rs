@@ -591,6 +591,7 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
     let mut by_phase: HashMap<(Cause, Option<String>), Ns> = HashMap::new();
     let mut hints: HashMap<(Cause, Hint), Ns> = HashMap::new();
     let mut starved = 0usize;
+    let mut trees = super::host_cause::Trees::default();
     for s in steps {
         let slots: Vec<usize> =
             x.index.devices_of(s.pid).filter_map(|d| x.devices.iter().position(|a| a.device == d)).collect();
@@ -606,8 +607,11 @@ fn starvation(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Option<Finding> 
                 // A whole gap keeps its cause; a clipped part is decided again, rule 6 included.
                 let (cause, phase) = explainer.part(g, a, b);
                 let whole = (a, b) == (g.start, g.end);
-                let cause =
-                    if whole { cause } else { super::host_cause::part_cause(x.trace, x.host, g, (a, b), cause) };
+                let cause = if whole {
+                    cause
+                } else {
+                    super::host_cause::part_cause(x.trace, x.host, &mut trees, g, (a, b), cause)
+                };
                 idle[cause as usize] += b - a;
                 if cause == g.cause {
                     *hints.entry((cause, g.hint)).or_default() += b - a;

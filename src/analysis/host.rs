@@ -132,6 +132,9 @@ struct ThreadLanes {
     // The thread's life: from the start of its first row to the end of its last, over
     // every lane of it (CUDA API, OS runtime, NVTX, samples, context switches).
     life: Option<(Ns, Ns)>,
+    // Its record in `Trace::threads` (the first with its pid and tid), if any: rule 6
+    // reads the names of the threads of every gap.
+    record: Option<usize>,
 }
 
 /// Share of a process tree's on-CPU time below which a CPU it touched is a stray, not
@@ -203,6 +206,11 @@ impl HostIndex {
             };
             t.life = Some(t.life.map_or((l.ev.start[0], last), |(s, e)| (s.min(l.ev.start[0]), e.max(last))));
         }
+        for (k, t) in trace.threads.iter().enumerate().rev() {
+            if let Some(lanes) = by_thread.get_mut(&(t.pid, t.tid)) {
+                lanes.record = Some(k);
+            }
+        }
         let mut threads: Vec<_> = by_thread.into_iter().collect();
         threads.sort_unstable_by_key(|&(k, _)| k);
         (ix.threads, ix.lanes) = threads.into_iter().unzip();
@@ -232,7 +240,7 @@ impl HostIndex {
             let Some(li) = t.on_cpu else { continue };
             let ev = &trace.lanes[li].ev;
             let (pid, tid) = self.threads[w];
-            if is_profiler_thread(trace.thread_name(pid, tid)) {
+            if is_profiler_thread(self.thread_name(trace, pid, tid)) {
                 *profiler.entry(pid).or_default() += (0..ev.len()).map(|i| ev.dur(i)).sum::<Ns>();
                 continue;
             }
@@ -299,6 +307,15 @@ impl HostIndex {
             + self.lanes.iter().map(|t| t.os_max_end.capacity() * 8 + 48).sum::<usize>()
             + self.threads.capacity() * 8
             + self.blocking.capacity()
+    }
+
+    /// [`Trace::thread_name`] of `trace` (the trace this index was built from), found by
+    /// a binary search for the threads it indexes, by a scan for the others.
+    pub(crate) fn thread_name<'t>(&self, trace: &'t Trace, pid: u32, tid: u32) -> &'t str {
+        match self.thread(pid, tid) {
+            Some(t) => t.record.and_then(|k| trace.threads.get(k)).map_or("", |t| &t.name),
+            None => trace.thread_name(pid, tid),
+        }
     }
 
     fn thread(&self, pid: u32, tid: u32) -> Option<&ThreadLanes> {
@@ -698,7 +715,11 @@ pub struct CpuLoad {
 
 /// Load of the CPUs usable by `pids` over `[a, b)`.
 pub fn cpu_load(ix: &HostIndex, pids: &[u32], a: Ns, b: Ns) -> CpuLoad {
-    let usable = ix.usable_cpus(pids);
+    cpu_load_on(ix, ix.usable_cpus(pids), a, b)
+}
+
+/// The same for CPUs `usable` already found ([`HostIndex::usable_cpus`] of the pids).
+pub(crate) fn cpu_load_on(ix: &HostIndex, usable: Vec<u32>, a: Ns, b: Ns) -> CpuLoad {
     let mut busy = 0;
     let mut who: Vec<u32> = Vec::new();
     for c in &usable {
@@ -946,6 +967,27 @@ mod tests {
     }
 
     proptest! {
+        // The index's thread names (a binary search, for the threads it indexes) are
+        // `Trace::thread_name`'s (a scan, the first record of the thread), whatever the
+        // records' order, duplicates and unnamed threads.
+        #[test]
+        fn indexed_thread_names_equal_the_scan(
+            sched in schedule(),
+            records in prop::collection::vec((1u32..4, 0u32..6, 0usize..NAMES.len()), 0..12),
+        ) {
+            let mut t = build(&sched, &[], &[]);
+            t.threads = records
+                .iter()
+                .map(|&(pid, tid, n)| crate::model::Thread { pid, tid, name: format!("{}{tid}", NAMES[n]) })
+                .collect();
+            let ix = HostIndex::build(&t);
+            for pid in 0..5 {
+                for tid in 0..7 {
+                    prop_assert_eq!(ix.thread_name(&t, pid, tid), t.thread_name(pid, tid), "({}, {})", pid, tid);
+                }
+            }
+        }
+
         #[test]
         fn windows_match_brute_force(
             sched in schedule(),

@@ -50,8 +50,32 @@ pub(crate) const TOP_FUNCTIONS: usize = 5;
 /// Sample counts per cause: (symbol, module) -> samples, over the gaps' explaining threads.
 pub(crate) type HotByCause = HashMap<Cause, HashMap<(String, String), usize>>;
 
-// A process tree (its pids) and its compiler threads.
-type Tree = (Vec<u32>, Vec<(u32, u32)>);
+/// A process tree as rule 6 reads it: its pids ([`process_tree`]), the CPUs they may
+/// run on ([`HostIndex::usable_cpus`]) and the tree's compiler threads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tree {
+    pids: Vec<u32>,
+    usable: Vec<u32>,
+    compilers: Vec<(u32, u32)>,
+}
+
+/// The [`Tree`] of each process, found once: every gap of a process (and every clipped
+/// part of one) has the same tree.
+#[derive(Debug, Default)]
+pub(crate) struct Trees(HashMap<u32, std::rc::Rc<Tree>>);
+
+impl Trees {
+    /// The tree of process `pid` of `trace`.
+    pub(crate) fn of(&mut self, trace: &Trace, ix: &HostIndex, pid: u32) -> std::rc::Rc<Tree> {
+        let t = self.0.entry(pid).or_insert_with(|| {
+            let pids = process_tree(trace, pid);
+            let usable = ix.usable_cpus(&pids);
+            let compilers = compiler_threads(trace, &pids);
+            std::rc::Rc::new(Tree { pids, usable, compilers })
+        });
+        std::rc::Rc::clone(t)
+    }
+}
 
 /// Apply rule 6 to `gaps` in place (the hot functions per cause are pooled afterwards,
 /// over steady gaps only: [`steady_hot`]).
@@ -59,21 +83,14 @@ pub(crate) fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
     if ix.is_empty() {
         return;
     }
-    // Per process: its tree, and the tree's compiler threads (found once, by name).
-    let mut trees: HashMap<u32, Tree> = HashMap::new();
+    // Per process: its tree, usable CPUs and compiler threads (found once).
+    let mut trees = Trees::default();
     for g in gaps.iter_mut() {
         let Some(tid) = g.tid else { continue };
-        let (tree, compilers) = trees
-            .entry(g.pid)
-            .or_insert_with(|| {
-                let tree = process_tree(trace, g.pid);
-                let compilers = compiler_threads(trace, &tree);
-                (tree, compilers)
-            })
-            .clone();
+        let tree = trees.of(trace, ix, g.pid);
         let d = decide(trace, ix, g, tid, &tree);
-        let mut w = host::window(trace, ix, (g.pid, tid), &tree, (g.start, g.end), TOP_FUNCTIONS);
-        w.producers.retain(|p| !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
+        let mut w = host::window(trace, ix, (g.pid, tid), &tree.pids, (g.start, g.end), TOP_FUNCTIONS);
+        w.producers.retain(|p| !is_profiler_thread(ix.thread_name(trace, p.pid, p.tid)));
         if d.explainer != (g.pid, tid) {
             let s = host::top_symbols(trace, ix, d.explainer.0, d.explainer.1, (g.start, g.end), TOP_FUNCTIONS);
             (w.samples, w.top) = (s.samples, s.top);
@@ -82,7 +99,9 @@ pub(crate) fn refine(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
         // its wait to be (io-wait in an fsync, host-busy serializing).
         let checkpoint = g.hint == Hint::Checkpoint && d.hint == Hint::None && d.explainer == (g.pid, tid);
         (g.cause, g.hint) = (d.cause, if checkpoint { Hint::Checkpoint } else { d.hint });
-        if g.hint == Hint::None && may_compile(g.cause) && compiling_in(trace, ix, (&compilers, &tree), (g.pid, tid), g)
+        if g.hint == Hint::None
+            && may_compile(g.cause)
+            && compiling_in(trace, ix, (&tree.compilers, &tree.pids), (g.pid, tid), g)
         {
             g.hint = Hint::Compile;
         }
@@ -117,11 +136,18 @@ pub(crate) fn steady_hot(gaps: &[Gap]) -> HotByCause {
 }
 
 /// Rule 6 for the part `[start, end)` of `gap`, whose rules 1-5 gave `cause` (the
-/// starvation finding clips gaps to steps).
-pub(crate) fn part_cause(trace: &Trace, ix: &HostIndex, gap: &Gap, (start, end): (Ns, Ns), cause: Cause) -> Cause {
+/// starvation finding clips gaps to steps); `trees` keeps the process trees found.
+pub(crate) fn part_cause(
+    trace: &Trace,
+    ix: &HostIndex,
+    trees: &mut Trees,
+    gap: &Gap,
+    (start, end): (Ns, Ns),
+    cause: Cause,
+) -> Cause {
     let Some(tid) = gap.tid.filter(|_| !ix.is_empty()) else { return cause };
     let part = Gap { start, end, cause, evidence: String::new(), host: None, ..gap.clone() };
-    decide(trace, ix, &part, tid, &process_tree(trace, gap.pid)).cause
+    decide(trace, ix, &part, tid, &trees.of(trace, ix, gap.pid)).cause
 }
 
 /// The top `n` functions of each cause, with their share of that cause's samples.
@@ -215,12 +241,13 @@ impl Cpus {
     clippy::wildcard_enum_match_arm,
     reason = "rule 6 revisits only host-busy, unknown and host-wait gaps; every other cause stays as rules 1-5 decided"
 )]
-fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Decision {
+fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &Tree) -> Decision {
     let me = (g.pid, tid);
     let dur = g.end - g.start;
-    let usable = ix.usable_cpus(tree);
-    let full = ix.all_busy(&usable, g.start, g.end);
-    let cpus = Cpus { load: host::cpu_load(ix, tree, g.start, g.end), usable, full };
+    let full = ix.all_busy(&tree.usable, g.start, g.end);
+    let load = host::cpu_load_on(ix, tree.usable.clone(), g.start, g.end);
+    let cpus = Cpus { load, usable: tree.usable.clone(), full };
+    let tree = &tree.pids[..];
     let who = trace.thread_label(g.pid, tid);
     let Some(t) = host::thread_time(trace, ix, g.pid, tid, g.start, g.end) else { return Decision::keep(g, me) };
     let contended = ix.contended_ns(trace, me, &cpus.full, g.start, g.end).unwrap_or(0);
@@ -250,7 +277,7 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &[u32]) -> Dec
                         trace.thread_label(p.pid, p.tid),
                         p.on_cpu_share * 100.0
                     );
-                    return Decision::new(work_of(trace, (p.pid, p.tid), g), note, (p.pid, p.tid));
+                    return Decision::new(work_of(trace, ix, (p.pid, p.tid), g), note, (p.pid, p.tid));
                 }
             }
             // Without an OS runtime trace, off-CPU time could be any wait: say nothing.
@@ -350,7 +377,7 @@ enum Order {
 // processes) count with their main thread only; nsys's threads never count.
 fn ran(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), pids: &[u32], workers: bool) -> Vec<host::Producer> {
     let mut v = host::producers(trace, ix, pids, me, g.start, g.end);
-    v.retain(|p| (!workers || p.tid == p.pid) && !is_profiler_thread(trace.thread_name(p.pid, p.tid)));
+    v.retain(|p| (!workers || p.tid == p.pid) && !is_profiler_thread(ix.thread_name(trace, p.pid, p.tid)));
     v
 }
 
@@ -445,7 +472,7 @@ fn follow_group(
             )
         };
         let compiling = compile_thread(trace, ix, busiest, g);
-        let d = Decision::new(work_of(trace, busiest, g), note, busiest);
+        let d = Decision::new(work_of(trace, ix, busiest, g), note, busiest);
         return if compiling { d.hinted(Hint::Compile) } else { d };
     }
     if let Some(&(_, w, p)) = times.iter().max_by_key(|t| t.1).filter(|t| 2 * t.1 >= dur) {
@@ -472,8 +499,9 @@ fn follow_group(
 // or a thread of the input pipeline (a pin-memory thread), is the input pipeline
 // (`worker-busy`); any other thread of the process (one that launches CUDA work, a
 // tokenizer's or OpenMP's pool) does the launching thread's own work (`host-busy`).
-fn work_of(trace: &Trace, who: (u32, u32), g: &Gap) -> Cause {
-    let pipeline = who.0 != g.pid || (is_input_thread(trace.thread_name(who.0, who.1)) && !launches_in(trace, who, g));
+fn work_of(trace: &Trace, ix: &HostIndex, who: (u32, u32), g: &Gap) -> Cause {
+    let pipeline =
+        who.0 != g.pid || (is_input_thread(ix.thread_name(trace, who.0, who.1)) && !launches_in(trace, who, g));
     if pipeline { Cause::WorkerBusy } else { Cause::HostBusy }
 }
 
@@ -494,7 +522,7 @@ fn launches_in(trace: &Trace, (pid, tid): (u32, u32), g: &Gap) -> bool {
 
 // True when thread `who` is a compiler (its name, or the modules of its samples in the gap).
 fn compile_thread(trace: &Trace, ix: &HostIndex, who: (u32, u32), g: &Gap) -> bool {
-    if is_compiler(trace.thread_name(who.0, who.1)) {
+    if is_compiler(ix.thread_name(trace, who.0, who.1)) {
         return true;
     }
     let s = host::top_symbols(trace, ix, who.0, who.1, (g.start, g.end), TOP_FUNCTIONS);

@@ -499,8 +499,9 @@ pub struct Totals {
     pub osrt_calls: u64,
 }
 
-/// Everything the report and the TUI show about a trace.
-#[derive(Debug, Clone)]
+/// Everything the report and the TUI show about a trace (the default: that of a trace
+/// with nothing in it, which the viewer shows until the analysis is done).
+#[derive(Debug, Clone, Default)]
 pub struct Analysis {
     /// Options used.
     pub options: Options,

@@ -62,6 +62,13 @@ impl App {
             return true;
         }
         match input::action(mode, &key) {
+            // Kept for when the analysis is in: `]` pressed on the first frame still
+            // selects the first gap, a moment later.
+            Some(a) if self.analysing() && a.needs_analysis() => {
+                self.deferred.push(key);
+                self.message = Some("analysing… the key takes effect when it is done".to_string());
+                true
+            }
             Some(a) => {
                 self.apply(a);
                 true

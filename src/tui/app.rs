@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 
 use crate::analysis::host::HostIndex;
 use crate::analysis::regap::{self, Change, GapFinder, Pool, TooMany};
-use crate::analysis::{Analysis, DeviceActivity, Gap};
+use crate::analysis::{Analysis, DeviceActivity, Gap, Options};
 use crate::model::{EventRef, Ns, Trace};
 
 use super::input::{Facts, Mode};
@@ -100,6 +100,10 @@ pub struct App {
     pub(crate) time_base: Ns,
     // Flags and feedback.
     pub(crate) job: Option<GapJob>,
+    // The analysis still running on its thread ([`App::open`]); `analysis` is empty till then.
+    pub(crate) pending: Option<mpsc::Receiver<Analysis>>,
+    // Keys pressed meanwhile that need it, applied in order once it is in.
+    pub(crate) deferred: Vec<ratatui::crossterm::event::KeyEvent>,
     pub(crate) message: Option<String>,
     pub(crate) quit: bool,
     pub(crate) suspend: bool,
@@ -129,15 +133,46 @@ fn cpu_rows(trace: &Trace, host: &HostIndex, groups: &mut [rows::Group]) -> Vec<
 impl App {
     /// Build the viewer state for a loaded trace, showing the whole trace on a
     /// `size` (columns, rows) terminal. Builds the render index (O(events)).
-    pub fn new(trace: Trace, mut analysis: Analysis, size: (u16, u16)) -> Self {
-        let devices = Arc::new(std::mem::take(&mut analysis.devices));
+    pub fn new(trace: Trace, analysis: Analysis, size: (u16, u16)) -> Self {
         let index = Index::build(&trace);
+        Self::with_analysis(trace, index, analysis, size)
+    }
+
+    /// The same with the render index given (the bench times it apart).
+    pub(crate) fn with_analysis(trace: Trace, index: Index, analysis: Analysis, size: (u16, u16)) -> Self {
+        let mut app = Self::with_index(trace, index, size);
+        app.install(analysis);
+        app
+    }
+
+    /// The viewer state for a loaded trace and its render index (built, or read back
+    /// from the cache), ready to draw at once: the analysis runs on a thread of its own
+    /// and [`App::poll_jobs`] shows it when it is done. Until then the timeline shows
+    /// the lanes, and the GPU rows, gaps and panels are empty.
+    pub(crate) fn open(trace: Trace, index: Index, options: Options, size: (u16, u16)) -> Self {
+        let mut app = Self::with_index(trace, index, size);
+        app.analysis.options = options.clone();
+        let (tx, rx) = mpsc::channel();
+        let trace = Arc::clone(&app.trace);
+        let spawned = std::thread::Builder::new().name("analysis".into()).spawn(move || {
+            let _ = tx.send(crate::analysis::analyze(&trace, &options));
+        });
+        if spawned.is_ok() {
+            app.pending = Some(rx);
+        } else {
+            let analysis = crate::analysis::analyze(&app.trace, &app.analysis.options);
+            app.install(analysis);
+        }
+        app
+    }
+
+    // The state of a trace whose analysis is not there yet (an empty one).
+    fn with_index(trace: Trace, index: Index, size: (u16, u16)) -> Self {
+        let devices = Arc::new(Vec::new());
         let gap_finder = Arc::new(GapFinder::build(&devices));
-        let gaps = Pool::new(std::mem::take(&mut analysis.gaps), &devices, analysis.options.min_gap_ns);
-        let gpu_dirs = devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
-        let mut groups = rows::groups(&trace);
-        let host = Arc::clone(&analysis.host);
-        let cpu_rows = cpu_rows(&trace, &host, &mut groups);
+        let analysis = Analysis::default();
+        let gaps = Pool::new(Vec::new(), &devices, analysis.options.min_gap_ns);
+        let groups = rows::groups(&trace);
         let lanes = LaneList::new(&trace, groups);
         let title = std::path::Path::new(&trace.meta.path)
             .file_name()
@@ -145,8 +180,8 @@ impl App {
         let mut viewport = Viewport::new(trace.meta.start_ns, trace.meta.end_ns, 1);
         viewport.set_grid(index.grid());
         let mut app = Self {
-            host,
-            cpu_rows,
+            host: Arc::clone(&analysis.host),
+            cpu_rows: Vec::new(),
             title: super::text::sanitize(&title).into_owned(),
             demo: false,
             theme: Theme::from_env(),
@@ -169,15 +204,68 @@ impl App {
             devices,
             analysis,
             job: None,
+            pending: None,
+            deferred: Vec::new(),
             index,
             gap_finder,
             max_gaps: regap::MAX_GAPS,
-            gpu_dirs,
+            gpu_dirs: Vec::new(),
             regap_stats: (0, 0.0, 0.0),
         };
         app.relayout();
         app.viewport.fit_all();
         app
+    }
+
+    // Take the analysis in: the GPU rows' unions, the gaps and their lookups, the CPU
+    // rows (their titles count the usable CPUs), the findings' area, open panels.
+    fn install(&mut self, mut analysis: Analysis) {
+        self.devices = Arc::new(std::mem::take(&mut analysis.devices));
+        self.gap_finder = Arc::new(GapFinder::build(&self.devices));
+        self.gaps = Pool::new(std::mem::take(&mut analysis.gaps), &self.devices, analysis.options.min_gap_ns);
+        self.gpu_dirs = self.devices.iter().map(|d| (UnionDir::build(&d.busy), UnionDir::build(&d.kernels))).collect();
+        self.host = Arc::clone(&analysis.host);
+        self.cpu_rows = cpu_rows(&self.trace, &self.host, &mut self.lanes.groups);
+        self.analysis = analysis;
+        self.relayout();
+        // Details shown before carry no correlation lookups: show them again.
+        if self.details.is_some() {
+            self.select(self.selection);
+        }
+        if let Some(mut p) = self.panel.take() {
+            p.gaps_changed(&self.panel_context());
+            self.panel = Some(p);
+        }
+    }
+
+    /// True while the analysis of [`App::open`] still runs.
+    pub fn analysing(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    // The analysis, once its thread is done; true when it came in.
+    fn poll_analysis(&mut self) -> bool {
+        let Some(rx) = &self.pending else { return false };
+        match rx.try_recv() {
+            Ok(a) => {
+                self.pending = None;
+                self.install(a);
+                if self.message.as_deref().is_some_and(|m| m.starts_with("analysing")) {
+                    self.message = None;
+                }
+                for key in std::mem::take(&mut self.deferred) {
+                    self.handle_key(key);
+                }
+                true
+            }
+            Err(mpsc::TryRecvError::Empty) => false,
+            Err(mpsc::TryRecvError::Disconnected) => {
+                self.pending = None;
+                self.deferred.clear();
+                self.message = Some("the analysis failed: the timeline shows the events alone".to_string());
+                true
+            }
+        }
     }
 
     /// Mark the trace as the embedded demo (shown in the header).
@@ -415,6 +503,10 @@ impl App {
     /// screen stays live and [`App::poll_jobs`] picks the result up. Only gaps that are
     /// new or whose explanation changed are explained ([`regap`]).
     pub(crate) fn set_threshold(&mut self, min_gap_ns: Ns) {
+        if self.analysing() {
+            self.message = Some("still analysing: the gap threshold can change once it is done".to_string());
+            return;
+        }
         self.analysis.options.min_gap_ns = min_gap_ns;
         let inputs = regap::Inputs {
             trace: Arc::clone(&self.trace),
@@ -445,15 +537,16 @@ impl App {
         self.search.running()
     }
 
-    /// True while gaps are being recomputed or a search runs.
+    /// True while the analysis runs, gaps are being recomputed or a search runs.
     pub fn busy(&self) -> bool {
-        self.job.is_some() || self.searching()
+        self.analysing() || self.job.is_some() || self.searching()
     }
 
     /// Take finished background results; returns true when the screen changed.
     pub fn poll_jobs(&mut self) -> bool {
+        let analysed = self.poll_analysis();
         let searched = self.poll_search();
-        searched | self.poll_gaps()
+        analysed | searched | self.poll_gaps()
     }
 
     // Matches of a running search: the first ones select the next match, as a search

@@ -5,6 +5,25 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+impl Action {
+    /// True for what reads the analysis (gaps, phases, the steady window, correlation
+    /// lookups): while it runs behind the first frame, such keys wait for it.
+    pub(crate) fn needs_analysis(self) -> bool {
+        matches!(
+            self,
+            Action::FitSteady
+                | Action::Jump
+                | Action::NextGap
+                | Action::PrevGap
+                | Action::ThresholdUp
+                | Action::ThresholdDown
+                | Action::GapList
+                | Action::Phases
+                | Action::Details
+        )
+    }
+}
+
 /// Something the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {

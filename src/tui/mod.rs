@@ -1,8 +1,10 @@
 //! Interactive timeline viewer: lanes of kernels, copies and CPU activity with idle
 //! gaps, per-phase stats and keyboard inspection, for terminals from 80x24 up.
 //!
-//! [`run`] loads on a background thread (a progress gauge shows after 150 ms), then
-//! redraws only on input (keys, mouse) and resize: nothing repaints while idle.
+//! [`run`] loads on a background thread (a progress gauge shows after 150 ms), draws
+//! the first frame as soon as the trace and its render index are there (the analysis
+//! comes in behind it), then redraws only on input (keys, mouse), resize and finished
+//! background work: nothing repaints while idle.
 //! Frames are pure functions of [`App`] ([`draw`]), which the render bench and the
 //! snapshot tests use directly.
 
@@ -42,7 +44,7 @@ pub use input::Action;
 pub use pair::{Pair, draw_pair};
 pub use render::draw;
 
-use crate::analysis::{self, Options};
+use crate::analysis::Options;
 use crate::reader::{self, Progress};
 
 /// What to open.
@@ -215,15 +217,19 @@ impl Screen for Pair {
     }
 }
 
+// The trace and its render index (both from the column cache when it holds them); the
+// analysis then runs behind the first frame ([`App::open`]).
 fn load(source: &Source, options: &Options, progress: &Progress, stage: &AtomicU8) -> Result<App> {
     let trace = match source {
         Source::Path(p) => reader::load_with_progress(p, progress).with_context(|| p.display().to_string())?,
         Source::Demo => reader::load_demo_with_progress(progress).context("loading the demo trace")?,
     };
-    stage.store(1, Ordering::Relaxed);
-    let analysis = analysis::analyze(&trace, options);
     stage.store(2, Ordering::Relaxed);
-    Ok(App::new(trace, analysis, (0, 0)))
+    let index = match source {
+        Source::Path(p) => crate::view::index::Index::cached(p, &trace),
+        Source::Demo => crate::view::index::Index::build(&trace),
+    };
+    Ok(App::open(trace, index, options.clone(), (0, 0)))
 }
 
 fn is_quit(ev: &Event) -> bool {

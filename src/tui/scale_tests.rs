@@ -263,6 +263,124 @@ fn gap_finder_finds_the_gaps_of_the_busy_union() {
     }
 }
 
+// Every lane's cells at a spread of views: whole trace, zooms, odd widths.
+fn all_cells(t: &Trace, index: &Index) -> Vec<Vec<CellInfo>> {
+    let (start, dur) = (t.meta.start_ns, t.duration().max(1));
+    let mut out = Vec::new();
+    for (zoom, width) in [(1, 200), (10, 157), (10_000, 80)] {
+        let span = (dur / zoom).max(1);
+        for k in 0..3 {
+            let t0 = start + (dur - span).max(0) * k / 2;
+            for (l, lane) in t.lanes.iter().enumerate() {
+                let mut cells = Vec::new();
+                index.lanes[l].raster(&lane.ev, t0, span, width, None, &mut cells);
+                out.push(cells);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_render_index_kept_in_the_cache_reads_back_as_built() {
+    use crate::reader::cache::Entry;
+    use crate::view::index::PART;
+    let dir = tempfile::tempdir().unwrap();
+    for name in TRACES {
+        let path = fixture(name);
+        let t = load(name);
+        let entry = Entry::new(&path, dir.path()).expect("an entry");
+        let check = |i: &Index| i.check(&t);
+        assert!(entry.open_part(PART, check).unwrap().is_none(), "{name}: nothing kept yet");
+        let built = Index::build(&t);
+        entry.store_part(PART, &built, u64::MAX).unwrap();
+        let back = entry.open_part(PART, check).unwrap().unwrap_or_else(|| panic!("{name}: it was written"));
+        assert_eq!(format!("{back:?}"), format!("{built:?}"), "{name}");
+        assert_eq!(all_cells(&t, &back), all_cells(&t, &built), "{name}");
+        assert_eq!(back.grid(), built.grid(), "{name}");
+    }
+}
+
+#[test]
+fn a_damaged_or_forged_render_index_in_the_cache_is_refused() {
+    use crate::reader::cache::Entry;
+    use crate::view::index::PART;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, t) = (fixture("pageable.sqlite"), load("pageable.sqlite"));
+    let entry = Entry::new(&path, dir.path()).expect("an entry");
+    let built = Index::build(&t);
+    let check = |i: &Index| i.check(&t);
+    let file = entry.part_file(PART);
+    // Every tenth byte flipped in turn, and the file cut short.
+    entry.store_part(PART, &built, u64::MAX).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    for at in (0..good.len()).step_by(good.len() / 97) {
+        let mut bad = good.clone();
+        bad[at] ^= 0x41;
+        std::fs::write(&file, &bad).unwrap();
+        assert!(entry.open_part(PART, check).is_err(), "a flipped byte at {at} of {}", good.len());
+    }
+    std::fs::write(&file, &good[..good.len() - 3]).unwrap();
+    assert!(entry.open_part(PART, check).is_err(), "truncated");
+    // A well-formed entry (its checksum right) of an index that does not fit the trace:
+    // a row past the end of the longest lane, then the index of another trace.
+    let longest = (0..t.lanes.len()).max_by_key(|&l| t.lanes[l].ev.len()).unwrap();
+    let mut forged = built.clone();
+    let n = t.lanes[longest].ev.len() as u32;
+    let mut lanes = Vec::new();
+    std::mem::swap(&mut lanes, &mut forged.lanes);
+    let mut enc = crate::reader::cache::Enc::new(Vec::new());
+    crate::reader::cache::Field::put(&lanes[longest], &mut enc).unwrap();
+    let (mut bytes, len, _) = enc.finish();
+    // The lane's first sparse row is the u32 after: flag (1), cum and maxend columns
+    // (8 + 8 per value each), the level count (8), the first level's count (8).
+    let nb = t.lanes[longest].ev.len().div_ceil(32);
+    let maxend = if t.lanes[longest].disjoint { 0 } else { nb + 1 };
+    let at = 1 + 8 + 8 * (nb + 1) + 8 + 8 * maxend + 8 + 8;
+    bytes[at..at + 4].copy_from_slice(&n.to_le_bytes());
+    let mut dec = crate::reader::cache::Dec::new(&bytes[..], len);
+    lanes[longest] = crate::reader::cache::Field::take(&mut dec).unwrap();
+    forged.lanes = lanes;
+    entry.store_part(PART, &forged, u64::MAX).unwrap();
+    let why = entry.open_part(PART, check).expect_err("a row out of its lane");
+    assert!(format!("{why:#}").contains("does not fit"), "{why:#}");
+    let other = Index::build(&load("multigpu.sqlite"));
+    entry.store_part(PART, &other, u64::MAX).unwrap();
+    assert!(entry.open_part(PART, check).is_err(), "the index of another trace");
+}
+
+// The screen of `app` at its size, as text.
+fn screen(app: &App) -> String {
+    let (w, h) = app.size();
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    term.draw(|f| crate::tui::draw(f, app)).unwrap();
+    term.backend().buffer().content().iter().map(ratatui::buffer::Cell::symbol).collect()
+}
+
+#[test]
+fn the_viewer_draws_before_its_analysis_is_in_and_then_as_if_it_had_waited() {
+    for name in TRACES {
+        let t = load(name);
+        let mut waited = App::new(t.clone(), analysis::analyze(&t, &Options::default()), (160, 48));
+        let index = Index::build(&t);
+        let mut app = App::open(t, index, Options::default(), (160, 48));
+        // The first frame needs nothing of the analysis.
+        let first = screen(&app);
+        assert!(first.contains("analysing…") || !app.analysing(), "{name}: {first}");
+        // Keys that need it (the next gap, twice) wait for it, then act as on `waited`.
+        for c in "]]".chars() {
+            app.handle_key(key(c));
+            waited.handle_key(key(c));
+        }
+        app.finish_jobs();
+        assert!(!app.analysing());
+        assert_eq!(app.gaps().count(), waited.gaps().count(), "{name}");
+        assert_eq!(app.selected_gap().map(|g| g.start), waited.selected_gap().map(|g| g.start), "{name}");
+        assert!(waited.gaps().count() < 2 || waited.selected_gap().is_some(), "{name}: ] selected no gap");
+        assert_eq!(screen(&app), screen(&waited), "{name}");
+    }
+}
+
 // The union of a GPU's kernels, copies and memsets, read straight from the export.
 fn sql_busy(c: &rusqlite::Connection, device: u32) -> Vec<(Ns, Ns)> {
     let sql = "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = ?1

@@ -16,8 +16,13 @@
 //! Cost: about 2.5 bytes per event for the tables, 0.125 for the directory.
 //! [`GapIndex`] finds the gap of a cell the same way.
 
+use std::io::{self, Read, Write};
+
+use anyhow::{Result, bail};
+
 use super::pyramid::Pyramid;
 use crate::model::{Events, Ns, Trace};
+use crate::reader::cache::{Dec, Enc, Field};
 
 /// Events per block of the prefix tables.
 const BLOCK: usize = 32;
@@ -92,6 +97,30 @@ impl TimeDir {
     /// Heap bytes used.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.first.capacity() * 4
+    }
+
+    /// Whether a directory read back from the cache can serve the column `v`: each
+    /// bucket a range of its rows, so that no lookup can leave the column.
+    fn check(&self, v: &[Ns]) -> Result<()> {
+        if self.first.is_empty() {
+            return Ok(());
+        }
+        let ordered = self.first.windows(2).all(|w| w[0] <= w[1]);
+        if self.shift >= Ns::BITS || !ordered || self.first.last().is_some_and(|&l| l as usize > v.len()) {
+            bail!("a time directory that does not fit its column");
+        }
+        Ok(())
+    }
+}
+
+impl Field for TimeDir {
+    fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
+        self.t0.put(w)?;
+        self.shift.put(w)?;
+        w.col(&self.first)
+    }
+    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+        Ok(Self { t0: i64::take(r)?, shift: u32::take(r)?, first: r.col()? })
     }
 }
 
@@ -495,6 +524,73 @@ impl UnionDir {
     }
 }
 
+impl Field for LaneIndex {
+    fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
+        self.disjoint.put(w)?;
+        w.col(&self.cum)?;
+        w.col(&self.maxend)?;
+        self.sparse.len().put(w)?;
+        self.sparse.iter().try_for_each(|level| w.col(level))?;
+        self.dir.put(w)?;
+        self.pyramid.put(w)
+    }
+    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+        let (disjoint, cum, maxend) = (bool::take(r)?, r.col()?, r.col()?);
+        // Every level is at least its count's eight bytes.
+        let levels = r.count(8)?;
+        let sparse = (0..levels).map(|_| r.col()).collect::<Result<Vec<Vec<u32>>>>()?;
+        Ok(Self { disjoint, cum, maxend, sparse, dir: Field::take(r)?, pyramid: Field::take(r)? })
+    }
+}
+
+impl LaneIndex {
+    /// Whether an index read back from the cache can serve the lane `ev` (`disjoint` as
+    /// the lane says): every table of the length [`LaneIndex::build`] gives it, prefixes
+    /// that only grow, and rows of the lane; so that no lookup can leave a table.
+    pub(crate) fn check(&self, ev: &Events, disjoint: bool) -> Result<()> {
+        let n = ev.len();
+        let nb = n.div_ceil(BLOCK);
+        let grows = |v: &[Ns]| v.windows(2).all(|w| w[0] <= w[1]);
+        if self.disjoint != disjoint || self.cum.len() != nb + 1 || self.cum[0] != 0 || !grows(&self.cum) {
+            bail!("a lane index that does not fit its lane");
+        }
+        let maxend_ok = if disjoint {
+            self.maxend.is_empty()
+        } else {
+            self.maxend.len() == nb + 1 && self.maxend[0] == Ns::MIN && grows(&self.maxend)
+        };
+        // The sparse table's levels: blocks [k, k + 2^l) for every k that fits.
+        let mut want = vec![nb];
+        let mut w = 1;
+        while 2 * w <= nb {
+            want.push(nb + 1 - 2 * w);
+            w *= 2;
+        }
+        let lens: Vec<usize> = self.sparse.iter().map(Vec::len).collect();
+        let rows_ok = self.sparse.iter().flatten().all(|&r| (r as usize) < n);
+        if !maxend_ok || lens != want || !rows_ok {
+            bail!("a lane index that does not fit its lane");
+        }
+        self.dir.check(&ev.start)?;
+        match &self.pyramid {
+            Some(p) => p.check(ev),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Name of the cache part that holds the render index.
+pub(crate) const PART: &str = "view";
+
+impl Field for Index {
+    fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
+        self.lanes.put(w)
+    }
+    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+        Ok(Self { lanes: Field::take(r)? })
+    }
+}
+
 /// Render index of a whole trace: one [`LaneIndex`] per lane.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Index {
@@ -506,6 +602,22 @@ impl Index {
     /// Build the index of every lane.
     pub(crate) fn build(trace: &Trace) -> Self {
         Self { lanes: trace.lanes.iter().map(|l| LaneIndex::build(&l.ev, l.disjoint)).collect() }
+    }
+
+    /// The index of the trace loaded from `path`: kept in the column cache beside the
+    /// trace's entry (it depends on the trace alone), read back when the cache is on
+    /// and holds a valid one, else built (and then kept).
+    pub(crate) fn cached(path: &std::path::Path, trace: &Trace) -> Self {
+        crate::reader::cache::part_through(path, PART, |i: &Self| i.check(trace), || Self::build(trace))
+    }
+
+    /// Whether an index read back from the cache can serve `trace`: one lane index per
+    /// lane, each fitting its lane ([`LaneIndex::check`]).
+    pub(crate) fn check(&self, trace: &Trace) -> Result<()> {
+        if self.lanes.len() != trace.lanes.len() {
+            bail!("an index of {} lanes for {} lanes", self.lanes.len(), trace.lanes.len());
+        }
+        self.lanes.iter().zip(&trace.lanes).try_for_each(|(i, l)| i.check(&l.ev, l.disjoint))
     }
 
     /// Approximate heap bytes used.
@@ -614,7 +726,57 @@ mod tests {
         prop::collection::vec((0i64..400, 0i64..30), 0..120)
     }
 
+    // `idx` written and read back through the cache's codec, in memory.
+    fn round_trip(idx: &LaneIndex) -> LaneIndex {
+        let mut enc = Enc::new(Vec::new());
+        idx.put(&mut enc).unwrap();
+        let (bytes, len, _) = enc.finish();
+        let mut dec = Dec::new(&bytes[..], len);
+        let back = LaneIndex::take(&mut dec).unwrap();
+        dec.finish().unwrap();
+        back
+    }
+
     proptest! {
+        // Every index the builder gives passes the check of an index read back from the
+        // cache, and reads back the same; one naming a row out of the lane does not pass.
+        #[test]
+        fn a_built_index_passes_the_cache_check_and_a_forged_one_fails(
+            p in arb(),
+            per in 1usize..8,
+            pick in 0usize..1000,
+            forge in 0usize..4,
+        ) {
+            let ev = events(&p);
+            let disjoint = (1..ev.len()).all(|i| ev.end(i - 1) <= ev.start[i]);
+            for d in [disjoint, false] {
+                let mut idx = LaneIndex::build(&ev, d);
+                if !ev.is_empty() {
+                    idx.rebuild_pyramid(&ev, per);
+                    idx.rebuild_dir(&ev, per);
+                }
+                prop_assert!(idx.check(&ev, d).is_ok(), "{:?}", idx.check(&ev, d));
+                let back = round_trip(&idx);
+                prop_assert_eq!(format!("{back:?}"), format!("{idx:?}"));
+                prop_assert!(back.check(&ev, d).is_ok());
+                prop_assert!(idx.check(&ev, !d).is_err(), "the other overlap flag");
+                let n = ev.len() as u32;
+                let mut bad = idx.clone();
+                let forged = match forge {
+                    0 => bad.sparse.iter_mut().flatten().nth(pick % (ev.len().div_ceil(BLOCK) + 1)).map(|r| *r = n),
+                    1 => bad.cum.last_mut().filter(|_| ev.len() > BLOCK).map(|c| *c = -1),
+                    2 => bad.dir.first.last_mut().map(|f| *f = n + 1),
+                    _ => {
+                        bad.cum.push(0);
+                        Some(())
+                    }
+                };
+                if forged.is_some() {
+                    prop_assert!(bad.check(&ev, d).is_err(), "forge {} passed", forge);
+                }
+            }
+        }
+
         #[test]
         fn busy_before_matches_brute_force(p in arb(), t in -5i64..450) {
             let ev = events(&p);

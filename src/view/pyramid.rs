@@ -11,7 +11,12 @@
 //! each bucket's (the earliest row on ties). The viewport rounds its cell edges to
 //! such multiples when cells are wide (`index::snap_edge`).
 
+use std::io::{self, Read, Write};
+
+use anyhow::{Result, bail};
+
 use crate::model::{Events, Ns};
+use crate::reader::cache::{Dec, Enc, Field};
 
 /// Row marker for "no event" (the render index's `CellInfo::NONE`).
 pub(crate) const NONE: u32 = u32::MAX;
@@ -175,6 +180,51 @@ impl Pyramid {
     /// Heap bytes used.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.levels.iter().map(|l| l.nodes.capacity() * std::mem::size_of::<Node>()).sum()
+    }
+}
+
+// A level as its base, then its nodes' busy time, event and duration as three columns.
+impl Field for Level {
+    fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
+        self.base.put(w)?;
+        w.col(&self.nodes.iter().map(|n| n.busy).collect::<Vec<u64>>())?;
+        w.col(&self.nodes.iter().map(|n| n.dom).collect::<Vec<u32>>())?;
+        w.col(&self.nodes.iter().map(|n| n.dur).collect::<Vec<u32>>())
+    }
+    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+        let base = i64::take(r)?;
+        let (busy, dom, dur): (Vec<u64>, Vec<u32>, Vec<u32>) = (r.col()?, r.col()?, r.col()?);
+        if busy.len() != dom.len() || busy.len() != dur.len() {
+            bail!("a pyramid level of columns of different lengths");
+        }
+        let nodes = busy.into_iter().zip(dom).zip(dur).map(|((busy, dom), dur)| Node { busy, dom, dur }).collect();
+        Ok(Self { base, nodes })
+    }
+}
+
+impl Field for Pyramid {
+    fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
+        self.shift.put(w)?;
+        self.levels.put(w)
+    }
+    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+        Ok(Self { shift: u32::take(r)?, levels: Field::take(r)? })
+    }
+}
+
+impl Pyramid {
+    /// Whether a pyramid read back from the cache can serve the lane `ev`: a shift the
+    /// builder could give, a finest level, and events that are rows of the lane.
+    pub(crate) fn check(&self, ev: &Events) -> Result<()> {
+        if self.shift > 62 || self.levels.is_empty() {
+            bail!("a pyramid of shift {} and {} levels", self.shift, self.levels.len());
+        }
+        let n = ev.len();
+        let rows_ok = self.levels.iter().flat_map(|l| &l.nodes).all(|x| x.dom == NONE || (x.dom as usize) < n);
+        if !rows_ok {
+            bail!("a pyramid naming an event that is not in its lane");
+        }
+        Ok(())
     }
 }
 

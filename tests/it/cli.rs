@@ -211,3 +211,36 @@ fn names_with_escape_codes_never_reach_the_terminal() {
     let out = lanescope().args(["report", "--format", "json"]).arg(&p).output().unwrap();
     assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "JSON escapes control characters");
 }
+
+// `--no-cache` goes before or after a command's name (it is the one option that does):
+// the same report either way, and no cache entry written; the viewer's own options
+// before a command are refused rather than dropped.
+#[test]
+fn no_cache_goes_before_or_after_the_command() {
+    let trace = fixture("pageable.sqlite");
+    let home = TempDir::new().unwrap();
+    let run = |args: &[&str]| {
+        let out = lanescope().args(args).arg(&trace).env("XDG_CACHE_HOME", home.path()).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let before = run(&["--no-cache", "report", "--format", "json"]);
+    let after = run(&["report", "--format", "json", "--no-cache"]);
+    assert!(!before.is_empty());
+    assert_eq!(before, after);
+    assert!(!home.path().join("lanescope").exists(), "--no-cache before the command wrote to the cache");
+    run(&["--no-cache", "info"]);
+    assert!(!home.path().join("lanescope").exists(), "--no-cache before info wrote to the cache");
+    // Without it the same command keeps an entry: the flag above was not ignored.
+    run(&["report", "--format", "json"]);
+    assert!(home.path().join("lanescope").read_dir().unwrap().count() > 0, "no entry written without --no-cache");
+    for viewer_only in [&["--min-gap", "1ms"][..], &["--no-mouse"][..], &["--infer-steps"][..]] {
+        lanescope()
+            .args(viewer_only)
+            .arg("report")
+            .arg(&trace)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(viewer_only[0]).and(predicate::str::contains("after the command")));
+    }
+}

@@ -68,6 +68,10 @@ fn bench_without_scale_to_has_no_scale_section() {
     let m = &b["memory"];
     assert!(m["bytes_per_event_with_view"].as_f64().unwrap() > 0.0);
     assert!(m["peak_rss_after_view_bytes"].as_u64() >= m["peak_rss_after_analysis_bytes"].as_u64());
+    // The second open read the model and the render index kept beside it.
+    let s = &b["second_open"];
+    assert!(s["cache_file_bytes"].as_u64().unwrap() > 0 && s["index_file_bytes"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["load"]["to_analysis_ms"].as_f64().is_some() && s["index_ms"].as_f64().is_some(), "{s}");
 }
 
 // Total duration and event count per table of the model, to set against SQL.

@@ -10,6 +10,7 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
+use zerocopy::IntoBytes;
 
 use crate::model::counters::{Counters, Series};
 use crate::model::{
@@ -17,11 +18,14 @@ use crate::model::{
     SampleRate, Strings, SyncRecords, TableStat, Thread, Trace,
 };
 
-/// Bytes converted at a time between a column and the file.
+/// Bytes converted at a time from a column to the file.
 const CHUNK: usize = 64 << 10;
 
+/// Bytes read at a time from the file into a column.
+const READ_CHUNK: usize = 1 << 20;
+
 /// The writing side: every byte goes through here, counted and checksummed.
-pub(super) struct Enc<W: Write> {
+pub(crate) struct Enc<W: Write> {
     out: W,
     crc: crc32fast::Hasher,
     bytes: u64,
@@ -29,7 +33,7 @@ pub(super) struct Enc<W: Write> {
 }
 
 impl<W: Write> Enc<W> {
-    pub(super) fn new(out: W) -> Self {
+    pub(crate) fn new(out: W) -> Self {
         Self { out, crc: crc32fast::Hasher::new(), bytes: 0, scratch: Vec::with_capacity(CHUNK) }
     }
 
@@ -40,12 +44,12 @@ impl<W: Write> Enc<W> {
     }
 
     /// Bytes written and their CRC-32, and the writer back.
-    pub(super) fn finish(self) -> (W, u64, u32) {
+    pub(crate) fn finish(self) -> (W, u64, u32) {
         (self.out, self.bytes, self.crc.finalize())
     }
 
     /// A column: its length, then its values.
-    fn col<T: Le>(&mut self, v: &[T]) -> io::Result<()> {
+    pub(crate) fn col<T: Le>(&mut self, v: &[T]) -> io::Result<()> {
         (v.len() as u64).put(self)?;
         let mut scratch = std::mem::take(&mut self.scratch);
         for c in v.chunks(CHUNK / T::SIZE) {
@@ -61,7 +65,7 @@ impl<W: Write> Enc<W> {
 }
 
 /// The reading side: counts what is left of the body and checksums what it reads.
-pub(super) struct Dec<R: Read> {
+pub(crate) struct Dec<R: Read> {
     inp: R,
     crc: crc32fast::Hasher,
     left: u64,
@@ -69,7 +73,7 @@ pub(super) struct Dec<R: Read> {
 
 impl<R: Read> Dec<R> {
     /// A reader of a body of `len` bytes.
-    pub(super) fn new(inp: R, len: u64) -> Self {
+    pub(crate) fn new(inp: R, len: u64) -> Self {
         Self { inp, crc: crc32fast::Hasher::new(), left: len }
     }
 
@@ -84,15 +88,15 @@ impl<R: Read> Dec<R> {
     }
 
     /// The CRC-32 of the body, once all of it has been read.
-    pub(super) fn finish(self) -> Result<u32> {
+    pub(crate) fn finish(self) -> Result<u32> {
         if self.left != 0 {
             bail!("{} bytes left over", self.left);
         }
         Ok(self.crc.finalize())
     }
 
-    // A count of items of at least `size` bytes each that fits in what is left.
-    fn count(&mut self, size: usize) -> Result<usize> {
+    /// A count of items of at least `size` bytes each that fits in what is left.
+    pub(crate) fn count(&mut self, size: usize) -> Result<usize> {
         let n = u64::take(self)?;
         if n.saturating_mul(size as u64) > self.left {
             bail!("a count ({n}) larger than the file");
@@ -100,41 +104,47 @@ impl<R: Read> Dec<R> {
         Ok(n as usize)
     }
 
-    fn col<T: Le>(&mut self) -> Result<Vec<T>> {
+    /// A column written by [`Enc::col`], read straight into its vector's bytes (no
+    /// buffer between, no conversion on a little-endian machine).
+    pub(crate) fn col<T: Le>(&mut self) -> Result<Vec<T>> {
         let n = self.count(T::SIZE)?;
-        let mut v = Vec::with_capacity(n);
-        let mut buf = vec![0u8; CHUNK.min(n * T::SIZE)];
-        let mut left = n * T::SIZE;
-        while left > 0 {
-            let k = left.min(CHUNK);
-            self.raw(&mut buf[..k])?;
-            v.extend(buf[..k].chunks_exact(T::SIZE).map(T::from_le));
-            left -= k;
+        let mut v = vec![T::ZERO; n];
+        // A MiB at a time: the checksum reads each piece while it is still in cache, and
+        // the 1 MiB reader hands pieces this large to the file directly, not copied.
+        for piece in v.as_mut_bytes().chunks_mut(READ_CHUNK) {
+            self.raw(piece)?;
+        }
+        if cfg!(target_endian = "big") {
+            for x in &mut v {
+                *x = x.le_to_native();
+            }
         }
         Ok(v)
     }
 }
 
-/// A fixed-size number kept little-endian in columns.
-trait Le: Copy {
+/// A fixed-size number kept little-endian in columns (any bit pattern is a value, so a
+/// column is read straight into its vector's bytes).
+pub(crate) trait Le: Copy + zerocopy::FromBytes + zerocopy::IntoBytes {
     const SIZE: usize;
+    const ZERO: Self;
     fn put_le(self, out: &mut Vec<u8>);
-    fn from_le(b: &[u8]) -> Self;
+    /// The value whose little-endian bytes this holds (itself on a little-endian machine).
+    fn le_to_native(self) -> Self;
 }
 
 macro_rules! le {
     ($($t:ty),*) => {$(
         impl Le for $t {
             const SIZE: usize = size_of::<$t>();
+            const ZERO: Self = 0;
             #[inline]
             fn put_le(self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes());
             }
             #[inline]
-            fn from_le(b: &[u8]) -> Self {
-                let mut a = [0u8; size_of::<$t>()];
-                a.copy_from_slice(b);
-                <$t>::from_le_bytes(a)
+            fn le_to_native(self) -> Self {
+                <$t>::from_le(self)
             }
         }
         impl Field for $t {
@@ -151,8 +161,10 @@ macro_rules! le {
 }
 
 /// A value written to and read from the body.
-pub(super) trait Field: Sized {
+pub(crate) trait Field: Sized {
+    /// Write the value.
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()>;
+    /// Read a value written by [`Field::put`].
     fn take<R: Read>(r: &mut Dec<R>) -> Result<Self>;
 }
 

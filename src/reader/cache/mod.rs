@@ -14,9 +14,13 @@
 //! - Written to `.NAME.SERIAL-PID.tmp.lsc` in the cache directory, then renamed: a reader never
 //!   sees half an entry. Older entries of the same trace are removed; then the oldest
 //!   entries go until all fit in [`max_bytes`]. A read refreshes an entry's mtime.
-//! - Columns are read in bulk into the model's own `Vec`s (one copy, through a 1 MiB
-//!   buffer), not memory-mapped: the model owns and edits its columns (a merge shifts
-//!   them), and this crate has no `unsafe`, which mapping a file needs.
+//! - Columns are read in bulk straight into the model's own `Vec`s (one copy from the
+//!   page cache, a MiB at a time), not memory-mapped: the model owns and edits its
+//!   columns (a merge shifts them), and this crate has no `unsafe`, which mapping a file
+//!   needs.
+//! - A higher layer may keep a part of its own beside an entry ([`Entry::store_part`],
+//!   [`part_through`]): `STEM-PATHHASH-KEYHASH-NAME.lsc`, the same header, key and checks,
+//!   for what it derives from the trace alone (the viewer's render index, `-view`).
 //! - Off unless [`set_enabled`]: the commands turn it on (`--no-cache` keeps it off), so
 //!   the library and its tests never touch the user's cache.
 
@@ -32,7 +36,7 @@ use anyhow::{Context, Result, bail};
 
 use super::rep;
 use crate::model::Trace;
-use codec::{Dec, Enc, Field};
+pub(crate) use codec::{Dec, Enc, Field};
 
 /// First bytes of every entry.
 const MAGIC: [u8; 8] = *b"LSCOLS\0\0";
@@ -80,6 +84,32 @@ pub(crate) fn through_dir(path: &Path, dir: &Path, load: impl FnOnce() -> Result
         );
     }
     Ok(t)
+}
+
+/// The part `name` of `path`'s entry ([`Entry::store_part`]) when the cache is on and
+/// holds one that `check` accepts, else `build()`, then written as the part. A damaged
+/// part is removed, with one line on stderr, and built again.
+pub(crate) fn part_through<T: Field>(
+    path: &Path,
+    name: &str,
+    check: impl FnOnce(&T) -> Result<()>,
+    build: impl FnOnce() -> T,
+) -> T {
+    let dir = rep::cache_dir().filter(|_| ENABLED.load(Ordering::Relaxed));
+    let Some(entry) = dir.and_then(|dir| Entry::new(path, &dir)) else { return build() };
+    match entry.open_part(name, check) {
+        Ok(Some(v)) => return v,
+        Ok(None) => {}
+        Err(why) => {
+            let _ = fs::remove_file(entry.part_file(name));
+            eprintln!("lanescope: {}: {why:#}; removed it and building it again", entry.part_file(name).display());
+        }
+    }
+    let v = build();
+    if let Err(e) = entry.store_part(name, &v, max_bytes()) {
+        eprintln!("lanescope: cannot write the cache entry {} ({e:#})", entry.part_file(name).display());
+    }
+    v
 }
 
 /// What an entry must say about its trace.
@@ -202,7 +232,27 @@ impl Entry {
     /// The trace kept in the entry: None when there is none, an error saying what is
     /// wrong with a damaged one.
     pub(crate) fn open(&self) -> Result<Option<Trace>> {
-        let mut f = match File::open(&self.file) {
+        self.read::<Trace>(&self.file)
+    }
+
+    /// The part `name` of the entry ([`Entry::store_part`]): None when there is none, an
+    /// error saying what is wrong with a damaged one or one `check` refuses.
+    pub(crate) fn open_part<T: Field>(&self, name: &str, check: impl FnOnce(&T) -> Result<()>) -> Result<Option<T>> {
+        let Some(v) = self.read::<T>(&self.part_file(name))? else { return Ok(None) };
+        check(&v).context("damaged cache entry")?;
+        Ok(Some(v))
+    }
+
+    /// The file of the part `name`: `STEM-PATHHASH-KEYHASH-NAME.lsc`, an entry of its own
+    /// (the same header and key) that goes with the entry's other states and by age.
+    pub(crate) fn part_file(&self, name: &str) -> PathBuf {
+        let stem = self.file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        self.dir.join(format!("{stem}-{}.{EXT}", rep::safe_name(name)))
+    }
+
+    // The value of the body of `file` after the trace's absolute path.
+    fn read<T: Field>(&self, file: &Path) -> Result<Option<T>> {
+        let mut f = match File::open(file) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => bail!("cannot read the cache entry ({e})"),
@@ -223,8 +273,8 @@ impl Entry {
             bail!("cache entry truncated ({len} bytes, its header says {})", HEADER.saturating_add(body));
         }
         let mut dec = Dec::new(BufReader::with_capacity(BUFFER, &mut f), body);
-        let read = String::take(&mut dec).and_then(|abs| Ok((abs, Trace::take(&mut dec)?)));
-        let (abs, trace) = read.context("damaged cache entry")?;
+        let read = String::take(&mut dec).and_then(|abs| Ok((abs, T::take(&mut dec)?)));
+        let (abs, value) = read.context("damaged cache entry")?;
         if dec.finish().context("damaged cache entry")? != crc {
             bail!("damaged cache entry (checksum mismatch)");
         }
@@ -233,11 +283,9 @@ impl Entry {
         }
         drop(f);
         // Recently used entries are the last to go.
-        let _ = fs::OpenOptions::new()
-            .write(true)
-            .open(&self.file)
-            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
-        Ok(Some(trace))
+        let _ =
+            fs::OpenOptions::new().write(true).open(file).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        Ok(Some(value))
     }
 
     /// Write `trace` as the entry (atomically), remove older states of the trace, then
@@ -248,15 +296,7 @@ impl Entry {
         }
         fs::create_dir_all(&self.dir).context("creating the cache directory")?;
         rep::sweep_stale(&self.dir);
-        let name = self.file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        // Unique within the process too: threads (the tests, an MCP server) may store at once.
-        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.dir.join(format!(".{name}.{serial}-{}.tmp.{EXT}", std::process::id()));
-        let written = self.write_to(&tmp, trace).and_then(|()| Ok(fs::rename(&tmp, &self.file)?));
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        written?;
+        self.write(&self.file, |enc| trace.put(enc))?;
         for (path, ..) in entries(&self.dir) {
             let other = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&self.prefix));
             if other && path != self.file {
@@ -267,7 +307,31 @@ impl Entry {
         Ok(())
     }
 
-    fn write_to(&self, tmp: &Path, trace: &Trace) -> Result<()> {
+    /// Write `value` as the part `name` of the entry (atomically), beside the trace's
+    /// entry, then the oldest entries go until all fit in `max` bytes. A higher layer
+    /// keeps there what it derives from the trace alone (the view's render index).
+    pub(crate) fn store_part<T: Field>(&self, name: &str, value: &T, max: u64) -> Result<()> {
+        fs::create_dir_all(&self.dir).context("creating the cache directory")?;
+        self.write(&self.part_file(name), |enc| value.put(enc))?;
+        evict(&self.dir, max);
+        Ok(())
+    }
+
+    // Write the trace's absolute path and what `put` writes as `file`, through a
+    // temporary in the same directory.
+    fn write(&self, file: &Path, put: impl FnOnce(&mut Enc<BufWriter<File>>) -> std::io::Result<()>) -> Result<()> {
+        let name = file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        // Unique within the process too: threads (the tests, an MCP server) may store at once.
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!(".{name}.{serial}-{}.tmp.{EXT}", std::process::id()));
+        let written = self.write_to(&tmp, put).and_then(|()| Ok(fs::rename(&tmp, file)?));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written
+    }
+
+    fn write_to(&self, tmp: &Path, put: impl FnOnce(&mut Enc<BufWriter<File>>) -> std::io::Result<()>) -> Result<()> {
         let mut open = fs::OpenOptions::new();
         open.write(true).create_new(true);
         // The entry holds what the trace holds (names, paths): readable by its owner only.
@@ -277,7 +341,7 @@ impl Entry {
         f.write_all(&[0u8; HEADER as usize])?;
         let mut enc = Enc::new(BufWriter::with_capacity(BUFFER, f));
         self.abs.put(&mut enc)?;
-        trace.put(&mut enc)?;
+        put(&mut enc)?;
         let (w, body, crc) = enc.finish();
         let mut f = w.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         f.seek(SeekFrom::Start(0))?;

@@ -59,8 +59,12 @@ fn info(app: &App) -> Vec<(String, Style)> {
     }
     let res = app.viewport.ns_per_cell();
     out.push((format!("cursor {}", text::time(app.rel(app.viewport.cursor), res)), Style::new()));
-    let count = if app.busy() { "…".to_string() } else { text::fmt_count(app.gaps.len() as u64) };
-    out.push((format!("gaps ≥ {}: {count}", text::fmt_ns(app.threshold())), Style::new()));
+    if app.analysing() {
+        out.push(("analysing…".to_string(), theme.key()));
+    } else {
+        let count = if app.busy() { "…".to_string() } else { text::fmt_count(app.gaps.len() as u64) };
+        out.push((format!("gaps ≥ {}: {count}", text::fmt_ns(app.threshold())), Style::new()));
+    }
     out
 }
 
