@@ -10,9 +10,15 @@
 //! `DISAGREE` with why, after the first run: the test fails when one of them comes to agree (take
 //! it off) or another stops agreeing.
 
-// (cell, gap start) of labels lanescope reads otherwise on the first run after the mechanism
-// code landed, with why; empty until that run (made once, by the lead).
-const DISAGREE: [(&str, i64, &str); 0] = [];
+// (cell, gap start) of labels lanescope reads otherwise on the first (and only) run after the
+// mechanism code landed (2026-12-03, e9b3bba: 47 of 48 agree), with why.
+const DISAGREE: [(&str, i64, &str); 1] = [(
+    "r8_mask_sync",
+    7_002_772_025,
+    "the label gives the refill hole to the data-dependent sync; the sync returned 53 µs before the \
+     28 µs hole began, and lanescope gives a hole to a sync only when the sync returns inside it: \
+     launch-bound (the label marks this reading in doubt)",
+)];
 
 #[test]
 fn lanescope_agrees_with_the_r8_labels_but_the_listed_ones() {
