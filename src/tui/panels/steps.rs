@@ -17,7 +17,7 @@ use crate::view::steps::{OUTLIER_FACTOR, Part, StepBar, StepBars, step_bars};
 use super::{Context, Effect, panel_block, window};
 
 /// Fixed columns before the bar: #, start, wall, ×median, busy (with their spaces).
-const FIXED: [u16; 5] = [5, 11, 9, 6, 5];
+const FIXED: [u16; 5] = [5, 13, 9, 6, 5];
 /// Width of the last column, the step's largest idle cause.
 const TOP_W: u16 = 20;
 
