@@ -726,8 +726,7 @@ impl<'a> Explainer<'a> {
         let pid = op.map_or(fallback_pid, |(p, _)| p);
         let w = Win { device, pid, call, start, end, stretch_start: start };
         let Some(tid) = self.deciding_thread(&w) else { return (Cause::Unknown, None) };
-        let phase = covering_range(&mut self.ctx, pid, Some(tid), start, end)
-            .or_else(|| covering_range(&mut self.ctx, pid, None, start, end));
+        let phase = phase_id(&mut self.ctx, pid, tid, start, end);
         // Rule 5's slack (100 µs either side) is as long as a hole: it would give a sync
         // the holes after its refill too. Only the refill is the sync's.
         let mut cause = match self.decide(&w, tid) {
@@ -1272,21 +1271,28 @@ pub(crate) fn in_gap(s: Ns, e: Ns, a: Ns, b: Ns) -> String {
 // thread `tid`, else on another thread of the process.
 fn phase_of(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<String> {
     let trace = ctx.trace;
-    let best = covering_range(ctx, pid, Some(tid), a, b).or_else(|| covering_range(ctx, pid, None, a, b))?;
+    let best = phase_id(ctx, pid, tid, a, b)?;
     Some(phase_name(trace.strings.get(best), ctx.options.exact_names).into_owned())
+}
+
+// The range [`phase_of`] names: on thread `tid`, else on any thread of `pid`.
+fn phase_id(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<StrId> {
+    covering_range(ctx, pid, Some(tid), a, b).or_else(|| covering_range(ctx, pid, None, a, b))
 }
 
 // Name of the innermost user range (no framework operator's) covering at least half of
 // `[a, b)` on thread `tid` (None: on any other thread of `pid`).
 fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -> Option<StrId> {
     let trace = ctx.trace;
-    let lo = ctx.lanes.partition_point(|&((p, _), _)| p < pid);
-    let hi = ctx.lanes.partition_point(|&((p, _), _)| p <= pid);
-    let lanes: Vec<usize> = ctx.lanes[lo..hi]
+    // Disjoint fields: the lane table is read while the start finder moves on (no copy
+    // of the lane list per call: short holes call this hundreds of thousands of times).
+    let (table, starts) = (&ctx.lanes, &mut ctx.starts);
+    let lo = table.partition_point(|&((p, _), _)| p < pid);
+    let hi = table.partition_point(|&((p, _), _)| p <= pid);
+    let lanes = table[lo..hi]
         .iter()
         .filter(|((_, t), _)| tid.is_none_or(|x| x == *t))
-        .flat_map(|(_, l)| l.nvtx.iter().copied())
-        .collect();
+        .flat_map(|(_, l)| l.nvtx.iter().copied());
     let need = (b - a).max(1);
     // (start, -end, name): the latest start, then the shortest, is the innermost.
     let mut best: Option<(Ns, Ns, StrId)> = None;
@@ -1294,7 +1300,7 @@ fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -
         let ev = &trace.lanes[li].ev;
         // Ranges of one NVTX lane do not overlap: those overlapping [a, b) are the
         // last ones starting before b, back to the first ending after a.
-        let mut i = ctx.starts.find(li, &ev.start, |&s| s < b);
+        let mut i = starts.find(li, &ev.start, |&s| s < b);
         while i > 0 && ev.end(i - 1) > a {
             i -= 1;
             let cover = ev.end(i).min(b) - ev.start[i].max(a);
