@@ -22,6 +22,8 @@ mod reader;
 mod record;
 mod report;
 mod scale;
+#[cfg(test)]
+mod testutil;
 mod text;
 mod tui;
 mod view;

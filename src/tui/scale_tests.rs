@@ -8,37 +8,13 @@
 //! No wall-clock figure is asserted here: `lanescope bench` measures them. These tests
 //! reach the view index and the regap planner, so they sit in the crate, not in `tests/it`.
 
-use std::path::{Path, PathBuf};
-
 use crate::analysis::index::Index as Lookups;
 use crate::analysis::{self, Options};
 use crate::model::{EventRef, LaneKind, Ns, Trace};
+use crate::testutil::fixture;
 use crate::tui::App;
 use crate::view::index::{CellInfo, Index, UnionDir};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-// A fixture, unpacked from `NAME.xz` into a temporary folder when it is committed
-// compressed (as tests/it/util.rs does for the integration tests).
-fn fixture(name: &str) -> PathBuf {
-    use std::sync::{Mutex, OnceLock};
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static LOCK: Mutex<()> = Mutex::new(());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
-    let packed = PathBuf::from(format!("{}.xz", path.display()));
-    if path.exists() || !packed.exists() {
-        return path;
-    }
-    let out = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path().join(name);
-    let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !out.exists() {
-        let mut input = std::io::BufReader::new(std::fs::File::open(&packed).expect("the packed fixture"));
-        let mut bytes = Vec::new();
-        lzma_rs::xz_decompress(&mut input, &mut bytes).expect("an xz stream");
-        std::fs::create_dir_all(out.parent().expect("a folder")).expect("the fixture's folder");
-        std::fs::write(&out, bytes).expect("the unpacked fixture");
-    }
-    out
-}
 
 fn load(name: &str) -> Trace {
     crate::reader::load(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"))

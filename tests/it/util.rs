@@ -6,8 +6,8 @@ use assert_cmd::Command;
 use rusqlite::{Connection, OpenFlags};
 
 /// Path of a committed fixture under `tests/fixtures`. A fixture committed compressed
-/// (`NAME.xz`, to keep the repository small) is unpacked once per test run into a
-/// temporary folder, and that copy's path is returned.
+/// (`NAME.xz`, to keep the repository small) is unpacked once per test run into this
+/// run's folder, and that copy's path is returned.
 pub(crate) fn fixture(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     let packed = PathBuf::from(format!("{}.xz", path.display()));
@@ -37,9 +37,42 @@ pub(crate) fn fixture_dir() -> PathBuf {
 }
 
 fn unpacked_dir() -> &'static Path {
-    use std::sync::OnceLock;
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path()
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| in_run_dir("fixtures"))
+}
+
+// `NAME` in this test run's own folder, `$TMPDIR/lanescope-tests/run-PID/NAME`, made empty.
+// A `static` is never dropped, so a `TempDir` held in one would stay behind after every run
+// (400 MB of unpacked exports and cache entries each time); instead each run removes the
+// folders of runs whose process is gone.
+fn in_run_dir(name: &str) -> PathBuf {
+    let runs = std::env::temp_dir().join("lanescope-tests");
+    let mine = runs.join(format!("run-{}", std::process::id()));
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        for entry in std::fs::read_dir(&runs).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path == mine || run_is_gone(&path) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    });
+    let dir = mine.join(name);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+// Whether the run that made `dir` (`run-PID`) has ended: its process is gone (where
+// `/proc` tells), else the folder is over a day old.
+fn run_is_gone(dir: &Path) -> bool {
+    let Some(pid) = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("run-")) else {
+        return false;
+    };
+    if Path::new("/proc/self").exists() {
+        return !Path::new("/proc").join(pid).exists();
+    }
+    let age = std::fs::metadata(dir).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+    age.is_some_and(|a| a > std::time::Duration::from_secs(24 * 3600))
 }
 
 // `packed` (xz) unpacked as `STEM.sqlite` in this test run's temporary folder.
@@ -72,8 +105,8 @@ pub(crate) fn lanescope() -> Command {
 /// test run, so that no test reads or fills the user's cache (tests/it/cache.rs checks
 /// that every test that runs the binary sets it).
 pub(crate) fn cache_home() -> &'static Path {
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path()
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| in_run_dir("cache"))
 }
 
 /// `path` loaded as a command loads it the second time: back from a warm column cache
