@@ -229,7 +229,10 @@ fn steps_line(s: &StepsInfo) -> String {
         StepSource::Nvtx => format!("NVTX `{}`", sanitize(s.phase.as_deref().unwrap_or(""))),
         StepSource::Profiler => format!("profiler `{}`", sanitize(s.phase.as_deref().unwrap_or(""))),
         StepSource::Inferred => {
-            format!("inferred from the kernels (anchor `{}`)", sanitize(s.anchor.as_deref().unwrap_or("")))
+            format!(
+                "inferred from the kernels (anchor `{}`)",
+                crate::text::ellipsize(&sanitize(&crate::text::short_kernel(s.anchor.as_deref().unwrap_or(""))), 100)
+            )
         }
         StepSource::None => return "none: no step phase, and no kernel sequence repeats once a step".to_string(),
     };

@@ -86,6 +86,32 @@ pub(crate) fn ellipsize(s: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}…", &s[..cut]))
 }
 
+/// A demangled C++ kernel name as a reader would say it: no return type, namespaces or
+/// argument list (`void at::native::f<a::B<2>>(…)` is `f<B<2>>`); template arguments stay,
+/// since they tell two instances of one kernel apart.
+pub(crate) fn short_kernel(s: &str) -> String {
+    let s = s.trim().strip_prefix("void ").unwrap_or(s.trim()).replace("(anonymous namespace)::", "");
+    let mut out = String::with_capacity(s.len());
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 && !out.is_empty() => break,
+            ':' if out.ends_with(':') => {
+                // `a::b` keeps `b`: drop the qualifier just written and its first colon.
+                out.pop();
+                let keep = out.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+                out.truncate(keep);
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Make a trace name safe inside SVG or HTML text and attributes: [`sanitize`] it (no
 /// control characters or bidi overrides, nor XML's non-characters), then escape `&<>"'`.
 pub(crate) fn escape_xml(s: &str) -> String {
@@ -224,6 +250,16 @@ pub(crate) fn parse_duration(s: &str) -> Result<Ns, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_kernels_short_name_keeps_its_template_arguments_and_drops_the_rest() {
+        let full = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous \
+                    namespace)::TensorListMetadata<2>, std::plus<float>, float>(at::native::TensorListMetadata<2>, float)";
+        assert_eq!(short_kernel(full), "multi_tensor_apply_kernel<TensorListMetadata<2>, plus<float>, float>");
+        assert_eq!(short_kernel("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");
+        assert_eq!(short_kernel("void f(int)"), "f");
+        assert_eq!(short_kernel("(weird) name"), "(weird) name");
+    }
+
     use super::*;
 
     #[test]

@@ -353,7 +353,7 @@ fn gaps(o: &mut Out<'_>, trace: &Trace, a: &Analysis, all: bool) -> io::Result<(
                 "No NVTX range marks a step: {} steps inferred from the kernels (boundaries at `{}`, median {}); \
                  steady state from the second (+{}) to the end of the last (+{})",
                 a.steps.count,
-                crate::text::ellipsize(&sanitize(k), 60),
+                crate::text::ellipsize(&sanitize(&crate::text::short_kernel(k)), 100),
                 a.steps.median_ns.map_or_else(|| "-".to_string(), fmt_ns),
                 fmt_ns(w.steady_start - trace.meta.start_ns),
                 fmt_ns(w.steady_end - trace.meta.start_ns)
