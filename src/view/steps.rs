@@ -57,6 +57,9 @@ impl StepBar {
     }
 }
 
+/// How many median steps a full bar holds at most.
+pub(crate) const FULL_BAR_MEDIANS: Ns = 4;
+
 /// The rows of every step, on one GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StepBars {
@@ -66,8 +69,9 @@ pub(crate) struct StepBars {
     pub rows: Vec<StepBar>,
     /// The median wall of the steady steps (of every step when none is steady).
     pub median_ns: Ns,
-    /// The longest steady wall: a full bar (longer start-up steps are drawn clipped, so
-    /// that one slow first step does not shrink every other bar).
+    /// The wall of a full bar: the longest steady wall, at most [`FULL_BAR_MEDIANS`] ×
+    /// the median (longer steps, a slow first step or a periodic stall, are drawn clipped,
+    /// so that they do not shrink every other bar).
     pub max_ns: Ns,
 }
 
@@ -78,7 +82,7 @@ impl StepBars {
     }
 
     /// The cells of `row`'s bar in `width` cells: its parts in order, each with its
-    /// cells, and whether the bar is clipped. The longest steady step fills `width`; a
+    /// cells, and whether the bar is clipped. A step of [`Self::max_ns`] fills `width`; a
     /// longer step fills one cell less, its parts in proportion, and is clipped; a part
     /// of any time may round to none.
     pub(crate) fn cells(&self, row: &StepBar, width: u16) -> (Vec<(Part, u16)>, bool) {
@@ -130,10 +134,18 @@ pub(crate) fn step_bars(analysis: &Analysis, devices: &[DeviceActivity], pool: &
     if walls.is_empty() {
         walls = rows.iter().map(StepBar::wall).collect();
     }
-    walls.sort_unstable();
-    let median_ns = walls[(walls.len() - 1) / 2];
-    let max_ns = *walls.last().unwrap_or(&0);
+    let (median_ns, max_ns) = scale(&mut walls);
     Some(StepBars { device: device.device, rows, median_ns, max_ns })
+}
+
+// The median of `walls` and the wall of a full bar: the longest, at most
+// FULL_BAR_MEDIANS × the median, so that one long evaluation or checkpoint step does not
+// leave every ordinary step a cell or two (longer steps are drawn clipped, and their
+// ×median column says how long they are).
+fn scale(walls: &mut [Ns]) -> (Ns, Ns) {
+    walls.sort_unstable();
+    let median = walls.get(walls.len().saturating_sub(1) / 2).copied().unwrap_or(0);
+    (median, walls.last().copied().unwrap_or(0).min(median.saturating_mul(FULL_BAR_MEDIANS)))
 }
 
 // One row: busy from the device's union, gap idle as given, the rest short holes.
@@ -187,6 +199,13 @@ mod tests {
         assert_eq!(cells.iter().map(|c| c.1).sum::<u16>(), 19);
         assert!((bars.ratio(&a) - 2.0).abs() < 1e-9);
         assert_eq!(a.top_idle(), Some((Cause::HostBusy, 60)));
+    }
+
+    #[test]
+    fn a_full_bar_is_the_longest_step_but_at_most_four_medians() {
+        assert_eq!(scale(&mut [30, 10, 12]), (12, 30));
+        assert_eq!(scale(&mut [10, 500, 10, 11, 10]), (10, 40));
+        assert_eq!(scale(&mut []), (0, 0));
     }
 
     #[test]

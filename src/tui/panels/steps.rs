@@ -1,6 +1,6 @@
 //! Step budget (`B`): one row per step, its wall drawn as a bar split into GPU busy time
-//! and idle by cause, scaled so the longest steady step fills the bar: outliers and
-//! periodic stalls stand out as long bars. Enter zooms to the step; `o` orders by wall.
+//! and idle by cause, scaled so the longest steady step (at most 4 medians) fills the
+//! bar: outliers and periodic stalls stand out as long or clipped bars. Enter zooms to the step; `o` orders by wall.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
