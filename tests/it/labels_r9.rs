@@ -1,5 +1,5 @@
 //! lanescope against the ninth round's hand labels (`tests/fixtures/matrix/labels_r9.json`):
-//! gaps of the r9 captures (a validation round of new loop kinds: a GradScaler's per-step sync,
+//! gaps of the r9 captures (a validation round of new loop kinds: a `GradScaler`'s per-step sync,
 //! a CUDA-graphed step starved by its DataLoader whose graph executions count as busy, an RL
 //! environment on the launching thread, a pin-memory thread that binds, an inference loop whose
 //! new batch sizes cost cuBLAS host work and lazy kernel loads, eager `generate()`) labelled
