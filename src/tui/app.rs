@@ -101,7 +101,7 @@ pub struct App {
     // Flags and feedback.
     pub(crate) job: Option<GapJob>,
     // The analysis still running on its thread ([`App::open`]); `analysis` is empty till then.
-    pub(crate) pending: Option<mpsc::Receiver<Analysis>>,
+    pub(crate) pending: Option<mpsc::Receiver<Opened>>,
     // Keys pressed meanwhile that need it, applied in order once it is in.
     pub(crate) deferred: Vec<ratatui::crossterm::event::KeyEvent>,
     pub(crate) message: Option<String>,
@@ -130,6 +130,36 @@ fn cpu_rows(trace: &Trace, host: &HostIndex, groups: &mut [rows::Group]) -> Vec<
     out
 }
 
+/// What the analysis thread of [`App::open`] sends back.
+pub(crate) enum Opened {
+    /// The analysis of the trace shown.
+    Analysis(Analysis),
+    /// The trace shown came from a damaged cache entry: the trace read again, its
+    /// analysis, and the line that says so.
+    Reloaded(Box<Trace>, Analysis, String),
+    /// The trace shown came from a damaged cache entry and could not be read again: why.
+    Failed(String),
+}
+
+// The analysis of `trace` once its columns pass their checks (a trace from the column
+// cache is shown before they are read, [`crate::reader::load_unchecked`]); else the
+// trace read again and its analysis.
+fn checked_analysis(trace: &Trace, options: &Options) -> Opened {
+    let Err(why) = trace.verify_columns() else { return Opened::Analysis(crate::analysis::analyze(trace, options)) };
+    match crate::reader::reload_damaged(std::path::Path::new(&trace.meta.path)) {
+        Ok((t, removed)) => {
+            let removed = removed.map_or_else(String::new, |f| format!("; removed {}", f.display()));
+            let said = format!("damaged cache entry ({why}){removed}; read the trace again");
+            let a = crate::analysis::analyze(&t, options);
+            Opened::Reloaded(Box::new(t), a, super::text::sanitize(&said).into_owned())
+        }
+        Err(e) => Opened::Failed(
+            super::text::sanitize(&format!("damaged cache entry ({why}), and reading the trace again failed: {e:#}"))
+                .into_owned(),
+        ),
+    }
+}
+
 impl App {
     /// Build the viewer state for a loaded trace, showing the whole trace on a
     /// `size` (columns, rows) terminal. Builds the render index (O(events)).
@@ -155,15 +185,36 @@ impl App {
         let (tx, rx) = mpsc::channel();
         let trace = Arc::clone(&app.trace);
         let spawned = std::thread::Builder::new().name("analysis".into()).spawn(move || {
-            let _ = tx.send(crate::analysis::analyze(&trace, &options));
+            let _ = tx.send(checked_analysis(&trace, &options));
         });
         if spawned.is_ok() {
             app.pending = Some(rx);
         } else {
-            let analysis = crate::analysis::analyze(&app.trace, &app.analysis.options);
-            app.install(analysis);
+            let opened = checked_analysis(&app.trace, &app.analysis.options);
+            app.take_opened(opened);
         }
         app
+    }
+
+    // Take what the analysis thread sent in: the analysis, or a trace read again (its
+    // cache entry was damaged) that replaces the one shown, or why there is none.
+    fn take_opened(&mut self, opened: Opened) {
+        match opened {
+            Opened::Analysis(a) => self.install(a),
+            Opened::Reloaded(trace, a, said) => {
+                let index = Index::build(&trace);
+                let mut fresh = Self::with_index(*trace, index, self.size);
+                (fresh.theme, fresh.demo) = (self.theme.clone(), self.demo);
+                fresh.deferred = std::mem::take(&mut self.deferred);
+                *self = fresh;
+                self.install(a);
+                self.message = Some(said);
+            }
+            Opened::Failed(said) => {
+                self.deferred.clear();
+                self.message = Some(said);
+            }
+        }
     }
 
     // The state of a trace whose analysis is not there yet (an empty one).
@@ -247,12 +298,12 @@ impl App {
     fn poll_analysis(&mut self) -> bool {
         let Some(rx) = &self.pending else { return false };
         match rx.try_recv() {
-            Ok(a) => {
+            Ok(opened) => {
                 self.pending = None;
-                self.install(a);
                 if self.message.as_deref().is_some_and(|m| m.starts_with("analysing")) {
                     self.message = None;
                 }
+                self.take_opened(opened);
                 for key in std::mem::take(&mut self.deferred) {
                     self.handle_key(key);
                 }
