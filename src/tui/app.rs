@@ -102,6 +102,9 @@ pub struct App {
     pub(crate) job: Option<GapJob>,
     // The analysis still running on its thread ([`App::open`]); `analysis` is empty till then.
     pub(crate) pending: Option<mpsc::Receiver<Opened>>,
+    // The analysis of [`App::open`] is to start at the next [`App::poll_jobs`] (after
+    // the first frame).
+    unstarted: bool,
     // Keys pressed meanwhile that need it, applied in order once it is in.
     pub(crate) deferred: Vec<ratatui::crossterm::event::KeyEvent>,
     pub(crate) message: Option<String>,
@@ -181,19 +184,27 @@ impl App {
     /// the lanes, and the GPU rows, gaps and panels are empty.
     pub(crate) fn open(trace: Trace, index: Index, options: Options, size: (u16, u16)) -> Self {
         let mut app = Self::with_index(trace, index, size);
-        app.analysis.options = options.clone();
+        app.analysis.options = options;
+        app.unstarted = true;
+        app
+    }
+
+    // Start the analysis of [`App::open`] on a thread of its own: after the first frame
+    // ([`App::poll_jobs`]), so that the frame has the CPU, and the columns left in a
+    // mapped cache entry are read (checked) only after it.
+    fn start_analysis(&mut self) {
+        self.unstarted = false;
         let (tx, rx) = mpsc::channel();
-        let trace = Arc::clone(&app.trace);
+        let (trace, options) = (Arc::clone(&self.trace), self.analysis.options.clone());
         let spawned = std::thread::Builder::new().name("analysis".into()).spawn(move || {
             let _ = tx.send(checked_analysis(&trace, &options));
         });
         if spawned.is_ok() {
-            app.pending = Some(rx);
+            self.pending = Some(rx);
         } else {
-            let opened = checked_analysis(&app.trace, &app.analysis.options);
-            app.take_opened(opened);
+            let opened = checked_analysis(&self.trace, &self.analysis.options);
+            self.take_opened(opened);
         }
-        app
     }
 
     // Take what the analysis thread sent in: the analysis, or a trace read again (its
@@ -256,6 +267,7 @@ impl App {
             analysis,
             job: None,
             pending: None,
+            unstarted: false,
             deferred: Vec::new(),
             index,
             gap_finder,
@@ -291,11 +303,14 @@ impl App {
 
     /// True while the analysis of [`App::open`] still runs.
     pub fn analysing(&self) -> bool {
-        self.pending.is_some()
+        self.pending.is_some() || self.unstarted
     }
 
     // The analysis, once its thread is done; true when it came in.
     fn poll_analysis(&mut self) -> bool {
+        if self.unstarted {
+            self.start_analysis();
+        }
         let Some(rx) = &self.pending else { return false };
         match rx.try_recv() {
             Ok(opened) => {
