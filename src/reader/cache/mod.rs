@@ -9,15 +9,17 @@
 //!   reader that changes never meets the entries of the one before).
 //! - Layout, little-endian: a 64-byte header (magic, [`FORMAT`], the body's CRC-32 and
 //!   length, the key), then the body ([`codec`]): the trace's absolute path and the
-//!   model, columns back to back. An entry whose header, length, path, structure or
-//!   checksum is wrong is removed and rebuilt, with one line on stderr.
+//!   model, columns back to back, each with its own CRC-32 and aligned for its values. An
+//!   entry whose header, length, path, structure or checksum is wrong is removed and
+//!   rebuilt, with one line on stderr.
 //! - Written to `.NAME.SERIAL-PID.tmp.lsc` in the cache directory, then renamed: a reader never
 //!   sees half an entry. Older entries of the same trace are removed; then the oldest
 //!   entries go until all fit in [`max_bytes`]. A read refreshes an entry's mtime.
-//! - Columns are read in bulk straight into the model's own `Vec`s (one copy from the
-//!   page cache, a MiB at a time), not memory-mapped: the model owns and edits its
-//!   columns (a merge shifts them), and this crate has no `unsafe`, which mapping a file
-//!   needs.
+//! - Entries are memory-mapped ([`map`], the crate's one `unsafe` call): a lane's large
+//!   columns stay in the mapping ([`crate::model::Col`]), the rest is copied out. The
+//!   body's CRC (all but the columns' values) is checked on open; the columns' own CRCs
+//!   before their numbers are used ([`Checks`]): at once for the commands, after the
+//!   first frame for the viewer, since checking reads every page.
 //! - A higher layer may keep a part of its own beside an entry ([`Entry::store_part`],
 //!   [`part_through`]): `STEM-PATHHASH-KEYHASH-NAME.lsc`, the same header, key and checks,
 //!   for what it derives from the trace alone (the viewer's render index, `-view`).
