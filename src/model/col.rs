@@ -34,6 +34,16 @@ struct Mapped {
     crc: u32,
 }
 
+impl Mapped {
+    #[inline(always)]
+    fn slice<T: Plain>(&self) -> &[T] {
+        // `Col::mapped` checked range and alignment, and a mapping does not move: the
+        // view cannot fail (an empty one would fail every index, never give a number).
+        let b = self.map.get(self.at..self.at + self.bytes).unwrap_or_default();
+        <[T]>::ref_from_bytes(b).unwrap_or(&[])
+    }
+}
+
 impl<T: Plain> Col<T> {
     /// A column of the `len` values at byte `at` of `map`, whose bytes should have the
     /// CRC-32 `crc`; None when they are out of the mapping or misaligned for `T`.
@@ -45,12 +55,11 @@ impl<T: Plain> Col<T> {
     }
 
     /// The values.
-    #[inline]
+    #[inline(always)]
     pub fn as_slice(&self) -> &[T] {
         match &self.0 {
             Repr::Owned(v) => v,
-            // `mapped` checked range and alignment, and a mapping does not move.
-            Repr::Mapped(m) => <[T]>::ref_from_bytes(&m.map[m.at..m.at + m.bytes]).unwrap_or(&[]),
+            Repr::Mapped(m) => m.slice(),
         }
     }
 
@@ -124,7 +133,7 @@ impl<T: Plain> Default for Col<T> {
 
 impl<T: Plain> Deref for Col<T> {
     type Target = [T];
-    #[inline]
+    #[inline(always)]
     fn deref(&self) -> &[T] {
         self.as_slice()
     }

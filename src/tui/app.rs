@@ -137,6 +137,9 @@ fn cpu_rows(trace: &Trace, host: &HostIndex, groups: &mut [rows::Group]) -> Vec<
 pub(crate) enum Opened {
     /// The analysis of the trace shown.
     Analysis(Analysis),
+    /// The trace shown, its columns checked and copied out of the mapped cache entry
+    /// (the same numbers, read faster), and its analysis.
+    Owned(Box<Trace>, Analysis),
     /// The trace shown came from a damaged cache entry: the trace read again, its
     /// analysis, and the line that says so.
     Reloaded(Box<Trace>, Analysis, String),
@@ -148,7 +151,15 @@ pub(crate) enum Opened {
 // cache is shown before they are read, [`crate::reader::load_unchecked`]); else the
 // trace read again and its analysis.
 fn checked_analysis(trace: &Trace, options: &Options) -> Opened {
-    let Err(why) = trace.verify_columns() else { return Opened::Analysis(crate::analysis::analyze(trace, options)) };
+    let Err(why) = trace.verify_columns() else {
+        if !trace.is_mapped() {
+            return Opened::Analysis(crate::analysis::analyze(trace, options));
+        }
+        let mut owned = trace.clone();
+        owned.own_columns();
+        let a = crate::analysis::analyze(&owned, options);
+        return Opened::Owned(Box::new(owned), a);
+    };
     match crate::reader::reload_damaged(std::path::Path::new(&trace.meta.path)) {
         Ok((t, removed)) => {
             let removed = removed.map_or_else(String::new, |f| format!("; removed {}", f.display()));
@@ -212,6 +223,11 @@ impl App {
     fn take_opened(&mut self, opened: Opened) {
         match opened {
             Opened::Analysis(a) => self.install(a),
+            Opened::Owned(trace, a) => {
+                // The same trace: the lanes, index and view built on the shown one hold.
+                self.trace = Arc::new(*trace);
+                self.install(a);
+            }
             Opened::Reloaded(trace, a, said) => {
                 let index = Index::build(&trace);
                 let mut fresh = Self::with_index(*trace, index, self.size);

@@ -395,6 +395,14 @@ fn a_damaged_cache_entry_drawn_first_is_read_again_before_any_number() {
     let (path, t) = (fixture("pageable.sqlite"), load("pageable.sqlite"));
     let entry = Entry::new(&path, dir.path()).expect("an entry");
     entry.store(&t, u64::MAX).unwrap();
+    // Intact: drawn from the mapped entry, then its columns checked and copied out for
+    // the analysis, the same trace.
+    let mut app = App::open(entry.open_unchecked().unwrap().unwrap(), Index::build(&t), Options::default(), (160, 48));
+    assert!(app.trace().is_mapped());
+    app.finish_jobs();
+    assert!(!app.trace().is_mapped() && app.message.is_none());
+    assert_eq!(format!("{:?}", app.trace().lanes), format!("{:?}", t.lanes));
+    drop(app);
     // A start in the middle of the longest lane changed: a column the entry lends.
     let mut bytes = std::fs::read(&entry.file).unwrap();
     let l = t.lanes.iter().max_by_key(|l| l.ev.len()).unwrap();

@@ -95,11 +95,11 @@ impl<'a> Dec<'a> {
         Self { body, at: 0, crc: crc32fast::Hasher::new(), map: None }
     }
 
-    /// A reader of the body at byte `from` of `map` to its end; large columns read with
-    /// [`Dec::col_shared`] stay in the mapping.
-    pub(crate) fn mapped(map: &'a Arc<memmap2::Mmap>, from: usize) -> Self {
+    /// A reader of the body at byte `from` of `map` to its end; when `lend`, large
+    /// columns read with [`Dec::col_shared`] stay in the mapping, else all are copied.
+    pub(crate) fn mapped(map: &'a Arc<memmap2::Mmap>, from: usize, lend: bool) -> Self {
         let body = map.get(from..).unwrap_or_default();
-        Self { body, at: 0, crc: crc32fast::Hasher::new(), map: Some((map, from)) }
+        Self { body, at: 0, crc: crc32fast::Hasher::new(), map: lend.then_some((map, from)) }
     }
 
     fn left(&self) -> usize {

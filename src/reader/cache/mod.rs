@@ -62,13 +62,16 @@ pub(crate) fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
 }
 
-/// When the columns a mapped entry lends are checked against their checksums.
+/// How a trace comes out of its entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Checks {
-    /// Before the trace is handed out (reads every column once).
+    /// Every column copied out of the mapped entry and checked: what a command that
+    /// reads every number wants (columns of its own are also read faster than borrowed
+    /// ones: docs/performance.md).
     Now,
-    /// By the caller, with [`Trace::verify_columns`], before it uses any number (the
-    /// viewer draws its first frame first).
+    /// Large columns left in the mapped entry, checked by the caller with
+    /// [`Trace::verify_columns`] before it uses any number: the viewer draws its first
+    /// frame first.
     Later,
 }
 
@@ -259,21 +262,17 @@ impl Entry {
         }
     }
 
-    /// The trace kept in the entry, every column checked: None when there is none, an
-    /// error saying what is wrong with a damaged one.
+    /// The trace kept in the entry, every column copied out of the mapped file and
+    /// checked: None when there is none, an error saying what is wrong with a damaged one.
     pub(crate) fn open(&self) -> Result<Option<Trace>> {
-        let t = self.open_unchecked()?;
-        if let Some(t) = &t {
-            t.verify_columns().map_err(|why| anyhow::anyhow!("damaged cache entry ({why})"))?;
-        }
-        Ok(t)
+        self.read::<Trace>(&self.file, false)
     }
 
     /// The trace kept in the entry, its large columns left in the mapped file and not yet
     /// checked ([`Trace::verify_columns`] must pass before its numbers are used): what the
     /// viewer draws its first frame from.
     pub(crate) fn open_unchecked(&self) -> Result<Option<Trace>> {
-        self.read::<Trace>(&self.file)
+        self.read::<Trace>(&self.file, true)
     }
 
     /// Remove the entry (and the parts kept beside it).
@@ -289,7 +288,7 @@ impl Entry {
     /// The part `name` of the entry ([`Entry::store_part`]): None when there is none, an
     /// error saying what is wrong with a damaged one or one `check` refuses.
     pub(crate) fn open_part<T: Field>(&self, name: &str, check: impl FnOnce(&T) -> Result<()>) -> Result<Option<T>> {
-        let Some(v) = self.read::<T>(&self.part_file(name))? else { return Ok(None) };
+        let Some(v) = self.read::<T>(&self.part_file(name), false)? else { return Ok(None) };
         check(&v).context("damaged cache entry")?;
         Ok(Some(v))
     }
@@ -301,10 +300,10 @@ impl Entry {
         self.dir.join(format!("{stem}-{}.{EXT}", rep::safe_name(name)))
     }
 
-    // The value of the body of `file` after the trace's absolute path: large columns
-    // stay in the mapped file (unverified: see `Trace::verify_columns`), the rest is
-    // copied out and checked.
-    fn read<T: Field>(&self, file: &Path) -> Result<Option<T>> {
+    // The value of the body of `file` after the trace's absolute path: when `lend`,
+    // large columns stay in the mapped file (unverified: see `Trace::verify_columns`);
+    // the rest is copied out and checked.
+    fn read<T: Field>(&self, file: &Path, lend: bool) -> Result<Option<T>> {
         let f = match File::open(file) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -326,7 +325,7 @@ impl Entry {
         if HEADER.checked_add(body) != Some(map.len() as u64) {
             bail!("cache entry truncated ({} bytes, its header says {})", map.len(), HEADER.saturating_add(body));
         }
-        let mut dec = Dec::mapped(&map, HEADER as usize);
+        let mut dec = Dec::mapped(&map, HEADER as usize, lend);
         let read = String::take(&mut dec).and_then(|abs| Ok((abs, T::take(&mut dec)?)));
         let (abs, value) = read.context("damaged cache entry")?;
         if dec.finish().context("damaged cache entry")? != crc {
