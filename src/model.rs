@@ -276,7 +276,7 @@ impl Events {
                 return;
             }
         }
-        for a in self.aux64.iter_mut() {
+        for a in &mut self.aux64 {
             *a = f(*a);
         }
     }

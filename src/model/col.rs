@@ -35,7 +35,7 @@ struct Mapped {
 }
 
 impl Mapped {
-    #[inline(always)]
+    #[inline]
     fn slice<T: Plain>(&self) -> &[T] {
         // `Col::mapped` checked range and alignment, and a mapping does not move: the
         // view cannot fail (an empty one would fail every index, never give a number).
@@ -55,7 +55,7 @@ impl<T: Plain> Col<T> {
     }
 
     /// The values.
-    #[inline(always)]
+    #[inline]
     pub fn as_slice(&self) -> &[T] {
         match &self.0 {
             Repr::Owned(v) => v,
@@ -133,7 +133,7 @@ impl<T: Plain> Default for Col<T> {
 
 impl<T: Plain> Deref for Col<T> {
     type Target = [T];
-    #[inline(always)]
+    #[inline]
     fn deref(&self) -> &[T] {
         self.as_slice()
     }

@@ -101,10 +101,7 @@ pub struct App {
     // Flags and feedback.
     pub(crate) job: Option<GapJob>,
     // The analysis still running on its thread ([`App::open`]); `analysis` is empty till then.
-    pub(crate) pending: Option<mpsc::Receiver<Opened>>,
-    // The analysis of [`App::open`] is to start at the next [`App::poll_jobs`] (after
-    // the first frame).
-    unstarted: bool,
+    pub(crate) pending: Pending,
     // Keys pressed meanwhile that need it, applied in order once it is in.
     pub(crate) deferred: Vec<ratatui::crossterm::event::KeyEvent>,
     pub(crate) message: Option<String>,
@@ -133,7 +130,19 @@ fn cpu_rows(trace: &Trace, host: &HostIndex, groups: &mut [rows::Group]) -> Vec<
     out
 }
 
+/// The analysis of [`App::open`], while it is not in.
+#[derive(Debug)]
+pub(crate) enum Pending {
+    /// None to wait for.
+    None,
+    /// To start at the next [`App::poll_jobs`] (after the first frame).
+    Unstarted,
+    /// Running on its thread.
+    Running(mpsc::Receiver<Opened>),
+}
+
 /// What the analysis thread of [`App::open`] sends back.
+#[derive(Debug)]
 pub(crate) enum Opened {
     /// The analysis of the trace shown.
     Analysis(Analysis),
@@ -196,7 +205,7 @@ impl App {
     pub(crate) fn open(trace: Trace, index: Index, options: Options, size: (u16, u16)) -> Self {
         let mut app = Self::with_index(trace, index, size);
         app.analysis.options = options;
-        app.unstarted = true;
+        app.pending = Pending::Unstarted;
         app
     }
 
@@ -204,15 +213,15 @@ impl App {
     // ([`App::poll_jobs`]), so that the frame has the CPU, and the columns left in a
     // mapped cache entry are read (checked) only after it.
     fn start_analysis(&mut self) {
-        self.unstarted = false;
         let (tx, rx) = mpsc::channel();
         let (trace, options) = (Arc::clone(&self.trace), self.analysis.options.clone());
         let spawned = std::thread::Builder::new().name("analysis".into()).spawn(move || {
             let _ = tx.send(checked_analysis(&trace, &options));
         });
         if spawned.is_ok() {
-            self.pending = Some(rx);
+            self.pending = Pending::Running(rx);
         } else {
+            self.pending = Pending::None;
             let opened = checked_analysis(&self.trace, &self.analysis.options);
             self.take_opened(opened);
         }
@@ -231,7 +240,7 @@ impl App {
             Opened::Reloaded(trace, a, said) => {
                 let index = Index::build(&trace);
                 let mut fresh = Self::with_index(*trace, index, self.size);
-                (fresh.theme, fresh.demo) = (self.theme.clone(), self.demo);
+                (fresh.theme, fresh.demo) = (self.theme, self.demo);
                 fresh.deferred = std::mem::take(&mut self.deferred);
                 *self = fresh;
                 self.install(a);
@@ -282,8 +291,7 @@ impl App {
             devices,
             analysis,
             job: None,
-            pending: None,
-            unstarted: false,
+            pending: Pending::None,
             deferred: Vec::new(),
             index,
             gap_finder,
@@ -319,18 +327,18 @@ impl App {
 
     /// True while the analysis of [`App::open`] still runs.
     pub fn analysing(&self) -> bool {
-        self.pending.is_some() || self.unstarted
+        !matches!(self.pending, Pending::None)
     }
 
     // The analysis, once its thread is done; true when it came in.
     fn poll_analysis(&mut self) -> bool {
-        if self.unstarted {
+        if let Pending::Unstarted = self.pending {
             self.start_analysis();
         }
-        let Some(rx) = &self.pending else { return false };
+        let Pending::Running(rx) = &self.pending else { return false };
         match rx.try_recv() {
             Ok(opened) => {
-                self.pending = None;
+                self.pending = Pending::None;
                 if self.message.as_deref().is_some_and(|m| m.starts_with("analysing")) {
                     self.message = None;
                 }
@@ -342,7 +350,7 @@ impl App {
             }
             Err(mpsc::TryRecvError::Empty) => false,
             Err(mpsc::TryRecvError::Disconnected) => {
-                self.pending = None;
+                self.pending = Pending::None;
                 self.deferred.clear();
                 self.message = Some("the analysis failed: the timeline shows the events alone".to_string());
                 true
