@@ -39,8 +39,8 @@ pub use cli::{Cli, Exit, run};
 pub use diff::{Diff, Run as DiffRun, Status as DiffStatus, diff};
 pub use model::counters::{Counters, Series as CounterSeries};
 pub use model::{
-    ApiKind, EventRef, Events, Lane, LaneKind, MemClass, MemFlags, Ns, SAMPLE_GIL, SampleFlags, Strings, Trace,
-    decode_global_tid, strip_api_version,
+    ApiKind, Col, EventRef, Events, Lane, LaneKind, MemClass, MemFlags, Ns, Plain, SAMPLE_GIL, SampleFlags, Strings,
+    Trace, decode_global_tid, strip_api_version,
 };
 pub use reader::inputs::group as group_inputs;
 pub use reader::{load, load_cached_in};

@@ -4,7 +4,10 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+mod col;
 pub(crate) mod counters;
+
+pub use col::{Col, Plain};
 
 /// Nanoseconds on the session timeline (may be negative for pre-capture events).
 pub type Ns = i64;
@@ -85,22 +88,22 @@ impl Strings {
 #[derive(Debug, Default, Clone)]
 pub struct Events {
     /// Start times.
-    pub start: Vec<Ns>,
+    pub start: Col<Ns>,
     // End times (`>= start`): durations while every one fits in a u32, else absolute
     // ends (then `dur32` is empty). Read them with `end(i)`, `ends()`, `dur(i)`.
-    dur32: Vec<u32>,
-    end64: Vec<Ns>,
+    dur32: Col<u32>,
+    end64: Col<Ns>,
     /// Display name.
-    pub name: Vec<StrId>,
+    pub name: Col<StrId>,
     /// CUDA correlation id (GPU operations and CUDA API calls).
-    pub corr: Vec<u32>,
+    pub corr: Col<u32>,
     // Bytes for memory operations; demangled name id for kernels: narrow while every
     // value fits in a u32, else wide (then `aux32` is empty).
-    aux32: Vec<u32>,
-    aux64: Vec<u64>,
+    aux32: Col<u32>,
+    aux64: Col<u64>,
     // Kind bits (see [`MemFlags`], [`ApiKind`], NVTX domain id): one per event, or,
     // after `compact`, one per distinct name in `flags_by_name` (sorted by name).
-    flags: Vec<u32>,
+    flags: Col<u32>,
     flags_by_name: Vec<(StrId, u32)>,
 }
 
@@ -131,7 +134,7 @@ pub(crate) struct Columns<S, D, E, N, A, B, P> {
 /// Borrowed columns of an [`Events`].
 pub(crate) type ColumnsRef<'a> = Columns<&'a [Ns], &'a [u32], &'a [Ns], &'a [StrId], &'a [u64], Vec<StrId>, Vec<u32>>;
 /// Owned columns of an [`Events`].
-pub(crate) type ColumnsOwned = Columns<Vec<Ns>, Vec<u32>, Vec<Ns>, Vec<StrId>, Vec<u64>, Vec<StrId>, Vec<u32>>;
+pub(crate) type ColumnsOwned = Columns<Col<Ns>, Col<u32>, Col<Ns>, Col<StrId>, Col<u64>, Vec<StrId>, Vec<u32>>;
 
 /// Most distinct names a lane may have for its flags to be kept per name.
 const FLAGS_BY_NAME_MAX: usize = 4096;
@@ -220,7 +223,7 @@ impl Events {
     fn widen_ends(&mut self) {
         if self.end64.is_empty() && !self.start.is_empty() {
             self.end64 = self.ends().collect();
-            self.dur32 = Vec::new();
+            self.dur32 = Col::default();
         }
     }
 
@@ -231,7 +234,7 @@ impl Events {
         let fits = |(&s, &e): (&Ns, &Ns)| e.checked_sub(s).and_then(|d| u32::try_from(d).ok()).is_some();
         if self.start.iter().zip(&self.end64).all(fits) {
             self.dur32 = self.start.iter().zip(&self.end64).map(|(&s, &e)| (e - s) as u32).collect();
-            self.end64 = Vec::new();
+            self.end64 = Col::default();
         }
     }
 
@@ -281,7 +284,7 @@ impl Events {
     fn widen_aux(&mut self) {
         if self.aux64.is_empty() {
             self.aux64 = self.aux32.iter().map(|&a| u64::from(a)).collect();
-            self.aux32 = Vec::new();
+            self.aux32 = Col::default();
         }
     }
 
@@ -414,7 +417,7 @@ impl Events {
             }
         }
         self.flags_by_name = by.iter().enumerate().filter_map(|(n, f)| Some((n as StrId, (*f)?))).collect();
-        self.flags = Vec::new();
+        self.flags = Col::default();
     }
 
     /// Keep only the rows whose (start, end) pass `keep`; returns how many were removed.
@@ -424,7 +427,7 @@ impl Events {
         let rows: Vec<bool> = (0..self.len()).map(|i| i != first && keep(self.start[i], self.end(i))).collect();
         let removed = rows.iter().filter(|&&k| !k).count();
         if removed > 0 {
-            fn filter<T: Copy>(v: &mut Vec<T>, rows: &[bool]) {
+            fn filter<T: Plain>(v: &mut Col<T>, rows: &[bool]) {
                 if v.len() == rows.len() {
                     let mut it = rows.iter();
                     v.retain(|_| *it.next().unwrap_or(&true));
@@ -513,7 +516,8 @@ impl Events {
         if names.len() != flags.len() || !names.is_sorted_by(|a, b| a < b) {
             return Err("flags per name unsorted");
         }
-        if c.end64.iter().zip(&c.start).any(|(e, s)| e < s) {
+        // Mapped columns are read when they are verified, not before.
+        if !c.end64.is_mapped() && !c.start.is_mapped() && ends_before_starts(&c.start, &c.end64) {
             return Err("an end before its start");
         }
         Ok(Self {
@@ -529,7 +533,41 @@ impl Events {
         })
     }
 
-    /// Heap bytes used by the columns.
+    /// Check the columns borrowed from a mapped cache entry against their checksums,
+    /// and what [`Events::from_columns`] leaves to this for them (ends after starts).
+    pub(crate) fn verify(&self) -> Result<(), &'static str> {
+        for c in [&self.dur32, &self.name, &self.corr, &self.aux32, &self.flags] {
+            c.verify()?;
+        }
+        for c in [&self.start, &self.end64] {
+            c.verify()?;
+        }
+        self.aux64.verify()?;
+        if ends_before_starts(&self.start, &self.end64) {
+            return Err("an end before its start");
+        }
+        Ok(())
+    }
+
+    /// Copy the columns borrowed from a mapped cache entry into vectors of their own.
+    pub(crate) fn own_columns(&mut self) {
+        for c in [&mut self.dur32, &mut self.name, &mut self.corr, &mut self.aux32, &mut self.flags] {
+            c.to_mut();
+        }
+        self.start.to_mut();
+        self.end64.to_mut();
+        self.aux64.to_mut();
+    }
+
+    /// True when some columns are borrowed from a mapped cache entry.
+    pub(crate) fn is_mapped(&self) -> bool {
+        [&self.dur32, &self.name, &self.corr, &self.aux32, &self.flags].iter().any(|c| c.is_mapped())
+            || self.start.is_mapped()
+            || self.end64.is_mapped()
+            || self.aux64.is_mapped()
+    }
+
+    /// Heap bytes used by the columns (a mapped column counts the bytes it maps).
     pub fn heap_bytes(&self) -> usize {
         self.start.capacity() * 8
             + self.dur32.capacity() * 4
@@ -543,7 +581,11 @@ impl Events {
     }
 }
 
-fn permute<T: Copy>(v: &mut Vec<T>, order: &[u32]) {
+fn ends_before_starts(start: &[Ns], end64: &[Ns]) -> bool {
+    end64.iter().zip(start).any(|(e, s)| e < s)
+}
+
+fn permute<T: Plain>(v: &mut Col<T>, order: &[u32]) {
     if v.len() == order.len() {
         *v = order.iter().map(|&i| v[i as usize]).collect();
     }
@@ -1370,6 +1412,29 @@ impl Trace {
         self.lanes.iter().map(|l| l.ev.heap_bytes()).sum::<usize>()
             + self.syncs.iter().map(|s| s.ev.heap_bytes()).sum::<usize>()
             + self.strings.heap_bytes()
+    }
+
+    /// Check every column borrowed from a mapped cache entry (reads all of them): the
+    /// numbers of a trace read from the cache are trusted only after this.
+    pub fn verify_columns(&self) -> Result<(), String> {
+        let lanes = self.lanes.iter().map(|l| &l.ev).enumerate();
+        let syncs = self.syncs.iter().map(|s| &s.ev).enumerate();
+        for (what, (i, ev)) in lanes.map(|l| ("lane", l)).chain(syncs.map(|s| ("sync records", s))) {
+            ev.verify().map_err(|why| format!("{what} {i}: {why}"))?;
+        }
+        Ok(())
+    }
+
+    /// Copy every column borrowed from a mapped cache entry into a vector of its own
+    /// (the analysis reads owned columns faster: docs/performance.md).
+    pub fn own_columns(&mut self) {
+        self.lanes.iter_mut().for_each(|l| l.ev.own_columns());
+        self.syncs.iter_mut().for_each(|s| s.ev.own_columns());
+    }
+
+    /// True when some columns are borrowed from a mapped cache entry, not yet copied.
+    pub fn is_mapped(&self) -> bool {
+        self.lanes.iter().any(|l| l.ev.is_mapped()) || self.syncs.iter().any(|s| s.ev.is_mapped())
     }
 }
 

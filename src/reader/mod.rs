@@ -66,7 +66,7 @@ pub fn load(path: &Path) -> Result<Trace> {
 /// is valid, else the export, then written there (see docs/cache.md). The commands use
 /// the user's cache directory; this is for tests and tools that keep their own.
 pub fn load_cached_in(path: &Path, dir: &Path) -> Result<Trace> {
-    cache::through_dir(path, dir, || load_file(path, &Progress::default()))
+    cache::through_dir(path, dir, cache::Checks::Now, || load_file(path, &Progress::default()))
 }
 
 /// Load the export at `path` from the file itself, never from the column cache (the
@@ -140,7 +140,26 @@ pub(crate) fn load_with_progress(path: &Path, progress: &Progress) -> Result<Tra
     if let Some(files) = inputs::grouped(path) {
         return inputs::load_group(&files, progress);
     }
-    cache::through(path, || load_file(path, progress))
+    cache::through(path, cache::Checks::Now, || load_file(path, progress))
+}
+
+/// [`load_with_progress`] for the viewer: a trace from the column cache comes with its
+/// large columns left in the mapped entry and not yet checked, so the first frame is
+/// drawn without reading them all. [`Trace::verify_columns`] must pass before any number
+/// is taken from it; [`reload_damaged`] is the way back when it does not.
+pub(crate) fn load_unchecked(path: &Path, progress: &Progress) -> Result<Trace> {
+    if let Some(files) = inputs::grouped(path) {
+        return inputs::load_group(&files, progress);
+    }
+    cache::through(path, cache::Checks::Later, || load_file(path, progress))
+}
+
+/// The trace at `path` again after [`Trace::verify_columns`] failed on a trace
+/// [`load_unchecked`] gave: its cache entry is removed, the trace read again and the
+/// entry rebuilt. Also the removed entry's file, for the caller to say so.
+pub(crate) fn reload_damaged(path: &Path) -> Result<(Trace, Option<std::path::PathBuf>)> {
+    let removed = cache::discard(path);
+    Ok((load_with_progress(path, &Progress::default())?, removed))
 }
 
 // One export or report, read from the file itself.

@@ -101,7 +101,7 @@ pub struct App {
     // Flags and feedback.
     pub(crate) job: Option<GapJob>,
     // The analysis still running on its thread ([`App::open`]); `analysis` is empty till then.
-    pub(crate) pending: Option<mpsc::Receiver<Analysis>>,
+    pub(crate) pending: Pending,
     // Keys pressed meanwhile that need it, applied in order once it is in.
     pub(crate) deferred: Vec<ratatui::crossterm::event::KeyEvent>,
     pub(crate) message: Option<String>,
@@ -130,6 +130,59 @@ fn cpu_rows(trace: &Trace, host: &HostIndex, groups: &mut [rows::Group]) -> Vec<
     out
 }
 
+/// The analysis of [`App::open`], while it is not in.
+#[derive(Debug)]
+pub(crate) enum Pending {
+    /// None to wait for.
+    None,
+    /// To start at the next [`App::poll_jobs`] (after the first frame).
+    Unstarted,
+    /// Running on its thread.
+    Running(mpsc::Receiver<Opened>),
+}
+
+/// What the analysis thread of [`App::open`] sends back.
+#[derive(Debug)]
+pub(crate) enum Opened {
+    /// The analysis of the trace shown.
+    Analysis(Analysis),
+    /// The trace shown, its columns checked and copied out of the mapped cache entry
+    /// (the same numbers, read faster), and its analysis.
+    Owned(Box<Trace>, Analysis),
+    /// The trace shown came from a damaged cache entry: the trace read again, its
+    /// analysis, and the line that says so.
+    Reloaded(Box<Trace>, Analysis, String),
+    /// The trace shown came from a damaged cache entry and could not be read again: why.
+    Failed(String),
+}
+
+// The analysis of `trace` once its columns pass their checks (a trace from the column
+// cache is shown before they are read, [`crate::reader::load_unchecked`]); else the
+// trace read again and its analysis.
+fn checked_analysis(trace: &Trace, options: &Options) -> Opened {
+    let Err(why) = trace.verify_columns() else {
+        if !trace.is_mapped() {
+            return Opened::Analysis(crate::analysis::analyze(trace, options));
+        }
+        let mut owned = trace.clone();
+        owned.own_columns();
+        let a = crate::analysis::analyze(&owned, options);
+        return Opened::Owned(Box::new(owned), a);
+    };
+    match crate::reader::reload_damaged(std::path::Path::new(&trace.meta.path)) {
+        Ok((t, removed)) => {
+            let removed = removed.map_or_else(String::new, |f| format!("; removed {}", f.display()));
+            let said = format!("damaged cache entry ({why}){removed}; read the trace again");
+            let a = crate::analysis::analyze(&t, options);
+            Opened::Reloaded(Box::new(t), a, super::text::sanitize(&said).into_owned())
+        }
+        Err(e) => Opened::Failed(
+            super::text::sanitize(&format!("damaged cache entry ({why}), and reading the trace again failed: {e:#}"))
+                .into_owned(),
+        ),
+    }
+}
+
 impl App {
     /// Build the viewer state for a loaded trace, showing the whole trace on a
     /// `size` (columns, rows) terminal. Builds the render index (O(events)).
@@ -151,19 +204,53 @@ impl App {
     /// the lanes, and the GPU rows, gaps and panels are empty.
     pub(crate) fn open(trace: Trace, index: Index, options: Options, size: (u16, u16)) -> Self {
         let mut app = Self::with_index(trace, index, size);
-        app.analysis.options = options.clone();
+        app.analysis.options = options;
+        app.pending = Pending::Unstarted;
+        app
+    }
+
+    // Start the analysis of [`App::open`] on a thread of its own: after the first frame
+    // ([`App::poll_jobs`]), so that the frame has the CPU, and the columns left in a
+    // mapped cache entry are read (checked) only after it.
+    fn start_analysis(&mut self) {
         let (tx, rx) = mpsc::channel();
-        let trace = Arc::clone(&app.trace);
+        let (trace, options) = (Arc::clone(&self.trace), self.analysis.options.clone());
         let spawned = std::thread::Builder::new().name("analysis".into()).spawn(move || {
-            let _ = tx.send(crate::analysis::analyze(&trace, &options));
+            let _ = tx.send(checked_analysis(&trace, &options));
         });
         if spawned.is_ok() {
-            app.pending = Some(rx);
+            self.pending = Pending::Running(rx);
         } else {
-            let analysis = crate::analysis::analyze(&app.trace, &app.analysis.options);
-            app.install(analysis);
+            self.pending = Pending::None;
+            let opened = checked_analysis(&self.trace, &self.analysis.options);
+            self.take_opened(opened);
         }
-        app
+    }
+
+    // Take what the analysis thread sent in: the analysis, or a trace read again (its
+    // cache entry was damaged) that replaces the one shown, or why there is none.
+    fn take_opened(&mut self, opened: Opened) {
+        match opened {
+            Opened::Analysis(a) => self.install(a),
+            Opened::Owned(trace, a) => {
+                // The same trace: the lanes, index and view built on the shown one hold.
+                self.trace = Arc::new(*trace);
+                self.install(a);
+            }
+            Opened::Reloaded(trace, a, said) => {
+                let index = Index::build(&trace);
+                let mut fresh = Self::with_index(*trace, index, self.size);
+                (fresh.theme, fresh.demo) = (self.theme, self.demo);
+                fresh.deferred = std::mem::take(&mut self.deferred);
+                *self = fresh;
+                self.install(a);
+                self.message = Some(said);
+            }
+            Opened::Failed(said) => {
+                self.deferred.clear();
+                self.message = Some(said);
+            }
+        }
     }
 
     // The state of a trace whose analysis is not there yet (an empty one).
@@ -204,7 +291,7 @@ impl App {
             devices,
             analysis,
             job: None,
-            pending: None,
+            pending: Pending::None,
             deferred: Vec::new(),
             index,
             gap_finder,
@@ -240,19 +327,22 @@ impl App {
 
     /// True while the analysis of [`App::open`] still runs.
     pub fn analysing(&self) -> bool {
-        self.pending.is_some()
+        !matches!(self.pending, Pending::None)
     }
 
     // The analysis, once its thread is done; true when it came in.
     fn poll_analysis(&mut self) -> bool {
-        let Some(rx) = &self.pending else { return false };
+        if let Pending::Unstarted = self.pending {
+            self.start_analysis();
+        }
+        let Pending::Running(rx) = &self.pending else { return false };
         match rx.try_recv() {
-            Ok(a) => {
-                self.pending = None;
-                self.install(a);
+            Ok(opened) => {
+                self.pending = Pending::None;
                 if self.message.as_deref().is_some_and(|m| m.starts_with("analysing")) {
                     self.message = None;
                 }
+                self.take_opened(opened);
                 for key in std::mem::take(&mut self.deferred) {
                     self.handle_key(key);
                 }
@@ -260,7 +350,7 @@ impl App {
             }
             Err(mpsc::TryRecvError::Empty) => false,
             Err(mpsc::TryRecvError::Disconnected) => {
-                self.pending = None;
+                self.pending = Pending::None;
                 self.deferred.clear();
                 self.message = Some("the analysis failed: the timeline shows the events alone".to_string());
                 true

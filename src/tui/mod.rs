@@ -221,7 +221,7 @@ impl Screen for Pair {
 // analysis then runs behind the first frame ([`App::open`]).
 fn load(source: &Source, options: &Options, progress: &Progress, stage: &AtomicU8) -> Result<App> {
     let trace = match source {
-        Source::Path(p) => reader::load_with_progress(p, progress).with_context(|| p.display().to_string())?,
+        Source::Path(p) => reader::load_unchecked(p, progress).with_context(|| p.display().to_string())?,
         Source::Demo => reader::load_demo_with_progress(progress).context("loading the demo trace")?,
     };
     stage.store(2, Ordering::Relaxed);

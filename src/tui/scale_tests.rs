@@ -307,14 +307,20 @@ fn a_damaged_or_forged_render_index_in_the_cache_is_refused() {
     std::mem::swap(&mut lanes, &mut forged.lanes);
     let mut enc = crate::reader::cache::Enc::new(Vec::new());
     crate::reader::cache::Field::put(&lanes[longest], &mut enc).unwrap();
-    let (mut bytes, len, _) = enc.finish();
-    // The lane's first sparse row is the u32 after: flag (1), cum and maxend columns
-    // (8 + 8 per value each), the level count (8), the first level's count (8).
+    let (mut bytes, ..) = enc.finish();
+    // The lane's first sparse row: after the flag (1), the cum and maxend columns (a
+    // count of 8, a checksum of 4, zeros to 8-byte alignment, 8 per value), the level
+    // count (8), then the first level's count and checksum (its values are u32s, so no
+    // zeros). Its checksum is made right again, so that only the index's check can tell.
     let nb = t.lanes[longest].ev.len().div_ceil(32);
     let maxend = if t.lanes[longest].disjoint { 0 } else { nb + 1 };
-    let at = 1 + 8 + 8 * (nb + 1) + 8 + 8 * maxend + 8 + 8;
+    let col8 = |at: usize, n: usize| (at + 12).next_multiple_of(8) + 8 * n;
+    let levels = col8(col8(1, nb + 1), maxend);
+    let (crc_at, at) = (levels + 8 + 8, levels + 8 + 12);
     bytes[at..at + 4].copy_from_slice(&n.to_le_bytes());
-    let mut dec = crate::reader::cache::Dec::new(&bytes[..], len);
+    let crc = crc32fast::hash(&bytes[at..at + 4 * nb]);
+    bytes[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+    let mut dec = crate::reader::cache::Dec::new(&bytes[..]);
     lanes[longest] = crate::reader::cache::Field::take(&mut dec).unwrap();
     forged.lanes = lanes;
     entry.store_part(PART, &forged, u64::MAX).unwrap();
@@ -355,6 +361,45 @@ fn the_viewer_draws_before_its_analysis_is_in_and_then_as_if_it_had_waited() {
         assert!(waited.gaps().count() < 2 || waited.selected_gap().is_some(), "{name}: ] selected no gap");
         assert_eq!(screen(&app), screen(&waited), "{name}");
     }
+}
+
+#[test]
+fn a_damaged_cache_entry_drawn_first_is_read_again_before_any_number() {
+    use crate::reader::cache::Entry;
+    use zerocopy::IntoBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, t) = (fixture("pageable.sqlite"), load("pageable.sqlite"));
+    let entry = Entry::new(&path, dir.path()).expect("an entry");
+    entry.store(&t, u64::MAX).unwrap();
+    // Intact: drawn from the mapped entry, then its columns checked and copied out for
+    // the analysis, the same trace.
+    let mut app = App::open(entry.open_unchecked().unwrap().unwrap(), Index::build(&t), Options::default(), (160, 48));
+    assert!(app.trace().is_mapped());
+    app.finish_jobs();
+    assert!(!app.trace().is_mapped() && app.message.is_none());
+    assert_eq!(format!("{:?}", app.trace().lanes), format!("{:?}", t.lanes));
+    drop(app);
+    // A start in the middle of the longest lane changed: a column the entry lends.
+    let mut bytes = std::fs::read(&entry.file).unwrap();
+    let l = t.lanes.iter().max_by_key(|l| l.ev.len()).unwrap();
+    let head = l.ev.start[..4].as_bytes();
+    let at = bytes.windows(head.len()).position(|w| w == head).unwrap();
+    bytes[at + 8 * (l.ev.len() / 2) + 1] ^= 0x10;
+    std::fs::write(&entry.file, &bytes).unwrap();
+    let damaged = entry.open_unchecked().unwrap().expect("its skeleton is intact");
+    assert!(damaged.is_mapped());
+    let mut waited = App::new(t.clone(), analysis::analyze(&t, &Options::default()), (160, 48));
+    let mut app = App::open(damaged, Index::build(&t), Options::default(), (160, 48));
+    app.finish_jobs();
+    // The trace shown is the one read again, with the analysis of the export's rows.
+    assert!(!app.trace().is_mapped());
+    assert_eq!(format!("{:?}", app.trace().lanes), format!("{:?}", t.lanes));
+    assert_eq!(app.gaps().count(), waited.gaps().count());
+    let said = screen(&app);
+    assert!(said.contains("damaged cache entry"), "{said}");
+    waited.message = None;
+    app.message = None;
+    assert_eq!(screen(&app), screen(&waited));
 }
 
 // The union of a GPU's kernels, copies and memsets, read straight from the export.

@@ -16,7 +16,7 @@
 //! Cost: about 2.5 bytes per event for the tables, 0.125 for the directory.
 //! [`GapIndex`] finds the gap of a cell the same way.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 
 use anyhow::{Result, bail};
 
@@ -119,7 +119,7 @@ impl Field for TimeDir {
         self.shift.put(w)?;
         w.col(&self.first)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         Ok(Self { t0: i64::take(r)?, shift: u32::take(r)?, first: r.col()? })
     }
 }
@@ -534,7 +534,7 @@ impl Field for LaneIndex {
         self.dir.put(w)?;
         self.pyramid.put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         let (disjoint, cum, maxend) = (bool::take(r)?, r.col()?, r.col()?);
         // Every level is at least its count's eight bytes.
         let levels = r.count(8)?;
@@ -586,7 +586,7 @@ impl Field for Index {
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
         self.lanes.put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         Ok(Self { lanes: Field::take(r)? })
     }
 }
@@ -730,8 +730,8 @@ mod tests {
     fn round_trip(idx: &LaneIndex) -> LaneIndex {
         let mut enc = Enc::new(Vec::new());
         idx.put(&mut enc).unwrap();
-        let (bytes, len, _) = enc.finish();
-        let mut dec = Dec::new(&bytes[..], len);
+        let (bytes, ..) = enc.finish();
+        let mut dec = Dec::new(&bytes[..]);
         let back = LaneIndex::take(&mut dec).unwrap();
         dec.finish().unwrap();
         back

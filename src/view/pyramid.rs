@@ -11,7 +11,7 @@
 //! each bucket's (the earliest row on ties). The viewport rounds its cell edges to
 //! such multiples when cells are wide (`index::snap_edge`).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 
 use anyhow::{Result, bail};
 
@@ -191,7 +191,7 @@ impl Field for Level {
         w.col(&self.nodes.iter().map(|n| n.dom).collect::<Vec<u32>>())?;
         w.col(&self.nodes.iter().map(|n| n.dur).collect::<Vec<u32>>())
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         let base = i64::take(r)?;
         let (busy, dom, dur): (Vec<u64>, Vec<u32>, Vec<u32>) = (r.col()?, r.col()?, r.col()?);
         if busy.len() != dom.len() || busy.len() != dur.len() {
@@ -207,7 +207,7 @@ impl Field for Pyramid {
         self.shift.put(w)?;
         self.levels.put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         Ok(Self { shift: u32::take(r)?, levels: Field::take(r)? })
     }
 }

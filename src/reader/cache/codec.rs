@@ -1,12 +1,17 @@
-//! The cache's body: a [`Trace`] in a fixed little-endian layout. Columns are a count
-//! and their values back to back, read in bulk; records are their fields in declaration
-//! order (the `record!` impls name every field, so a field added to the model does not
-//! build until it is written here too). Every count is checked against the bytes left
-//! before anything is allocated, so a damaged body is an error, never a panic or an
-//! allocation of its claimed size.
+//! The cache's body: a [`Trace`] in a fixed little-endian layout. Columns are a count,
+//! the CRC-32 of their values, zeros up to their values' alignment, then the values back
+//! to back; records are their fields in declaration order (the `record!` impls name
+//! every field, so a field added to the model does not build until it is written here
+//! too). Every count is checked against the bytes left before anything is allocated, so
+//! a damaged body is an error, never a panic or an allocation of its claimed size.
+//!
+//! Two checksums: the body's own (in the entry's header) covers every byte but the
+//! columns' values, and is checked when the entry is read; each column's covers its
+//! values, checked when they are copied, or, for a column left in the mapped entry
+//! ([`Dec::col_shared`]), by [`crate::model::Col::verify`] before its numbers are used.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
@@ -14,27 +19,25 @@ use zerocopy::IntoBytes;
 
 use crate::model::counters::{Counters, Series};
 use crate::model::{
-    Alignment, Columns, Events, Gpu, HostData, HostTables, Lane, LaneKind, MemClass, Meta, Ns, Process, Rank,
-    SampleRate, Strings, SyncRecords, TableStat, Thread, Trace,
+    Alignment, Col, Columns, Events, Gpu, HostData, HostTables, Lane, LaneKind, MemClass, Meta, Ns, Plain, Process,
+    Rank, SampleRate, Strings, SyncRecords, TableStat, Thread, Trace,
 };
 
-/// Bytes converted at a time from a column to the file.
-const CHUNK: usize = 64 << 10;
+/// Bytes of values below which a column is copied out of a mapped entry rather than
+/// left there (a page or so: borrowing it would save nothing).
+const MAP_MIN: usize = 16 << 10;
 
-/// Bytes read at a time from the file into a column.
-const READ_CHUNK: usize = 1 << 20;
-
-/// The writing side: every byte goes through here, counted and checksummed.
+/// The writing side: every byte goes through here, counted, and checksummed unless it
+/// is a column's values (those have their own checksum).
 pub(crate) struct Enc<W: Write> {
     out: W,
     crc: crc32fast::Hasher,
     bytes: u64,
-    scratch: Vec<u8>,
 }
 
 impl<W: Write> Enc<W> {
     pub(crate) fn new(out: W) -> Self {
-        Self { out, crc: crc32fast::Hasher::new(), bytes: 0, scratch: Vec::with_capacity(CHUNK) }
+        Self { out, crc: crc32fast::Hasher::new(), bytes: 0 }
     }
 
     fn raw(&mut self, b: &[u8]) -> io::Result<()> {
@@ -43,54 +46,86 @@ impl<W: Write> Enc<W> {
         self.out.write_all(b)
     }
 
-    /// Bytes written and their CRC-32, and the writer back.
+    /// Bytes written and the CRC-32 of all but the columns' values, and the writer back.
     pub(crate) fn finish(self) -> (W, u64, u32) {
         (self.out, self.bytes, self.crc.finalize())
     }
 
-    /// A column: its length, then its values.
+    /// A column: its length, its values' CRC-32, zeros up to `T`'s alignment (so that
+    /// a mapped entry can lend the values in place), then its values.
     pub(crate) fn col<T: Le>(&mut self, v: &[T]) -> io::Result<()> {
+        let converted: Vec<u8>;
+        let values: &[u8] = if cfg!(target_endian = "little") {
+            v.as_bytes()
+        } else {
+            converted = v.iter().fold(Vec::with_capacity(v.len() * T::SIZE), |mut out, x| {
+                x.put_le(&mut out);
+                out
+            });
+            &converted
+        };
         (v.len() as u64).put(self)?;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        for c in v.chunks(CHUNK / T::SIZE) {
-            scratch.clear();
-            for x in c {
-                x.put_le(&mut scratch);
-            }
-            self.raw(&scratch)?;
-        }
-        self.scratch = scratch;
-        Ok(())
+        crc32fast::hash(values).put(self)?;
+        let pad = pad_to(self.bytes, align_of::<T>());
+        self.raw(&[0u8; 16][..pad])?;
+        self.bytes += values.len() as u64;
+        self.out.write_all(values)
     }
 }
 
-/// The reading side: counts what is left of the body and checksums what it reads.
-pub(crate) struct Dec<R: Read> {
-    inp: R,
+// Zeros from `at` up to the next multiple of `align` (a power of two, at most 16).
+fn pad_to(at: u64, align: usize) -> usize {
+    (at.wrapping_neg() & (align as u64 - 1)) as usize
+}
+
+/// The reading side: a body in memory (a mapped entry, or bytes), read in order,
+/// checksummed as [`Enc`] checksummed it.
+pub(crate) struct Dec<'a> {
+    body: &'a [u8],
+    at: usize,
     crc: crc32fast::Hasher,
-    left: u64,
+    // The mapping and where the body starts in it, when columns may stay there.
+    map: Option<(&'a Arc<memmap2::Mmap>, usize)>,
 }
 
-impl<R: Read> Dec<R> {
-    /// A reader of a body of `len` bytes.
-    pub(crate) fn new(inp: R, len: u64) -> Self {
-        Self { inp, crc: crc32fast::Hasher::new(), left: len }
+impl<'a> Dec<'a> {
+    /// A reader of `body`; every column is copied out of it.
+    #[cfg(test)]
+    pub(crate) fn new(body: &'a [u8]) -> Self {
+        Self { body, at: 0, crc: crc32fast::Hasher::new(), map: None }
     }
 
-    fn raw(&mut self, b: &mut [u8]) -> Result<()> {
-        if b.len() as u64 > self.left {
+    /// A reader of the body at byte `from` of `map` to its end; when `lend`, large
+    /// columns read with [`Dec::col_shared`] stay in the mapping, else all are copied.
+    pub(crate) fn mapped(map: &'a Arc<memmap2::Mmap>, from: usize, lend: bool) -> Self {
+        let body = map.get(from..).unwrap_or_default();
+        Self { body, at: 0, crc: crc32fast::Hasher::new(), map: lend.then_some((map, from)) }
+    }
+
+    fn left(&self) -> usize {
+        self.body.len() - self.at
+    }
+
+    // The next `n` bytes, without checksumming them.
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.left() {
             bail!("truncated");
         }
-        self.inp.read_exact(b).map_err(|e| anyhow::anyhow!("truncated ({e})"))?;
-        self.crc.update(b);
-        self.left -= b.len() as u64;
-        Ok(())
+        let b = &self.body[self.at..self.at + n];
+        self.at += n;
+        Ok(b)
     }
 
-    /// The CRC-32 of the body, once all of it has been read.
+    fn raw(&mut self, n: usize) -> Result<&'a [u8]> {
+        let b = self.bytes(n)?;
+        self.crc.update(b);
+        Ok(b)
+    }
+
+    /// The CRC-32 of the body but its columns' values, once all of it has been read.
     pub(crate) fn finish(self) -> Result<u32> {
-        if self.left != 0 {
-            bail!("{} bytes left over", self.left);
+        if self.left() != 0 {
+            bail!("{} bytes left over", self.left());
         }
         Ok(self.crc.finalize())
     }
@@ -98,34 +133,61 @@ impl<R: Read> Dec<R> {
     /// A count of items of at least `size` bytes each that fits in what is left.
     pub(crate) fn count(&mut self, size: usize) -> Result<usize> {
         let n = u64::take(self)?;
-        if n.saturating_mul(size as u64) > self.left {
+        if n.saturating_mul(size as u64) > self.left() as u64 {
             bail!("a count ({n}) larger than the file");
         }
         Ok(n as usize)
     }
 
-    /// A column written by [`Enc::col`], read straight into its vector's bytes (no
-    /// buffer between, no conversion on a little-endian machine).
-    pub(crate) fn col<T: Le>(&mut self) -> Result<Vec<T>> {
+    // A column's length, checksum and values, as [`Enc::col`] wrote them.
+    fn col_bytes<T: Le>(&mut self) -> Result<(usize, u32, usize, &'a [u8])> {
         let n = self.count(T::SIZE)?;
-        let mut v = vec![T::ZERO; n];
-        // A MiB at a time: the checksum reads each piece while it is still in cache, and
-        // the 1 MiB reader hands pieces this large to the file directly, not copied.
-        for piece in v.as_mut_bytes().chunks_mut(READ_CHUNK) {
-            self.raw(piece)?;
-        }
-        if cfg!(target_endian = "big") {
-            for x in &mut v {
-                *x = x.le_to_native();
-            }
-        }
-        Ok(v)
+        let crc = u32::take(self)?;
+        let pad = pad_to(self.at as u64, align_of::<T>());
+        self.raw(pad)?;
+        let at = self.at;
+        Ok((n, crc, at, self.bytes(n * T::SIZE)?))
     }
+
+    /// A column written by [`Enc::col`], copied into a vector of its own and checked
+    /// against its checksum.
+    pub(crate) fn col<T: Le>(&mut self) -> Result<Vec<T>> {
+        let (n, crc, _, values) = self.col_bytes::<T>()?;
+        copied(n, crc, values)
+    }
+
+    /// A column written by [`Enc::col`]: left in the mapped entry when the body is one
+    /// and the column is large (its checksum then checked by [`Col::verify`], before
+    /// its numbers are used), else copied and checked at once.
+    pub(crate) fn col_shared<T: Le>(&mut self) -> Result<Col<T>> {
+        let (n, crc, at, values) = self.col_bytes::<T>()?;
+        match self.map {
+            Some((map, from)) if cfg!(target_endian = "little") && values.len() >= MAP_MIN => {
+                Col::mapped(Arc::clone(map), from + at, n, crc).ok_or_else(|| anyhow::anyhow!("a misaligned column"))
+            }
+            _ => copied(n, crc, values).map(Col::from),
+        }
+    }
+}
+
+// `n` values of the little-endian `bytes`, whose CRC-32 must be `crc`.
+fn copied<T: Le>(n: usize, crc: u32, bytes: &[u8]) -> Result<Vec<T>> {
+    if crc32fast::hash(bytes) != crc {
+        bail!("checksum mismatch");
+    }
+    let mut v = vec![T::ZERO; n];
+    v.as_mut_bytes().copy_from_slice(bytes);
+    if cfg!(target_endian = "big") {
+        for x in &mut v {
+            *x = x.le_to_native();
+        }
+    }
+    Ok(v)
 }
 
 /// A fixed-size number kept little-endian in columns (any bit pattern is a value, so a
 /// column is read straight into its vector's bytes).
-pub(crate) trait Le: Copy + zerocopy::FromBytes + zerocopy::IntoBytes {
+pub(crate) trait Le: Plain {
     const SIZE: usize;
     const ZERO: Self;
     fn put_le(self, out: &mut Vec<u8>);
@@ -151,9 +213,9 @@ macro_rules! le {
             fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
                 w.raw(&self.to_le_bytes())
             }
-            fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+            fn take(r: &mut Dec<'_>) -> Result<Self> {
                 let mut a = [0u8; size_of::<$t>()];
-                r.raw(&mut a)?;
+                a.copy_from_slice(r.raw(size_of::<$t>())?);
                 Ok(<$t>::from_le_bytes(a))
             }
         }
@@ -165,7 +227,7 @@ pub(crate) trait Field: Sized {
     /// Write the value.
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()>;
     /// Read a value written by [`Field::put`].
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self>;
+    fn take(r: &mut Dec<'_>) -> Result<Self>;
 }
 
 le!(u8, u16, u32, u64, i64, u128);
@@ -174,7 +236,7 @@ impl Field for usize {
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
         (*self as u64).put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         usize::try_from(u64::take(r)?).map_err(|_| anyhow::anyhow!("a size too large"))
     }
 }
@@ -183,7 +245,7 @@ impl Field for f64 {
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
         self.to_bits().put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         Ok(f64::from_bits(u64::take(r)?))
     }
 }
@@ -192,7 +254,7 @@ impl Field for bool {
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
         u8::from(*self).put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         match u8::take(r)? {
             0 => Ok(false),
             1 => Ok(true),
@@ -205,7 +267,7 @@ impl Field for String {
     fn put<W: Write>(&self, w: &mut Enc<W>) -> io::Result<()> {
         w.col(self.as_bytes())
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         String::from_utf8(r.col::<u8>()?).map_err(|_| anyhow::anyhow!("a name that is not UTF-8"))
     }
 }
@@ -215,7 +277,7 @@ impl<T: Field> Field for Option<T> {
         self.is_some().put(w)?;
         self.as_ref().map_or(Ok(()), |v| v.put(w))
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         if bool::take(r)? { Ok(Some(T::take(r)?)) } else { Ok(None) }
     }
 }
@@ -225,7 +287,7 @@ impl<T: Field> Field for Vec<T> {
         self.len().put(w)?;
         self.iter().try_for_each(|v| v.put(w))
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         // Every item takes at least a byte.
         let n = r.count(1)?;
         (0..n).map(|_| T::take(r)).collect()
@@ -237,7 +299,7 @@ impl<A: Field, B: Field> Field for (A, B) {
         self.0.put(w)?;
         self.1.put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         Ok((A::take(r)?, B::take(r)?))
     }
 }
@@ -252,7 +314,7 @@ macro_rules! record {
                 $($f.put(w)?;)*
                 Ok(())
             }
-            fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+            fn take(r: &mut Dec<'_>) -> Result<Self> {
                 Ok($t { $($f: Field::take(r)?),* })
             }
         }
@@ -319,7 +381,7 @@ impl Field for Alignment {
         };
         tag.put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         Ok(match u8::take(r)? {
             0 => Alignment::SessionStart,
             1 => Alignment::FirstStep,
@@ -341,7 +403,7 @@ impl Field for MemClass {
         };
         tag.put(w)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         Ok(match u8::take(r)? {
             0 => MemClass::H2D,
             1 => MemClass::D2H,
@@ -372,9 +434,9 @@ impl Field for LaneKind {
             LaneKind::Samples { tid } => (11u8, tid).put(w),
         }
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         let tag = u8::take(r)?;
-        let one = |r: &mut Dec<R>| u32::take(r);
+        let one = |r: &mut Dec<'_>| u32::take(r);
         Ok(match tag {
             0 => LaneKind::Kernels { device: one(r)?, stream: one(r)? },
             1 => LaneKind::Memory { device: one(r)?, stream: one(r)?, class: MemClass::take(r)? },
@@ -409,16 +471,16 @@ impl Field for Events {
         w.col(&c.flags_by_name.0)?;
         w.col(&c.flags_by_name.1)
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         let c = Columns {
-            start: r.col()?,
-            dur32: r.col()?,
-            end64: r.col()?,
-            name: r.col()?,
-            corr: r.col()?,
-            aux32: r.col()?,
-            aux64: r.col()?,
-            flags: r.col()?,
+            start: r.col_shared()?,
+            dur32: r.col_shared()?,
+            end64: r.col_shared()?,
+            name: r.col_shared()?,
+            corr: r.col_shared()?,
+            aux32: r.col_shared()?,
+            aux64: r.col_shared()?,
+            flags: r.col_shared()?,
             flags_by_name: (r.col()?, r.col()?),
         };
         Events::from_columns(c).map_err(|why| anyhow::anyhow!("a lane with {why}"))
@@ -437,7 +499,7 @@ impl Field for Strings {
         w.col(&ends)?;
         w.col(block.as_bytes())
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         let ends: Vec<u64> = r.col()?;
         let block = String::from_utf8(r.col::<u8>()?).map_err(|_| anyhow::anyhow!("names that are not UTF-8"))?;
         let mut start = 0;
@@ -474,7 +536,7 @@ impl Field for Counters {
         }
         Ok(())
     }
-    fn take<R: Read>(r: &mut Dec<R>) -> Result<Self> {
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
         let n = r.count(1)?;
         let mut columns: Vec<Arc<[Ns]>> = Vec::new();
         let mut series = Vec::with_capacity(n);

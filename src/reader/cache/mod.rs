@@ -9,15 +9,17 @@
 //!   reader that changes never meets the entries of the one before).
 //! - Layout, little-endian: a 64-byte header (magic, [`FORMAT`], the body's CRC-32 and
 //!   length, the key), then the body ([`codec`]): the trace's absolute path and the
-//!   model, columns back to back. An entry whose header, length, path, structure or
-//!   checksum is wrong is removed and rebuilt, with one line on stderr.
+//!   model, columns back to back, each with its own CRC-32 and aligned for its values. An
+//!   entry whose header, length, path, structure or checksum is wrong is removed and
+//!   rebuilt, with one line on stderr.
 //! - Written to `.NAME.SERIAL-PID.tmp.lsc` in the cache directory, then renamed: a reader never
 //!   sees half an entry. Older entries of the same trace are removed; then the oldest
 //!   entries go until all fit in [`max_bytes`]. A read refreshes an entry's mtime.
-//! - Columns are read in bulk straight into the model's own `Vec`s (one copy from the
-//!   page cache, a MiB at a time), not memory-mapped: the model owns and edits its
-//!   columns (a merge shifts them), and this crate has no `unsafe`, which mapping a file
-//!   needs.
+//! - Entries are memory-mapped ([`map`], the crate's one `unsafe` call): a lane's large
+//!   columns stay in the mapping ([`crate::model::Col`]), the rest is copied out. The
+//!   body's CRC (all but the columns' values) is checked on open; the columns' own CRCs
+//!   before their numbers are used ([`Checks`]): at once for the commands, after the
+//!   first frame for the viewer, since checking reads every page.
 //! - A higher layer may keep a part of its own beside an entry ([`Entry::store_part`],
 //!   [`part_through`]): `STEM-PATHHASH-KEYHASH-NAME.lsc`, the same header, key and checks,
 //!   for what it derives from the trace alone (the viewer's render index, `-view`).
@@ -27,10 +29,10 @@
 mod codec;
 
 use std::fs::{self, File};
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
 
@@ -41,7 +43,7 @@ pub(crate) use codec::{Dec, Enc, Field};
 /// First bytes of every entry.
 const MAGIC: [u8; 8] = *b"LSCOLS\0\0";
 /// Version of the layout: bumped whenever the header or body changes.
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
 /// Bytes of the header.
 const HEADER: u64 = 64;
 /// File extension of entries.
@@ -60,19 +62,46 @@ pub(crate) fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
 }
 
+/// How a trace comes out of its entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checks {
+    /// Every column copied out of the mapped entry and checked: what a command that
+    /// reads every number wants (columns of its own are also read faster than borrowed
+    /// ones: docs/performance.md).
+    Now,
+    /// Large columns left in the mapped entry, checked by the caller with
+    /// [`Trace::verify_columns`] before it uses any number: the viewer draws its first
+    /// frame first.
+    Later,
+}
+
 /// Load `path` through the cache when it is on: its entry when there is a valid one,
 /// else `load()`, whose trace is then written as the entry.
-pub(crate) fn through(path: &Path, load: impl FnOnce() -> Result<Trace>) -> Result<Trace> {
+pub(crate) fn through(path: &Path, checks: Checks, load: impl FnOnce() -> Result<Trace>) -> Result<Trace> {
     match rep::cache_dir().filter(|_| ENABLED.load(Ordering::Relaxed)) {
-        Some(dir) => through_dir(path, &dir, load),
+        Some(dir) => through_dir(path, &dir, checks, load),
         None => load(),
     }
 }
 
+/// Remove the cache entry of `path` when the cache is on (its columns failed
+/// [`Trace::verify_columns`] after a [`Checks::Later`] load); the entry's file.
+pub(crate) fn discard(path: &Path) -> Option<PathBuf> {
+    let dir = rep::cache_dir().filter(|_| ENABLED.load(Ordering::Relaxed))?;
+    let entry = Entry::new(path, &dir)?;
+    entry.remove();
+    Some(entry.file)
+}
+
 /// Load `path` through the cache in `dir`, whether or not the cache is on.
-pub(crate) fn through_dir(path: &Path, dir: &Path, load: impl FnOnce() -> Result<Trace>) -> Result<Trace> {
+pub(crate) fn through_dir(
+    path: &Path,
+    dir: &Path,
+    checks: Checks,
+    load: impl FnOnce() -> Result<Trace>,
+) -> Result<Trace> {
     let Some(entry) = Entry::new(path, dir) else { return load() };
-    if let Some(mut t) = entry.open_or_say(path) {
+    if let Some(mut t) = entry.open_or_say(path, checks) {
         t.meta.path = path.display().to_string();
         return Ok(t);
     }
@@ -214,8 +243,12 @@ impl Entry {
 
     // The entry's trace; None without an entry, and after saying why a bad one was
     // removed.
-    fn open_or_say(&self, trace: &Path) -> Option<Trace> {
-        match self.open() {
+    fn open_or_say(&self, trace: &Path, checks: Checks) -> Option<Trace> {
+        let opened = match checks {
+            Checks::Now => self.open(),
+            Checks::Later => self.open_unchecked(),
+        };
+        match opened {
             Ok(t) => t,
             Err(why) => {
                 let _ = fs::remove_file(&self.file);
@@ -229,16 +262,33 @@ impl Entry {
         }
     }
 
-    /// The trace kept in the entry: None when there is none, an error saying what is
-    /// wrong with a damaged one.
+    /// The trace kept in the entry, every column copied out of the mapped file and
+    /// checked: None when there is none, an error saying what is wrong with a damaged one.
     pub(crate) fn open(&self) -> Result<Option<Trace>> {
-        self.read::<Trace>(&self.file)
+        self.read::<Trace>(&self.file, false)
+    }
+
+    /// The trace kept in the entry, its large columns left in the mapped file and not yet
+    /// checked ([`Trace::verify_columns`] must pass before its numbers are used): what the
+    /// viewer draws its first frame from.
+    pub(crate) fn open_unchecked(&self) -> Result<Option<Trace>> {
+        self.read::<Trace>(&self.file, true)
+    }
+
+    /// Remove the entry (and the parts kept beside it).
+    pub(crate) fn remove(&self) {
+        for (path, ..) in entries(&self.dir) {
+            let ours = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&self.prefix));
+            if ours {
+                let _ = fs::remove_file(path);
+            }
+        }
     }
 
     /// The part `name` of the entry ([`Entry::store_part`]): None when there is none, an
     /// error saying what is wrong with a damaged one or one `check` refuses.
     pub(crate) fn open_part<T: Field>(&self, name: &str, check: impl FnOnce(&T) -> Result<()>) -> Result<Option<T>> {
-        let Some(v) = self.read::<T>(&self.part_file(name))? else { return Ok(None) };
+        let Some(v) = self.read::<T>(&self.part_file(name), false)? else { return Ok(None) };
         check(&v).context("damaged cache entry")?;
         Ok(Some(v))
     }
@@ -250,29 +300,32 @@ impl Entry {
         self.dir.join(format!("{stem}-{}.{EXT}", rep::safe_name(name)))
     }
 
-    // The value of the body of `file` after the trace's absolute path.
-    fn read<T: Field>(&self, file: &Path) -> Result<Option<T>> {
-        let mut f = match File::open(file) {
+    // The value of the body of `file` after the trace's absolute path: when `lend`,
+    // large columns stay in the mapped file (unverified: see `Trace::verify_columns`);
+    // the rest is copied out and checked.
+    fn read<T: Field>(&self, file: &Path, lend: bool) -> Result<Option<T>> {
+        let f = match File::open(file) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => bail!("cannot read the cache entry ({e})"),
         };
         let len = f.metadata().map_or(0, |m| m.len());
-        let mut h = [0u8; HEADER as usize];
-        if len < HEADER || f.read_exact(&mut h).is_err() {
+        if len < HEADER {
             bail!("cache entry truncated ({len} bytes)");
         }
-        let (format, crc, body, key) = parse_header(&h)?;
+        let map = Arc::new(map(&f).context("cannot map the cache entry")?);
+        let h: &[u8; HEADER as usize] = map.first_chunk().context("cache entry truncated")?;
+        let (format, crc, body, key) = parse_header(h)?;
         if format != FORMAT {
             bail!("cache entry of layout {format}, not {FORMAT}");
         }
         if key != self.key {
             bail!("cache entry of another state of the trace");
         }
-        if HEADER.checked_add(body) != Some(len) {
-            bail!("cache entry truncated ({len} bytes, its header says {})", HEADER.saturating_add(body));
+        if HEADER.checked_add(body) != Some(map.len() as u64) {
+            bail!("cache entry truncated ({} bytes, its header says {})", map.len(), HEADER.saturating_add(body));
         }
-        let mut dec = Dec::new(BufReader::with_capacity(BUFFER, &mut f), body);
+        let mut dec = Dec::mapped(&map, HEADER as usize, lend);
         let read = String::take(&mut dec).and_then(|abs| Ok((abs, T::take(&mut dec)?)));
         let (abs, value) = read.context("damaged cache entry")?;
         if dec.finish().context("damaged cache entry")? != crc {
@@ -363,6 +416,18 @@ fn entries(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, u64)> {
             Some((e.path(), m.modified().ok()?, m.len()))
         })
         .collect()
+}
+
+/// The whole of `f`, mapped read-only.
+#[allow(unsafe_code)]
+fn map(f: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping must not change while mapped: a file truncated or rewritten
+    // in place by another process would change (or fault) the columns borrowed from it.
+    // Entries are private (0600) files that lanescope writes under a temporary name and
+    // renames into place, and never opens for writing again (a read only updates the
+    // mtime); a removed or replaced entry stays mapped as it was. Only someone with the
+    // user's rights changing the file in place can break this (SECURITY.md).
+    unsafe { memmap2::Mmap::map(f) }
 }
 
 /// Remove the least recently used entries of `dir` until the rest take at most `max` bytes.

@@ -186,3 +186,36 @@ proptest! {
         }
     }
 }
+
+// Where the values of the longest lane's start column begin in `bytes` (an entry).
+fn longest_starts(t: &Trace, bytes: &[u8]) -> (usize, usize) {
+    use zerocopy::IntoBytes;
+    let l = t.lanes.iter().max_by_key(|l| l.ev.len()).expect("a lane");
+    let head = l.ev.start[..4].as_bytes();
+    let at = bytes.windows(head.len()).position(|w| w == head).expect("the column in the entry");
+    (at, l.ev.len())
+}
+
+#[test]
+fn large_columns_stay_in_the_entry_and_are_checked_before_use() {
+    let (_, pristine, bytes, model) = pristine();
+    let t = pristine.open_unchecked().unwrap().unwrap();
+    assert!(t.is_mapped(), "the longest lanes are borrowed from the mapped entry");
+    assert_eq!(everything(&t), *model);
+    t.verify_columns().unwrap();
+    // A start in the middle of the longest lane changed: the body's own checksum does not
+    // cover it, so the entry opens unchecked, and its check then fails, as does `open`.
+    let (at, n) = longest_starts(&t, bytes);
+    drop(t);
+    let mut b = bytes.clone();
+    b[at + 8 * (n / 2) + 1] ^= 0x10;
+    let dir = tempfile::tempdir().unwrap();
+    let e = Entry { file: dir.path().join("entry.lsc"), ..pristine.clone() };
+    fs::write(&e.file, &b).unwrap();
+    let unchecked = e.open_unchecked().unwrap().expect("its skeleton is intact");
+    let why = unchecked.verify_columns().expect_err("a changed column");
+    assert!(why.contains("checksum"), "{why}");
+    drop(unchecked);
+    let why = e.open().expect_err("open checks every column");
+    assert!(format!("{why:#}").contains("checksum"), "{why:#}");
+}
