@@ -1,33 +1,12 @@
 //! The cache gives back the model it was given, column for column; a damaged entry is
 //! an error, never a panic or another model; entries are bounded and keyed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use proptest::prelude::*;
 
 use super::*;
-
-// A fixture, unpacked from `NAME.xz` into a temporary folder when it is committed
-// compressed (as tests/it/util.rs does for the integration tests).
-fn fixture(name: &str) -> PathBuf {
-    use std::sync::{Mutex, OnceLock};
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static LOCK: Mutex<()> = Mutex::new(());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
-    let packed = PathBuf::from(format!("{}.xz", path.display()));
-    if path.exists() || !packed.exists() {
-        return path;
-    }
-    let out = DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder")).path().join(name.replace('/', "_"));
-    let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !out.exists() {
-        let mut input = std::io::BufReader::new(File::open(&packed).expect("the packed fixture"));
-        let mut bytes = Vec::new();
-        lzma_rs::xz_decompress(&mut input, &mut bytes).expect("an xz stream");
-        fs::write(&out, bytes).expect("the unpacked fixture");
-    }
-    out
-}
+use crate::testutil::fixture;
 
 // Everything a trace holds, spelled out: the columns as kept (narrow or wide, flags per
 // event or per name), names by id, every record. The interning table's hash map is
