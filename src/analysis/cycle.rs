@@ -14,6 +14,9 @@
 //!    step (a layer's GEMM) offers a lag that fails the test, and a kernel once per two
 //!    steps offers a multiple of `P` that the smaller lag beats. A stall without kernels
 //!    (a checkpoint, a data wait) does not break the repeat: it holds no kernels.
+//!    Launches with an optimizer step between them (an optimizer kernel and a kernel of
+//!    the model) are never one burst: a recompile's thousands of kernels between some
+//!    steps would otherwise read as the jump between bursts.
 //! 2. **Anchor.** A kernel launched once per period (most of its distances `P`):
 //!    optimizer kernels first (`multi_tensor_apply`, fused or foreach Adam/SGD...), then
 //!    an NCCL all-reduce, then the most regular one.
@@ -175,23 +178,58 @@ fn candidates(trace: &Trace, names: &[StrId]) -> Vec<Candidate> {
     for (p, &n) in names.iter().enumerate() {
         at.entry(n).or_default().push(p as u32);
     }
+    let kinds: HashMap<StrId, u8> = at.keys().map(|&n| (n, kind(trace.strings.get(n)))).collect();
+    let steps = OptimizerSteps::new(names, &kinds);
     let mut out: Vec<Candidate> = at
         .into_iter()
         .filter(|(_, p)| p.len() >= MIN_STEPS)
-        .filter_map(|(name, pos)| bursts(name, kind(trace.strings.get(name)), &pos))
+        .filter_map(|(name, pos)| bursts(name, kinds[&name], &pos, &steps))
         .collect();
     out.sort_by_key(|c| (c.kind, c.lag, c.starts[0], c.name));
     out
 }
 
-fn bursts(name: StrId, kind: u8, pos: &[u32]) -> Option<Candidate> {
+// Where optimizer kernels sit in the sequence, to tell whether an optimizer step falls
+// between two positions.
+struct OptimizerSteps {
+    // Optimizer kernels before each position (one entry more than the sequence).
+    before: Vec<u32>,
+}
+
+impl OptimizerSteps {
+    fn new(names: &[StrId], kinds: &HashMap<StrId, u8>) -> Self {
+        let mut before = Vec::with_capacity(names.len() + 1);
+        let mut n = 0u32;
+        before.push(0);
+        for name in names {
+            n += u32::from(kinds.get(name) == Some(&0));
+            before.push(n);
+        }
+        Self { before }
+    }
+
+    // True when two launches of a kernel at `p` and `q` (an optimizer kernel when `opt`)
+    // have an optimizer kernel and a kernel of the model between them, the kernel itself
+    // counted on its side: a step ended between them. Only optimizer kernels (a foreach
+    // update over several parameter groups) is one update; only the model's, one step.
+    fn between(&self, p: u32, q: u32, opt: bool) -> bool {
+        let o = self.before[q as usize] - self.before[p as usize + 1];
+        let model = q - p - 1 - o;
+        (o > 0 || opt) && (model > 0 || !opt)
+    }
+}
+
+// A name's launches in bursts. A burst breaks at the largest jump in the sorted distances
+// between launches (at least JUMP), and wherever an optimizer step falls between two
+// launches: a training step ends with its optimizer, so no burst spans two steps, however
+// far apart stalls (recompiles, checkpoints) push some steps in kernels.
+fn bursts(name: StrId, kind: u8, pos: &[u32], steps: &OptimizerSteps) -> Option<Candidate> {
     let mut d: Vec<u32> = pos.windows(2).map(|w| w[1] - w[0]).collect();
     d.sort_unstable();
-    // The largest jump of at least JUMP between sorted distances splits bursts.
     let split = d.windows(2).filter(|w| w[1] >= JUMP * w[0].max(1)).max_by_key(|w| w[1] / w[0].max(1)).map(|w| w[1]);
     let (mut starts, mut ends) = (vec![pos[0]], vec![pos[0]]);
     for w in pos.windows(2) {
-        if split.is_none_or(|s| w[1] - w[0] >= s) {
+        if split.is_none_or(|s| w[1] - w[0] >= s) || steps.between(w[0], w[1], kind == 0) {
             starts.push(w[1]);
             ends.push(w[1]);
         } else if let Some(e) = ends.last_mut() {
@@ -413,6 +451,40 @@ mod tests {
         let merged: Vec<StrId> = names.iter().map(|&n| if n == sgd { norm } else { n }).collect();
         let c = candidates(&t, &merged).into_iter().find(|c| c.name == norm).expect("the merged name");
         assert_eq!(c.starts.len(), 24);
+    }
+
+    #[test]
+    fn stalls_full_of_other_kernels_do_not_merge_steps_into_bursts() {
+        // 40 steps "a b c d e f o" (`o` the optimizer), and after steps 10, 20 and 30 a
+        // recompile's 400 kernels of other names (autotuning): in kernel counts the jump
+        // from 7 to 400 would make each ten steps one burst of `o`; the optimizer between
+        // two launches of a kernel ends a step, so every step is a burst.
+        let mut t = Trace::default();
+        let step: Vec<StrId> = ["a", "b", "c", "d", "e", "f", "multi_tensor_apply_kernel<SGD>"]
+            .iter()
+            .map(|n| t.strings.intern(n))
+            .collect();
+        let tune: Vec<StrId> = (0..400).map(|k| t.strings.intern(&format!("triton_{}", k % 37))).collect();
+        let mut names = Vec::new();
+        for s in 0..40 {
+            if s > 0 && s % 10 == 0 {
+                names.extend(&tune);
+            }
+            names.extend(&step);
+        }
+        let cands = candidates(&t, &names);
+        let p = period(&names, &cands).expect("a period");
+        assert_eq!(p, step.len());
+        let a = anchor(&cands, p).expect("an anchor");
+        assert_eq!((a.name, a.starts.len()), (step[6], 40));
+        // Optimizer kernels back to back (a foreach update over two parameter groups)
+        // are one update: `o p o p` with nothing of the model between is one burst.
+        let (o, q) =
+            (t.strings.intern("multi_tensor_apply_kernel<1>"), t.strings.intern("multi_tensor_apply_kernel<2>"));
+        let one = [o, q, o, q];
+        let names: Vec<StrId> = (0..5).flat_map(|_| step[..6].iter().copied().chain(one)).collect();
+        let c = candidates(&t, &names).into_iter().find(|c| c.name == o).expect("o");
+        assert_eq!(c.starts.len(), 5);
     }
 
     #[test]

@@ -808,8 +808,14 @@ impl<'a> Explainer<'a> {
                 };
                 return Verdict { cause: Cause::SyncDrain, detail: Detail::Drain(d.call, s), hint };
             }
+            if let Some(v) = loader_wait(ctx, w.pid, tid, (w.start, w.end), &s) {
+                return v;
+            }
             let hint = if checkpoint_writes(ctx, w.pid, tid, w.start, w.end) { Hint::Checkpoint } else { Hint::None };
             return Verdict { cause: s.cause, detail: Detail::AfterSync(d.call, s), hint };
+        }
+        if let Some(v) = loader_wait(ctx, w.pid, tid, (w.start, w.end), &s) {
+            return v;
         }
         // A wait mostly in allocator calls that synchronise is allocator churn; host work
         // or waits in writing a file are a checkpoint.
@@ -875,7 +881,13 @@ impl<'a> Explainer<'a> {
                 let of = match v.hint {
                     Hint::PageableSync => " (the sync of a copy from pageable memory)",
                     Hint::Allocator => " (an allocator call that waits for the device)",
-                    Hint::None | Hint::Sleep | Hint::Compile | Hint::Gil | Hint::Checkpoint | Hint::OpenMp => "",
+                    Hint::None
+                    | Hint::Sleep
+                    | Hint::Compile
+                    | Hint::Gil
+                    | Hint::Checkpoint
+                    | Hint::OpenMp
+                    | Hint::Loader => "",
                 };
                 format!(
                     "{}{of} returned {when}{phase}; then {after}, before the next launch",
@@ -887,6 +899,12 @@ impl<'a> Explainer<'a> {
                 score_evidence(ctx, w.pid, tid, (w.start, w.end), s),
                 fmt_ns(sync.end - sync.start),
                 call_name(ctx.trace, sync.at)
+            ),
+            Detail::Loader(range, cover) => format!(
+                "no OS runtime trace; {who} was in `{}` for {} of {}: the loop waited for the DataLoader's next batch",
+                crate::text::name(ctx.trace.strings.get(*range)),
+                fmt_ns(*cover),
+                fmt_ns(dur)
             ),
             Detail::Score(_) if v.hint == Hint::Allocator => allocator_evidence(ctx, w.pid, tid, w.start, w.end),
             Detail::Score(s) => score_evidence(ctx, w.pid, tid, (w.start, w.end), s),
@@ -923,6 +941,8 @@ enum Detail {
     // A sync that returned at the gap start but waited too little to matter.
     AfterSync(ApiCall, Score),
     Score(Score),
+    // The DataLoader's `__next__` range the thread sat in, and its time in the gap.
+    Loader(StrId, Ns),
 }
 
 // The process with the most operations on these GPU lanes.
@@ -1265,6 +1285,51 @@ pub(crate) fn in_gap(s: Ns, e: Ns, a: Ns, b: Ns) -> String {
     let (inside, whole) = (fmt_ns((e.min(b) - s.max(a)).max(0)), fmt_ns(e - s));
     // A call a few ns outside the gap reads the same both ways: no brackets.
     if inside == whole { whole } else { format!("{inside} in the gap ({whole} call)") }
+}
+
+// Rule 4's `unknown` (no OS runtime trace) where the thread's own ranges say what it did:
+// in a DataLoader's `__next__` (`enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`,
+// the name PyTorch's profiler gives the fetch) for at least half of the gap, the loop
+// waited for its next batch: `host-wait` on workers, `host-busy` where the loader runs on
+// the thread itself (`_SingleProcessDataLoaderIter`: `num_workers=0`).
+fn loader_wait(ctx: &mut Ctx<'_>, pid: u32, tid: u32, (a, b): (Ns, Ns), s: &Score) -> Option<Verdict> {
+    if s.cause != Cause::Unknown {
+        return None;
+    }
+    let range = covering_range(ctx, pid, Some(tid), a, b)?;
+    let name = ctx.trace.strings.get(range);
+    if !is_loader_next(name) {
+        return None;
+    }
+    let cause = if name.contains("SingleProcess") { Cause::HostBusy } else { Cause::HostWait };
+    let cover = range_time(ctx, pid, tid, range, a, b);
+    Some(Verdict { cause, detail: Detail::Loader(range, cover), hint: Hint::Loader })
+}
+
+/// True for the range PyTorch's profiler records around a DataLoader's fetch
+/// (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`, or its multi-process twin).
+pub(crate) fn is_loader_next(name: &str) -> bool {
+    name.contains("DataLoader") && name.ends_with("__next__")
+}
+
+// Time in `[a, b)` under ranges named `name` on thread `tid` of `pid`.
+fn range_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, name: StrId, a: Ns, b: Ns) -> Ns {
+    let trace = ctx.trace;
+    let (table, starts) = (&ctx.lanes, &mut ctx.starts);
+    let lo = table.partition_point(|&((p, _), _)| p < pid);
+    let hi = table.partition_point(|&((p, _), _)| p <= pid);
+    let mut t = 0;
+    for li in table[lo..hi].iter().filter(|((_, x), _)| *x == tid).flat_map(|(_, l)| l.nvtx.iter().copied()) {
+        let ev = &trace.lanes[li].ev;
+        let mut i = starts.find(li, &ev.start, |&s| s < b);
+        while i > 0 && ev.end(i - 1) > a {
+            i -= 1;
+            if ev.name[i] == name {
+                t += ev.end(i).min(b) - ev.start[i].max(a);
+            }
+        }
+    }
+    t
 }
 
 // The phase of `[a, b)`: the innermost NVTX range covering at least half of it on
@@ -1786,6 +1851,32 @@ mod tests {
             .lane(API, &[launch_at(10 * MS)])
             .lane(LaneKind::Nvtx { tid: 100, depth: 0 }, &[(0, 3 * MS, "report", 0)]);
         assert_eq!(b.gap().phase, None);
+    }
+
+    #[test]
+    fn without_an_os_trace_a_gap_in_the_dataloader_s_next_is_a_wait_for_the_loader() {
+        // Gap [1 ms, 10 ms), no OS runtime trace; the thread sits in the loader's `__next__`
+        // from 2 ms to 9.5 ms: the loop waited for its next batch.
+        let with = |name: &str, (a, b): (Ns, Ns)| {
+            Builder::new()
+                .gap_until(10 * MS)
+                .lane(API, &[launch_at(10 * MS)])
+                .lane(LaneKind::Nvtx { tid: 100, depth: 0 }, &[(a, b, name, 0)])
+        };
+        let multi = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+        let g = with(multi, (2 * MS, 9 * MS + MS / 2)).gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostWait, Hint::Loader), "{}", g.evidence);
+        assert!(g.evidence.contains(&format!("`{multi}` for 7.50 ms of 9.00 ms")), "{}", g.evidence);
+        // `num_workers=0`: the thread itself loads.
+        let single = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+        let g = with(single, (2 * MS, 9 * MS + MS / 2)).gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::Loader), "{}", g.evidence);
+        // Under half of the gap, or another range: nothing said.
+        assert_eq!(with(multi, (2 * MS, 5 * MS)).gap().cause, Cause::Unknown);
+        assert_eq!(with("eval", (2 * MS, 9 * MS)).gap().cause, Cause::Unknown);
+        // With an OS runtime trace the calls decide, as ever.
+        let g = with(multi, (2 * MS, 9 * MS + MS / 2)).lane(OS, &[(0, 10, "ioctl", 0)]).gap();
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::None), "{}", g.evidence);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! - inside a step whose wall is at least [`STALL_FACTOR`] times the median step's, when
 //!   such steps recur at a regular interval (most of their distances equal): a
 //!   **periodic** stall (a checkpoint, an evaluation, logging every N steps), named by the
-//!   NVTX phase holding most of its idle, else by its dominant cause;
+//!   NVTX phase holding at least half of its idle, else by its dominant cause;
 //! - outside every step, in an NVTX phase that is a loop of its own (repeated, never
 //!   overlapping a step: `eval`): a **loop** region named by the phase;
 //! - outside every step otherwise: **between-steps** (epoch boundaries: DataLoader
@@ -90,10 +90,13 @@ impl Sum {
         self.idle += o.idle;
     }
 
-    // The NVTX phase (not the step phase) holding most of the idle.
+    // The NVTX phase (not the step phase) holding most of the idle: at least half of it.
+    // A phase that holds a sliver (the loader's `__next__` at the edge of an evaluation
+    // step) names nothing.
     fn phase(&self, step_phase: Option<&str>) -> Option<&String> {
         let named = self.by_phase.iter().filter(|(p, _)| p.is_some() && p.as_deref() != step_phase);
-        named.max_by_key(|&(p, t)| (*t, p.clone())).and_then(|(p, _)| p.as_ref())
+        let (p, t) = named.max_by_key(|&(p, t)| (*t, p.clone()))?;
+        (2 * t >= self.idle).then_some(p.as_ref()).flatten()
     }
 
     fn dominant(&self) -> Cause {
@@ -346,5 +349,40 @@ mod tests {
         let r = regions(&steps, w, &gaps, &phases, Some("step N"));
         assert!(r.iter().all(|r| r.kind != RegionKind::Periodic), "{r:?}");
         assert_eq!(r.iter().find(|r| r.kind == RegionKind::Steps).unwrap().idle_ns, 62);
+    }
+
+    #[test]
+    fn a_phase_that_holds_a_sliver_of_a_stall_does_not_name_it() {
+        // Profiler steps of 10, every tenth (7, 17) 250 long with 240 of idle under the
+        // step phase only (an evaluation the profiler saw no op of), and 2 of it in the
+        // loader's `__next__`, a range of every step: the stall is periodic all the same,
+        // named by its cause; it is the loader's only where the loader holds most of it.
+        let mut steps = Vec::new();
+        let mut t = 0;
+        for i in 0..22 {
+            let len = if i % 10 == 7 { 250 } else { 10 };
+            steps.push(step(t, t + len));
+            t += len;
+        }
+        let next = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+        let phases = vec![(next.to_string(), steps.iter().map(|s| step(s.start, s.start + 3)).collect())];
+        let w = Windows { steady_start: steps[1].start, steady_end: steps[21].end };
+        let mut gaps = Vec::new();
+        for k in [7, 17] {
+            let s = steps[k].start;
+            gaps.push(gap(s, s + 2, Cause::Unknown, Some(next)));
+            gaps.push(gap(s + 5, s + 245, Cause::Unknown, Some("ProfilerStep#N")));
+        }
+        let r = regions(&steps, w, &gaps, &phases, Some("ProfilerStep#N"));
+        assert_eq!(
+            (r[0].kind, r[0].name.as_str(), r[0].every_steps, r[0].idle_ns),
+            (RegionKind::Periodic, "unknown", Some(10), 484)
+        );
+        // Where the loader's range holds most of the stalls' idle, they are its waits.
+        for g in &mut gaps {
+            g.phase = Some(next.to_string());
+        }
+        let r = regions(&steps, w, &gaps, &phases, Some("ProfilerStep#N"));
+        assert!(r.iter().all(|r| r.kind != RegionKind::Periodic), "{r:?}");
     }
 }

@@ -304,6 +304,7 @@ impl Fix {
             Hint::Allocator => Fix::AllocatorChurn,
             Hint::Checkpoint => Fix::SaveLessOften,
             Hint::OpenMp => Fix::TameOpenMp,
+            Hint::Loader => Fix::MoreWorkers,
             Hint::None => Fix::for_cause(cause),
         }
     }

@@ -187,6 +187,10 @@ pub enum Hint {
     /// The thread whose work explains the gap spent most of its samples in OpenMP's
     /// runtime (`libgomp`): threads spin-waiting after parallel regions.
     OpenMp,
+    /// With no OS trace, the deciding thread sat in the DataLoader's `__next__` (a user
+    /// range such as `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`):
+    /// the loop waited for its next batch.
+    Loader,
 }
 
 impl Hint {
@@ -201,11 +205,12 @@ impl Hint {
             Hint::Allocator => " (allocator calls that synchronise: cudaFree, cudaMalloc...)",
             Hint::Checkpoint => " (checkpoint writes on the launching thread)",
             Hint::OpenMp => " (OpenMP threads spinning in libgomp)",
+            Hint::Loader => " (waiting in the DataLoader's next batch)",
         }
     }
 
     /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`, `gil`,
-    /// `allocator`, `checkpoint`, `openmp`).
+    /// `allocator`, `checkpoint`, `openmp`, `loader`).
     pub fn label(self) -> &'static str {
         match self {
             Hint::None => "none",
@@ -216,6 +221,7 @@ impl Hint {
             Hint::Allocator => "allocator",
             Hint::Checkpoint => "checkpoint",
             Hint::OpenMp => "openmp",
+            Hint::Loader => "loader",
         }
     }
 }

@@ -488,3 +488,40 @@ fn a_gaps_phase_is_a_user_range_never_an_operator() {
         }
     }
 }
+
+// With no OS trace, a gap the launching thread spent mostly inside the DataLoader's
+// `__next__` range is a wait for the loader (`host-wait`, hint `loader`), and no other gap
+// is: the `__next__` ranges read from the JSON itself, per thread, decide.
+#[test]
+fn a_gap_inside_the_dataloader_s_next_is_a_wait_for_the_loader() {
+    let name = "kineto_pageable";
+    let v: Value = serde_json::from_str(&text(name)).unwrap();
+    let us = |x: &Value| -> i64 { ns(&RawValue::from_string(x.to_string()).unwrap()) };
+    let mut next: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    for e in v["traceEvents"].as_array().expect("traceEvents") {
+        let n = e["name"].as_str().unwrap_or("");
+        if e["cat"] == "user_annotation" && n.starts_with("enumerate(DataLoader)#") && n.ends_with(".__next__") {
+            let s = us(&e["ts"]);
+            next.entry(e["tid"].as_i64().unwrap()).or_default().push((s, s + us(&e["dur"])));
+        }
+    }
+    assert!(!next.is_empty(), "{name}: __next__ ranges");
+    let a = analyze(&load(name), &Options::default());
+    let mut waits = 0;
+    for g in &a.gaps {
+        let inside: i64 = g
+            .tid
+            .and_then(|t| next.get(&i64::from(t)))
+            .map_or(0, |r| r.iter().map(|&(s, e)| (e.min(g.end) - s.max(g.start)).max(0)).sum());
+        let loader = g.hint == lanescope::Hint::Loader;
+        if loader {
+            waits += 1;
+            assert_eq!(g.cause, lanescope::Cause::HostWait, "{}", g.evidence);
+            assert!(2 * inside >= g.end - g.start, "{inside} of {}: {}", g.end - g.start, g.evidence);
+            assert!(g.evidence.contains("_MultiProcessingDataLoaderIter.__next__"), "{}", g.evidence);
+        } else {
+            assert!(g.cause != lanescope::Cause::Unknown || 2 * inside < g.end - g.start, "{}", g.evidence);
+        }
+    }
+    assert!(waits >= 2, "{waits} gaps waited for the loader");
+}

@@ -43,7 +43,7 @@ fn period_difference(a: &[i64], b: &[i64]) -> f64 {
 
 // Captures where the inferred steps are not the NVTX steps, each with why. The test fails
 // when one of them comes to match (take it off) or another stops matching.
-const NOT_THE_KERNELS_LOOP: [(&str, &str); 14] = [
+const NOT_THE_KERNELS_LOOP: [(&str, &str); 13] = [
     ("matrix/decode_eager", "the NVTX step is a generation; the kernels repeat once per token"),
     ("matrix/decode_graph", "the NVTX step is a generation; graph replays per token"),
     ("matrix/r4_decode_eager_d384", "the NVTX step is a generation; the kernels repeat once per token"),
@@ -55,7 +55,6 @@ const NOT_THE_KERNELS_LOOP: [(&str, &str); 14] = [
     ("/multigpu", "not yet: 6 kernels a step on each GPU, too few to repeat"),
     ("/profiler", "no structure: every kernel is the same `add`"),
     ("/queued", "not yet: no period holds (host functions and lazy loads between the matmuls)"),
-    ("matrix/compile", "not yet: recompiles change the kernel names between steps"),
     ("matrix/r6_epochs_nonpersistent", "not yet: 40 steps as NVTX, but boundaries at the optimizer, 21% off NVTX's"),
     (
         "matrix/r9_serve_varbatch",
