@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use super::gaps::is_file_call;
 use super::host::{self, HostIndex, HostWindow, TopSymbol, is_profiler_thread};
 use super::{Cause, Gap, Hint};
-use crate::model::{LaneKind, Ns, Trace};
+use crate::model::{ApiKind, LaneKind, Ns, Trace};
 use crate::text::fmt_ns;
 
 /// Busy share above which the CPUs a process tree uses count as saturated.
@@ -512,11 +512,17 @@ pub(crate) fn is_input_thread(name: &str) -> bool {
     ["data", "pin", "loader", "prefetch"].iter().any(|k| n.contains(k))
 }
 
-// True when thread `who` made CUDA API calls during the gap.
+// True when thread `who` did CUDA work during the gap: a launch, copy or memset, or an
+// allocation or free (driver work that holds the driver's locks). Queries do not count: a
+// pin-memory thread asks whether its pinned blocks' events are done while it copies batches.
 fn launches_in(trace: &Trace, (pid, tid): (u32, u32), g: &Gap) -> bool {
+    let works = |l: &crate::model::Lane, k: usize| {
+        !matches!(ApiKind::from_flags(l.ev.flags(k)), ApiKind::Other | ApiKind::Sync)
+            || ["Alloc", "Free", "Register"].iter().any(|w| trace.strings.get(l.ev.name[k]).contains(w))
+    };
     trace.lanes.iter().filter(|l| l.pid == pid && l.kind == LaneKind::CudaApi { tid }).any(|l| {
         let i = l.ev.start.partition_point(|&s| s < g.end);
-        i > 0 && (0..i).rev().take(64).any(|k| l.ev.end(k) > g.start)
+        i > 0 && (0..i).rev().take(64).any(|k| l.ev.end(k) > g.start && works(l, k))
     })
 }
 
@@ -834,6 +840,18 @@ mod tests {
         t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
         let g = t.gap();
         assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
+        // Its event queries leave it the input pipeline; a copy or an allocation makes it a
+        // thread doing CUDA work for the loop.
+        for (call, cause) in [
+            ("cudaEventQuery", Cause::WorkerBusy),
+            ("cudaMemcpyAsync", Cause::HostBusy),
+            ("cudaHostAlloc", Cause::HostBusy),
+        ] {
+            let mut t = lock();
+            t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
+            t.push(MAIN, LaneKind::CudaApi { tid: 101 }, &[(2 * MS, 2 * MS + 20_000, call, 9)]);
+            assert_eq!(t.gap().cause, cause, "{call}");
+        }
     }
 
     #[test]

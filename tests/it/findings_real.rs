@@ -74,3 +74,21 @@ fn the_shared_pageable_trace_does_not_lead_with_a_fix_its_own_what_if_prices_at_
     let sync = a.findings.iter().find(|f| f.rule.name() == "cuda_api_sync").unwrap();
     assert_ne!(sync.severity, lanescope::Severity::Critical, "{}", sync.message);
 }
+
+#[test]
+fn weights_copied_from_pageable_memory_at_start_up_only_are_no_warning() {
+    // r9_amp_scaler: SQL says the pageable H2D copies (the model's weights) all end before
+    // the steady state, while the loop's batches come pinned and 2x faster or more.
+    let path = crate::util::matrix_trace("r9_amp_scaler");
+    let a = lanescope::analyze(&crate::util::load_warm(&path), &lanescope::Options::default());
+    let last_pageable = crate::util::sql_i64(
+        &path,
+        "SELECT max(\"end\") FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND srcKind = 0",
+    );
+    assert!(last_pageable > 0 && last_pageable < a.windows.steady_start, "{last_pageable} {:?}", a.windows);
+    let f = a.findings.iter().find(|f| f.rule.name() == "pageable_bandwidth").expect("the finding");
+    let ev = |k: &str| f.evidence.iter().find(|(x, _)| x == k).map(|(_, v)| v.parse::<f64>().unwrap()).unwrap();
+    assert!(ev("pinned_gbps_in_class") >= 2.0 * ev("pageable_gbps_in_class"));
+    assert_eq!(f.severity.label(), "info", "{}", f.message);
+    assert_ne!(a.findings[0].rule.name(), "pageable_bandwidth");
+}
