@@ -389,14 +389,27 @@ fn follow(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], 
         Order::WorkersFirst => [workers, siblings],
         Order::SameProcessFirst => [siblings, workers],
     };
-    // The first group whose threads say what the wait was for decides.
+    // The first group whose threads say what the wait was for decides; but an input-pipeline
+    // thread of the process (a pin-memory thread) waiting in its reads waits for the workers'
+    // queue, not for storage: the workers, where they say what they did, decide instead.
+    let mut relayed = None;
     for producers in groups.iter().filter(|p| !p.is_empty()) {
         let d = follow_group(trace, ix, g, me, cpus, producers);
-        if d.note.is_some() {
-            return d;
+        if d.note.is_none() {
+            continue;
         }
+        let (pid, tid) = d.explainer;
+        if relayed.is_none()
+            && d.cause == Cause::IoWait
+            && pid == g.pid
+            && is_input_thread(ix.thread_name(trace, pid, tid))
+        {
+            relayed = Some(d);
+            continue;
+        }
+        return d;
     }
-    Decision::keep(g, me)
+    relayed.unwrap_or_else(|| Decision::keep(g, me))
 }
 
 // One group of producers (busiest first, not empty): what they did in the gap.
@@ -852,6 +865,23 @@ mod tests {
             t.push(MAIN, LaneKind::CudaApi { tid: 101 }, &[(2 * MS, 2 * MS + 20_000, call, 9)]);
             assert_eq!(t.gap().cause, cause, "{call}");
         }
+    }
+
+    #[test]
+    fn a_pin_memory_thread_waiting_in_its_reads_relays_the_wait_to_the_workers() {
+        // Main waits on a lock; its pin-memory thread is off CPU in a read (the workers'
+        // queue) for most of the gap while a worker computes: the workers decide.
+        let t = || {
+            let mut t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "futex")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+            t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
+            t.os(MAIN, 101, &[(MS, 9 * MS, "read")]).on(MAIN, 101, 1, &[(9 * MS, 9 * MS + 100_000)])
+        };
+        let g = t().on(WORKER, WORKER, 2, &[(MS, 9 * MS)]).gap();
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
+        assert!(g.evidence.contains("pt_data_worker"), "{}", g.evidence);
+        // With no worker that ran, the pin thread's read stays what it was.
+        let g = t().gap();
+        assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
     }
 
     #[test]

@@ -10,25 +10,12 @@
 use serde_json::Value;
 
 // (cell, gap start) of labels lanescope still reads otherwise, with why.
-const DISAGREE: [(&str, i64, &str); 3] = [
-    (
-        "r6_epochs_nonpersistent",
-        9_631_271_355,
-        "rule 6 reads a worker's off-CPU time outside any call as an untraced wait (worker processes have no OS \
+const DISAGREE: [(&str, i64, &str); 1] = [(
+    "r6_epochs_nonpersistent",
+    9_631_271_355,
+    "rule 6 reads a worker's off-CPU time outside any call as an untraced wait (worker processes have no OS \
          runtime trace): io-wait; the label reads the wait for the epoch's last batches as host-wait",
-    ),
-    (
-        "r6_grad_accum",
-        9_079_021_521,
-        "the semaphore wait is followed to the pin-memory thread first (own process), whose waits are reads of the \
-         workers' queue, counted as storage; the workers behind it are not followed (issue 33 item 7)",
-    ),
-    (
-        "r6_plain_nonvtx_starved",
-        8_920_700_049,
-        "as r6_grad_accum: followed to pt_data_pin, whose queue reads count as storage, not to the slow workers",
-    ),
-];
+)];
 
 // The hint the label's mechanism asks for: `allocator` for cudaFree from empty_cache,
 // `checkpoint` for torch.save's writes; else the label's own hint.
