@@ -46,9 +46,9 @@ fn unpacked_dir() -> &'static Path {
 // (400 MB of unpacked exports and cache entries each time); instead each run removes the
 // folders of runs whose process is gone.
 fn in_run_dir(name: &str) -> PathBuf {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
     let runs = std::env::temp_dir().join("lanescope-tests");
     let mine = runs.join(format!("run-{}", std::process::id()));
-    static SWEPT: std::sync::Once = std::sync::Once::new();
     SWEPT.call_once(|| {
         for entry in std::fs::read_dir(&runs).into_iter().flatten().flatten() {
             let path = entry.path();
