@@ -70,6 +70,11 @@ const LOOKBACK: usize = 64;
 // Rows per block of the running maximum of ends kept for lanes whose calls overlap.
 pub(crate) const MAX_END_BLOCK: usize = 64;
 
+// Most running maxima the explainer keeps per lane before it widens blocks (up to
+// MAX_END_BLOCK rows): a small lane gets one per row, so a search for the rows
+// overlapping an instant scans none that end before it.
+const MAX_END_VALUES: usize = 8192;
+
 /// What a thread was doing at an instant, in precedence order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Act {
@@ -237,7 +242,7 @@ pub(crate) fn is_blocking_os_call(name: &str) -> bool {
 
 /// Per-trace state shared by all gaps: lanes by thread, cached name classes and search
 /// positions. Nothing in it grows with the number of events but the running maxima of
-/// ends of lanes whose calls overlap (one value per 64 calls).
+/// ends of lanes whose calls overlap (at most MAX_END_VALUES per lane, or one per 64 calls).
 struct Ctx<'a> {
     trace: &'a Trace,
     index: &'a Index,
@@ -247,8 +252,8 @@ struct Ctx<'a> {
     os_traced: Vec<u32>,
     // GPU lanes of each device.
     gpu_lanes: Vec<(u32, Vec<usize>)>,
-    // Per lane: max end over blocks 0..=k of MAX_END_BLOCK rows; empty for disjoint lanes.
-    max_end: Vec<Vec<Ns>>,
+    // Per lane: rows per block, and max end over blocks 0..=k; empty for disjoint lanes.
+    max_end: Vec<(usize, Vec<Ns>)>,
     // Per name id: 0 not seen yet, 1 not blocking, 2 blocking (OS call names).
     blocking: Vec<u8>,
     launcher: HashMap<u32, Option<u32>>,
@@ -261,6 +266,8 @@ struct Ctx<'a> {
     // Search positions in start columns and in corr columns.
     starts: Hints,
     corrs: Hints,
+    // Search positions in the running maxima of ends (`max_end`).
+    max_ends: Hints,
     // Calls overlapping the current gap, reused.
     calls: Vec<(Ns, Ns, Act)>,
     // Start of the gap being explained: an implicitly synchronising call that began
@@ -279,7 +286,7 @@ impl<'a> Ctx<'a> {
     fn new(trace: &'a Trace, index: &'a Index, options: &'a Options) -> Self {
         let mut lanes: HashMap<(u32, u32), ThreadLanes> = HashMap::new();
         let mut gpu_lanes: Vec<(u32, Vec<usize>)> = Vec::new();
-        let mut max_end = vec![Vec::new(); trace.lanes.len()];
+        let mut max_end = vec![(1, Vec::new()); trace.lanes.len()];
         let mut os_traced = Vec::new();
         let mut overhead: Vec<(u32, Vec<usize>)> = Vec::new();
         let mut api_by_pid: Vec<(u32, Vec<usize>)> = Vec::new();
@@ -315,7 +322,8 @@ impl<'a> Ctx<'a> {
             if matches!(l.kind, LaneKind::CudaApi { .. } | LaneKind::Osrt { .. } | LaneKind::Overhead { .. })
                 && !l.disjoint
             {
-                max_end[i] = running_max_end(&l.ev);
+                let block = l.ev.len().div_ceil(MAX_END_VALUES).clamp(1, MAX_END_BLOCK);
+                max_end[i] = (block, running_max_end_by(&l.ev, block));
             }
         }
         os_traced.sort_unstable();
@@ -339,6 +347,7 @@ impl<'a> Ctx<'a> {
             api_class: vec![0; trace.strings.len()],
             starts: Hints::new(trace),
             corrs: Hints::new(trace),
+            max_ends: Hints::new(trace),
             calls: Vec::new(),
             gap_start: Ns::MIN,
         }
@@ -479,8 +488,9 @@ impl<'a> Ctx<'a> {
         let ev = &self.trace.lanes[li].ev;
         let first = match &self.max_end[li] {
             // No overlaps: only the last row starting before `a` can reach into it.
-            m if m.is_empty() => lo - usize::from(lo > 0 && ev.end(lo - 1) > a),
-            m => m.partition_point(|&e| e <= a) * MAX_END_BLOCK,
+            (_, m) if m.is_empty() => lo - usize::from(lo > 0 && ev.end(lo - 1) > a),
+            // Gallops from the last search: holes come in time order.
+            (block, m) => self.max_ends.find(li, m, |&e| e <= a) * block,
         };
         first.min(lo)..hi
     }
@@ -558,11 +568,16 @@ fn device_lanes(gpu_lanes: &[(u32, Vec<usize>)], device: u32) -> &[usize] {
 
 // Max end of rows 0..=k * MAX_END_BLOCK + MAX_END_BLOCK - 1, per block k.
 pub(crate) fn running_max_end(ev: &crate::model::Events) -> Vec<Ns> {
+    running_max_end_by(ev, MAX_END_BLOCK)
+}
+
+// Max end of rows 0..=k * block + block - 1, per block k.
+fn running_max_end_by(ev: &crate::model::Events, block: usize) -> Vec<Ns> {
     let mut m = Ns::MIN;
     (0..ev.len())
-        .step_by(MAX_END_BLOCK)
+        .step_by(block)
         .map(|lo| {
-            m = (lo..(lo + MAX_END_BLOCK).min(ev.len())).fold(m, |a, i| a.max(ev.end(i)));
+            m = (lo..(lo + block).min(ev.len())).fold(m, |a, i| a.max(ev.end(i)));
             m
         })
         .collect()
@@ -970,20 +985,22 @@ fn clipped(ctx: &mut Ctx<'_>, li: usize, a: Ns, b: Ns) -> Vec<(Ns, Ns, usize)> {
 // the process (any thread but library loads) while the thread is inside a CUDA call.
 // Also the longest overhead row that counts.
 fn profiler_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> (Ns, Option<(usize, usize)>) {
-    let lanes: Vec<usize> = ctx.overhead_lanes(pid).to_vec();
     let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return (0, None) };
-    if lanes.is_empty() {
-        return (0, None);
-    }
+    let trace = ctx.trace;
+    // No copy of the lane list, no list of rows until one overlaps: short holes ask
+    // this hundreds of thousands of times, and overhead rarely overlaps them.
     let mut rows = Vec::new();
     let mut longest: Option<(Ns, usize, usize)> = None;
-    for li in lanes {
-        for (s, e, i) in clipped(ctx, li, a, b) {
-            if ctx.name_class(ctx.trace.lanes[li].ev.name[i]) == NameClass::LibraryLoad {
+    for k in 0..ctx.overhead_lanes(pid).len() {
+        let li = ctx.overhead_lanes(pid)[k];
+        let ev = &trace.lanes[li].ev;
+        for i in ctx.overlapping(li, a, b) {
+            let (s, e) = (ev.start[i], ev.end(i));
+            if e <= a || s >= b || ctx.name_class(ev.name[i]) == NameClass::LibraryLoad {
                 continue;
             }
-            rows.push((s, e));
-            let d = ctx.trace.lanes[li].ev.dur(i);
+            rows.push((s.max(a), e.min(b)));
+            let d = ev.dur(i);
             if longest.is_none_or(|l| d > l.0) {
                 longest = Some((d, li, i));
             }
@@ -1002,20 +1019,27 @@ fn profiler_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> (Ns, Op
 // of the time blocked in synchronize calls or pageable copies.
 fn launch_bound(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<Ns> {
     let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return None };
-    let rows = clipped(ctx, api, a, b);
-    for &(s, e, i) in &rows {
+    let trace = ctx.trace;
+    let ev = &trace.lanes[api].ev;
+    // One pass over the calls clipped to `[a, b)`, in start order: the longest stretch
+    // outside them is the largest distance from the furthest end so far to a start
+    // (empty calls cover nothing and are skipped, as a union of them would).
+    let (mut longest, mut prev) = (0, a);
+    for i in ctx.overlapping(api, a, b) {
+        let (s, e) = (ev.start[i].max(a), ev.end(i).min(b));
+        if ev.end(i) <= a || ev.start[i] >= b {
+            continue;
+        }
         let limit = if ctx.act(api, i) == Act::Launch { LAUNCH_CALL_MAX_NS } else { LAUNCH_STRETCH_MAX_NS };
         if e - s > limit {
             return None;
         }
+        if e > s {
+            longest = longest.max(s - prev);
+            prev = prev.max(e);
+        }
     }
-    let calls = Union::from_pairs(rows.into_iter().map(|c| (c.0, c.1)));
-    let mut longest = 0;
-    let mut prev = a;
-    for (s, e) in calls.iter().chain(std::iter::once((b, b))) {
-        longest = longest.max(s - prev);
-        prev = prev.max(e);
-    }
+    longest = longest.max(b - prev);
     let t = ctx.act_times(Some(api), None, a, b);
     let blocked = t[Act::Sync as usize] + t[Act::Pageable as usize];
     (longest <= LAUNCH_STRETCH_MAX_NS && 2 * blocked < b - a).then_some(longest)
