@@ -268,11 +268,56 @@ struct Ctx<'a> {
     corrs: Hints,
     // Search positions in the running maxima of ends (`max_end`).
     max_ends: Hints,
+    flags: FlagCache,
     // Calls overlapping the current gap, reused.
     calls: Vec<(Ns, Ns, Act)>,
     // Start of the gap being explained: an implicitly synchronising call that began
     // before it (while the device was busy) waited for the device.
     gap_start: Ns,
+}
+
+// Flags of rows of lanes that keep them per name, by (lane, name), in a small table
+// indexed by a hash of the two: the search of the lane's per-name list, asked for every
+// call and range a hole looks at, is done once per name while the entry stays.
+struct FlagCache {
+    // Per lane: flags are kept per name.
+    per_name: Vec<bool>,
+    // (lane, name, flags); lane u32::MAX for an empty slot.
+    slots: Vec<(u32, StrId, u32)>,
+}
+
+impl FlagCache {
+    const SLOTS: usize = 1024;
+
+    fn new(trace: &Trace) -> Self {
+        let per_name = trace
+            .lanes
+            .iter()
+            .map(|l| {
+                let c = l.ev.columns();
+                c.flags.is_empty() && !c.flags_by_name.0.is_empty()
+            })
+            .collect();
+        Self { per_name, slots: vec![(u32::MAX, 0, 0); Self::SLOTS] }
+    }
+
+    // `Events::flags` of row `i` of lane `li`.
+    fn get(&mut self, trace: &Trace, li: usize, i: usize) -> u32 {
+        let ev = &trace.lanes[li].ev;
+        if !self.per_name[li] {
+            return ev.flags(i);
+        }
+        let name = ev.name[i];
+        let slot = (name as usize ^ li.wrapping_mul(0x9e37)) % Self::SLOTS;
+        match self.slots[slot] {
+            (l, n, f) if l as usize == li && n == name => f,
+            _ => {
+                let f = ev.flags(i);
+                self.slots[slot] = (li as u32, name, f);
+                f
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -348,6 +393,7 @@ impl<'a> Ctx<'a> {
             starts: Hints::new(trace),
             corrs: Hints::new(trace),
             max_ends: Hints::new(trace),
+            flags: FlagCache::new(trace),
             calls: Vec::new(),
             gap_start: Ns::MIN,
         }
@@ -356,7 +402,7 @@ impl<'a> Ctx<'a> {
     // Category of API call `i` of lane `li`.
     fn api_act(&mut self, li: usize, i: usize) -> Act {
         let lane = &self.trace.lanes[li];
-        let kind = ApiKind::from_flags(lane.ev.flags(i));
+        let kind = ApiKind::from_flags(self.flags.get(self.trace, li, i));
         let mut pageable = || {
             self.index
                 .copy_flags(self.trace, lane.pid, lane.ev.corr(i), &mut self.corrs)
@@ -1375,7 +1421,7 @@ fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -
     let trace = ctx.trace;
     // Disjoint fields: the lane table is read while the start finder moves on (no copy
     // of the lane list per call: short holes call this hundreds of thousands of times).
-    let (table, starts) = (&ctx.lanes, &mut ctx.starts);
+    let (table, starts, flags) = (&ctx.lanes, &mut ctx.starts, &mut ctx.flags);
     let lo = table.partition_point(|&((p, _), _)| p < pid);
     let hi = table.partition_point(|&((p, _), _)| p <= pid);
     let lanes = table[lo..hi]
@@ -1394,8 +1440,8 @@ fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -
             i -= 1;
             let cover = ev.end(i).min(b) - ev.start[i].max(a);
             // An operator's range (aten::mm) is no phase: the user range around it is.
-            let user = ev.flags(i) != crate::model::OPERATOR_DOMAIN;
-            if user && 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end(i)) > (s, ne)) {
+            let innermost = 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end(i)) > (s, ne));
+            if innermost && flags.get(trace, li, i) != crate::model::OPERATOR_DOMAIN {
                 best = Some((ev.start[i], -ev.end(i), ev.name[i]));
             }
             if ev.start[i] <= a {
