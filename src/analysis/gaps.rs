@@ -2104,6 +2104,54 @@ mod tests {
 
     proptest! {
         #[test]
+        fn overlapping_holds_every_row_that_overlaps_at_any_block(
+            api in nested_calls(300),
+            block in 1usize..=MAX_END_BLOCK,
+            windows in prop::collection::vec((0i64..700, 0i64..300), 1..8),
+        ) {
+            let rows: Vec<_> = api.iter().map(|&(s, d, n)| (s, s + d, APIS[n], 0)).collect();
+            let b = Builder::new().lane(API, &rows);
+            let (index, options) = (Index::build(&b.0), Options::default());
+            let mut ctx = Ctx::new(&b.0, &index, &options);
+            let (Some(li), _) = ctx.thread_lanes(PID, 100) else { return Ok(()) };
+            let ev = &b.0.lanes[li].ev;
+            if !b.0.lanes[li].disjoint {
+                ctx.max_end[li] = (block, running_max_end_by(ev, block));
+            }
+            // Windows in any order: the searches gallop back as well as on.
+            for (a, w) in windows {
+                let r = ctx.overlapping(li, a, a + w);
+                for i in 0..ev.len() {
+                    if ev.end(i) > a && ev.start[i] < a + w {
+                        prop_assert!(r.contains(&i), "row {} ({}, {}) not in {:?} for [{}, {})", i, ev.start[i], ev.end(i), r, a, a + w);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn launch_bound_s_longest_stretch_is_that_outside_the_union_of_calls(
+            api in nested_calls(150),
+            windows in prop::collection::vec((0i64..700, 1i64..300), 1..8),
+        ) {
+            let rows: Vec<_> = api.iter().map(|&(s, d, _)| (s, s + d, "cudaLaunchKernel", 0)).collect();
+            let b = Builder::new().lane(API, &rows);
+            let (index, options) = (Index::build(&b.0), Options::default());
+            let mut ctx = Ctx::new(&b.0, &index, &options);
+            for (a, w) in windows {
+                let clipped = rows.iter().filter(|r| r.1 > a && r.0 < a + w).map(|r| (r.0.max(a), r.1.min(a + w)));
+                let (mut want, mut prev) = (0, a);
+                for (s, e) in Union::from_pairs(clipped).iter().chain(std::iter::once((a + w, a + w))) {
+                    want = want.max(s - prev);
+                    prev = prev.max(e);
+                }
+                prop_assert_eq!(launch_bound(&mut ctx, PID, 100, a, a + w), Some(want));
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
         fn the_cause_is_the_category_covering_most_of_the_gap(api in slots(&APIS, true), os in slots(&OSES, false)) {
             // A 3.1 ms gap: 30 slots of 100 us, then 100 us for the launch of the next kernel.
             let (t0, unit, end) = (MS, 100_000, MS + 3_100_000);
