@@ -242,7 +242,7 @@ pub(crate) fn is_blocking_os_call(name: &str) -> bool {
 
 /// Per-trace state shared by all gaps: lanes by thread, cached name classes and search
 /// positions. Nothing in it grows with the number of events but the running maxima of
-/// ends of lanes whose calls overlap (at most MAX_END_VALUES per lane, or one per 64 calls).
+/// ends of lanes whose calls overlap (at most `MAX_END_VALUES` per lane, or one per 64 calls).
 struct Ctx<'a> {
     trace: &'a Trace,
     index: &'a Index,
