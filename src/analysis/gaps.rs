@@ -70,6 +70,11 @@ const LOOKBACK: usize = 64;
 // Rows per block of the running maximum of ends kept for lanes whose calls overlap.
 pub(crate) const MAX_END_BLOCK: usize = 64;
 
+// Most running maxima the explainer keeps per lane before it widens blocks (up to
+// MAX_END_BLOCK rows): a small lane gets one per row, so a search for the rows
+// overlapping an instant scans none that end before it.
+const MAX_END_VALUES: usize = 8192;
+
 /// What a thread was doing at an instant, in precedence order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Act {
@@ -237,7 +242,7 @@ pub(crate) fn is_blocking_os_call(name: &str) -> bool {
 
 /// Per-trace state shared by all gaps: lanes by thread, cached name classes and search
 /// positions. Nothing in it grows with the number of events but the running maxima of
-/// ends of lanes whose calls overlap (one value per 64 calls).
+/// ends of lanes whose calls overlap (at most `MAX_END_VALUES` per lane, or one per 64 calls).
 struct Ctx<'a> {
     trace: &'a Trace,
     index: &'a Index,
@@ -247,8 +252,8 @@ struct Ctx<'a> {
     os_traced: Vec<u32>,
     // GPU lanes of each device.
     gpu_lanes: Vec<(u32, Vec<usize>)>,
-    // Per lane: max end over blocks 0..=k of MAX_END_BLOCK rows; empty for disjoint lanes.
-    max_end: Vec<Vec<Ns>>,
+    // Per lane: rows per block, and max end over blocks 0..=k; empty for disjoint lanes.
+    max_end: Vec<(usize, Vec<Ns>)>,
     // Per name id: 0 not seen yet, 1 not blocking, 2 blocking (OS call names).
     blocking: Vec<u8>,
     launcher: HashMap<u32, Option<u32>>,
@@ -261,11 +266,58 @@ struct Ctx<'a> {
     // Search positions in start columns and in corr columns.
     starts: Hints,
     corrs: Hints,
+    // Search positions in the running maxima of ends (`max_end`).
+    max_ends: Hints,
+    flags: FlagCache,
     // Calls overlapping the current gap, reused.
     calls: Vec<(Ns, Ns, Act)>,
     // Start of the gap being explained: an implicitly synchronising call that began
     // before it (while the device was busy) waited for the device.
     gap_start: Ns,
+}
+
+// Flags of rows of lanes that keep them per name, by (lane, name), in a small table
+// indexed by a hash of the two: the search of the lane's per-name list, asked for every
+// call and range a hole looks at, is done once per name while the entry stays.
+struct FlagCache {
+    // Per lane: flags are kept per name.
+    per_name: Vec<bool>,
+    // (lane, name, flags); lane u32::MAX for an empty slot.
+    slots: Vec<(u32, StrId, u32)>,
+}
+
+impl FlagCache {
+    const SLOTS: usize = 1024;
+
+    fn new(trace: &Trace) -> Self {
+        let per_name = trace
+            .lanes
+            .iter()
+            .map(|l| {
+                let c = l.ev.columns();
+                c.flags.is_empty() && !c.flags_by_name.0.is_empty()
+            })
+            .collect();
+        Self { per_name, slots: vec![(u32::MAX, 0, 0); Self::SLOTS] }
+    }
+
+    // `Events::flags` of row `i` of lane `li`.
+    fn get(&mut self, trace: &Trace, li: usize, i: usize) -> u32 {
+        let ev = &trace.lanes[li].ev;
+        if !self.per_name[li] {
+            return ev.flags(i);
+        }
+        let name = ev.name[i];
+        let slot = (name as usize ^ li.wrapping_mul(0x9e37)) % Self::SLOTS;
+        match self.slots[slot] {
+            (l, n, f) if l as usize == li && n == name => f,
+            _ => {
+                let f = ev.flags(i);
+                self.slots[slot] = (li as u32, name, f);
+                f
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -279,7 +331,7 @@ impl<'a> Ctx<'a> {
     fn new(trace: &'a Trace, index: &'a Index, options: &'a Options) -> Self {
         let mut lanes: HashMap<(u32, u32), ThreadLanes> = HashMap::new();
         let mut gpu_lanes: Vec<(u32, Vec<usize>)> = Vec::new();
-        let mut max_end = vec![Vec::new(); trace.lanes.len()];
+        let mut max_end = vec![(1, Vec::new()); trace.lanes.len()];
         let mut os_traced = Vec::new();
         let mut overhead: Vec<(u32, Vec<usize>)> = Vec::new();
         let mut api_by_pid: Vec<(u32, Vec<usize>)> = Vec::new();
@@ -315,7 +367,8 @@ impl<'a> Ctx<'a> {
             if matches!(l.kind, LaneKind::CudaApi { .. } | LaneKind::Osrt { .. } | LaneKind::Overhead { .. })
                 && !l.disjoint
             {
-                max_end[i] = running_max_end(&l.ev);
+                let block = l.ev.len().div_ceil(MAX_END_VALUES).clamp(1, MAX_END_BLOCK);
+                max_end[i] = (block, running_max_end_by(&l.ev, block));
             }
         }
         os_traced.sort_unstable();
@@ -339,6 +392,8 @@ impl<'a> Ctx<'a> {
             api_class: vec![0; trace.strings.len()],
             starts: Hints::new(trace),
             corrs: Hints::new(trace),
+            max_ends: Hints::new(trace),
+            flags: FlagCache::new(trace),
             calls: Vec::new(),
             gap_start: Ns::MIN,
         }
@@ -347,7 +402,7 @@ impl<'a> Ctx<'a> {
     // Category of API call `i` of lane `li`.
     fn api_act(&mut self, li: usize, i: usize) -> Act {
         let lane = &self.trace.lanes[li];
-        let kind = ApiKind::from_flags(lane.ev.flags(i));
+        let kind = ApiKind::from_flags(self.flags.get(self.trace, li, i));
         let mut pageable = || {
             self.index
                 .copy_flags(self.trace, lane.pid, lane.ev.corr(i), &mut self.corrs)
@@ -479,8 +534,9 @@ impl<'a> Ctx<'a> {
         let ev = &self.trace.lanes[li].ev;
         let first = match &self.max_end[li] {
             // No overlaps: only the last row starting before `a` can reach into it.
-            m if m.is_empty() => lo - usize::from(lo > 0 && ev.end(lo - 1) > a),
-            m => m.partition_point(|&e| e <= a) * MAX_END_BLOCK,
+            (_, m) if m.is_empty() => lo - usize::from(lo > 0 && ev.end(lo - 1) > a),
+            // Gallops from the last search: holes come in time order.
+            (block, m) => self.max_ends.find(li, m, |&e| e <= a) * block,
         };
         first.min(lo)..hi
     }
@@ -558,11 +614,16 @@ fn device_lanes(gpu_lanes: &[(u32, Vec<usize>)], device: u32) -> &[usize] {
 
 // Max end of rows 0..=k * MAX_END_BLOCK + MAX_END_BLOCK - 1, per block k.
 pub(crate) fn running_max_end(ev: &crate::model::Events) -> Vec<Ns> {
+    running_max_end_by(ev, MAX_END_BLOCK)
+}
+
+// Max end of rows 0..=k * block + block - 1, per block k.
+fn running_max_end_by(ev: &crate::model::Events, block: usize) -> Vec<Ns> {
     let mut m = Ns::MIN;
     (0..ev.len())
-        .step_by(MAX_END_BLOCK)
+        .step_by(block)
         .map(|lo| {
-            m = (lo..(lo + MAX_END_BLOCK).min(ev.len())).fold(m, |a, i| a.max(ev.end(i)));
+            m = (lo..(lo + block).min(ev.len())).fold(m, |a, i| a.max(ev.end(i)));
             m
         })
         .collect()
@@ -970,20 +1031,22 @@ fn clipped(ctx: &mut Ctx<'_>, li: usize, a: Ns, b: Ns) -> Vec<(Ns, Ns, usize)> {
 // the process (any thread but library loads) while the thread is inside a CUDA call.
 // Also the longest overhead row that counts.
 fn profiler_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> (Ns, Option<(usize, usize)>) {
-    let lanes: Vec<usize> = ctx.overhead_lanes(pid).to_vec();
     let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return (0, None) };
-    if lanes.is_empty() {
-        return (0, None);
-    }
+    let trace = ctx.trace;
+    // No copy of the lane list, no list of rows until one overlaps: short holes ask
+    // this hundreds of thousands of times, and overhead rarely overlaps them.
     let mut rows = Vec::new();
     let mut longest: Option<(Ns, usize, usize)> = None;
-    for li in lanes {
-        for (s, e, i) in clipped(ctx, li, a, b) {
-            if ctx.name_class(ctx.trace.lanes[li].ev.name[i]) == NameClass::LibraryLoad {
+    for k in 0..ctx.overhead_lanes(pid).len() {
+        let li = ctx.overhead_lanes(pid)[k];
+        let ev = &trace.lanes[li].ev;
+        for i in ctx.overlapping(li, a, b) {
+            let (s, e) = (ev.start[i], ev.end(i));
+            if e <= a || s >= b || ctx.name_class(ev.name[i]) == NameClass::LibraryLoad {
                 continue;
             }
-            rows.push((s, e));
-            let d = ctx.trace.lanes[li].ev.dur(i);
+            rows.push((s.max(a), e.min(b)));
+            let d = ev.dur(i);
             if longest.is_none_or(|l| d > l.0) {
                 longest = Some((d, li, i));
             }
@@ -1002,20 +1065,27 @@ fn profiler_time(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> (Ns, Op
 // of the time blocked in synchronize calls or pageable copies.
 fn launch_bound(ctx: &mut Ctx<'_>, pid: u32, tid: u32, a: Ns, b: Ns) -> Option<Ns> {
     let (Some(api), _) = ctx.thread_lanes(pid, tid) else { return None };
-    let rows = clipped(ctx, api, a, b);
-    for &(s, e, i) in &rows {
+    let trace = ctx.trace;
+    let ev = &trace.lanes[api].ev;
+    // One pass over the calls clipped to `[a, b)`, in start order: the longest stretch
+    // outside them is the largest distance from the furthest end so far to a start
+    // (empty calls cover nothing and are skipped, as a union of them would).
+    let (mut longest, mut prev) = (0, a);
+    for i in ctx.overlapping(api, a, b) {
+        let (s, e) = (ev.start[i].max(a), ev.end(i).min(b));
+        if ev.end(i) <= a || ev.start[i] >= b {
+            continue;
+        }
         let limit = if ctx.act(api, i) == Act::Launch { LAUNCH_CALL_MAX_NS } else { LAUNCH_STRETCH_MAX_NS };
         if e - s > limit {
             return None;
         }
+        if e > s {
+            longest = longest.max(s - prev);
+            prev = prev.max(e);
+        }
     }
-    let calls = Union::from_pairs(rows.into_iter().map(|c| (c.0, c.1)));
-    let mut longest = 0;
-    let mut prev = a;
-    for (s, e) in calls.iter().chain(std::iter::once((b, b))) {
-        longest = longest.max(s - prev);
-        prev = prev.max(e);
-    }
+    longest = longest.max(b - prev);
     let t = ctx.act_times(Some(api), None, a, b);
     let blocked = t[Act::Sync as usize] + t[Act::Pageable as usize];
     (longest <= LAUNCH_STRETCH_MAX_NS && 2 * blocked < b - a).then_some(longest)
@@ -1351,7 +1421,7 @@ fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -
     let trace = ctx.trace;
     // Disjoint fields: the lane table is read while the start finder moves on (no copy
     // of the lane list per call: short holes call this hundreds of thousands of times).
-    let (table, starts) = (&ctx.lanes, &mut ctx.starts);
+    let (table, starts, flags) = (&ctx.lanes, &mut ctx.starts, &mut ctx.flags);
     let lo = table.partition_point(|&((p, _), _)| p < pid);
     let hi = table.partition_point(|&((p, _), _)| p <= pid);
     let lanes = table[lo..hi]
@@ -1370,8 +1440,8 @@ fn covering_range(ctx: &mut Ctx<'_>, pid: u32, tid: Option<u32>, a: Ns, b: Ns) -
             i -= 1;
             let cover = ev.end(i).min(b) - ev.start[i].max(a);
             // An operator's range (aten::mm) is no phase: the user range around it is.
-            let user = ev.flags(i) != crate::model::OPERATOR_DOMAIN;
-            if user && 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end(i)) > (s, ne)) {
+            let innermost = 2 * cover >= need && best.is_none_or(|(s, ne, _)| (ev.start[i], -ev.end(i)) > (s, ne));
+            if innermost && flags.get(trace, li, i) != crate::model::OPERATOR_DOMAIN {
                 best = Some((ev.start[i], -ev.end(i), ev.name[i]));
             }
             if ev.start[i] <= a {
@@ -2028,6 +2098,54 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn overlapping_holds_every_row_that_overlaps_at_any_block(
+            api in nested_calls(300),
+            block in 1usize..=MAX_END_BLOCK,
+            windows in prop::collection::vec((0i64..700, 0i64..300), 1..8),
+        ) {
+            let rows: Vec<_> = api.iter().map(|&(s, d, n)| (s, s + d, APIS[n], 0)).collect();
+            let b = Builder::new().lane(API, &rows);
+            let (index, options) = (Index::build(&b.0), Options::default());
+            let mut ctx = Ctx::new(&b.0, &index, &options);
+            let (Some(li), _) = ctx.thread_lanes(PID, 100) else { return Ok(()) };
+            let ev = &b.0.lanes[li].ev;
+            if !b.0.lanes[li].disjoint {
+                ctx.max_end[li] = (block, running_max_end_by(ev, block));
+            }
+            // Windows in any order: the searches gallop back as well as on.
+            for (a, w) in windows {
+                let r = ctx.overlapping(li, a, a + w);
+                for i in 0..ev.len() {
+                    if ev.end(i) > a && ev.start[i] < a + w {
+                        prop_assert!(r.contains(&i), "row {} ({}, {}) not in {:?} for [{}, {})", i, ev.start[i], ev.end(i), r, a, a + w);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn launch_bound_s_longest_stretch_is_that_outside_the_union_of_calls(
+            api in nested_calls(150),
+            windows in prop::collection::vec((0i64..700, 1i64..300), 1..8),
+        ) {
+            let rows: Vec<_> = api.iter().map(|&(s, d, _)| (s, s + d, "cudaLaunchKernel", 0)).collect();
+            let b = Builder::new().lane(API, &rows);
+            let (index, options) = (Index::build(&b.0), Options::default());
+            let mut ctx = Ctx::new(&b.0, &index, &options);
+            for (a, w) in windows {
+                let clipped = rows.iter().filter(|r| r.1 > a && r.0 < a + w).map(|r| (r.0.max(a), r.1.min(a + w)));
+                let (mut want, mut prev) = (0, a);
+                for (s, e) in Union::from_pairs(clipped).iter().chain(std::iter::once((a + w, a + w))) {
+                    want = want.max(s - prev);
+                    prev = prev.max(e);
+                }
+                prop_assert_eq!(launch_bound(&mut ctx, PID, 100, a, a + w), Some(want));
             }
         }
     }
