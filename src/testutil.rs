@@ -13,7 +13,7 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
     if path.exists() || !packed.exists() {
         return path;
     }
-    let out = run_dir().join(name.replace('/', "_"));
+    let out = unit_dir().join(name.replace('/', "_"));
     let _held = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !out.exists() {
         let mut input = std::io::BufReader::new(std::fs::File::open(&packed).expect("the packed fixture"));
@@ -24,26 +24,30 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
     out
 }
 
-// `$TMPDIR/lanescope-unit-tests/run-PID`, made empty. A `TempDir` held in a `static` is
-// never dropped and would stay behind after every run, so each run removes instead the
-// folders of runs whose process is gone.
-fn run_dir() -> &'static Path {
+// This run's folder for the unit tests' fixtures.
+fn unit_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| run_dir("lanescope-unit-tests"))
+}
+
+/// `$TMPDIR/FAMILY/run-PID`, this test run's own folder, made empty. A `TempDir` held in a
+/// `static` is never dropped and would stay behind after every run (400 MB of unpacked
+/// exports and cache entries each time), so the first call instead removes the folders of
+/// runs whose process is gone. The integration tests include this file too.
+pub(crate) fn run_dir(family: &str) -> PathBuf {
     static SWEPT: Once = Once::new();
-    DIR.get_or_init(|| {
-        let runs = std::env::temp_dir().join("lanescope-unit-tests");
-        let mine = runs.join(format!("run-{}", std::process::id()));
-        SWEPT.call_once(|| {
-            for entry in std::fs::read_dir(&runs).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path == mine || run_is_gone(&path) {
-                    let _ = std::fs::remove_dir_all(&path);
-                }
+    let runs = std::env::temp_dir().join(family);
+    let mine = runs.join(format!("run-{}", std::process::id()));
+    SWEPT.call_once(|| {
+        for entry in std::fs::read_dir(&runs).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path == mine || run_is_gone(&path) {
+                let _ = std::fs::remove_dir_all(&path);
             }
-        });
-        std::fs::create_dir_all(&mine).expect("the test run's folder");
-        mine
-    })
+        }
+    });
+    std::fs::create_dir_all(&mine).unwrap_or_else(|e| panic!("{}: {e}", mine.display()));
+    mine
 }
 
 // Whether the run that made `dir` (`run-PID`) has ended: its process is gone where

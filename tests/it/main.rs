@@ -46,6 +46,9 @@ mod scale_load;
 mod shared_gpu;
 mod steps;
 mod term;
+#[path = "../../src/testutil.rs"]
+#[allow(dead_code, reason = "the unit tests' fixture helper is not used here, only its run folder")]
+mod testutil;
 mod tui_hostile;
 mod tui_metrics;
 mod tui_snapshots;

@@ -41,38 +41,13 @@ fn unpacked_dir() -> &'static Path {
     DIR.get_or_init(|| in_run_dir("fixtures"))
 }
 
-// `NAME` in this test run's own folder, `$TMPDIR/lanescope-tests/run-PID/NAME`, made empty.
-// A `static` is never dropped, so a `TempDir` held in one would stay behind after every run
-// (400 MB of unpacked exports and cache entries each time); instead each run removes the
-// folders of runs whose process is gone.
+// `NAME` in this test run's own folder, `$TMPDIR/lanescope-tests/run-PID/NAME` (runs that
+// have ended leave nothing behind: `testutil::run_dir`).
 fn in_run_dir(name: &str) -> PathBuf {
-    static SWEPT: std::sync::Once = std::sync::Once::new();
-    let runs = std::env::temp_dir().join("lanescope-tests");
-    let mine = runs.join(format!("run-{}", std::process::id()));
-    SWEPT.call_once(|| {
-        for entry in std::fs::read_dir(&runs).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path == mine || run_is_gone(&path) {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
-    });
-    let dir = mine.join(name);
+    static RUN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = RUN.get_or_init(|| crate::testutil::run_dir("lanescope-tests")).join(name);
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
-}
-
-// Whether the run that made `dir` (`run-PID`) has ended: its process is gone (where
-// `/proc` tells), else the folder is over a day old.
-fn run_is_gone(dir: &Path) -> bool {
-    let Some(pid) = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("run-")) else {
-        return false;
-    };
-    if Path::new("/proc/self").exists() {
-        return !Path::new("/proc").join(pid).exists();
-    }
-    let age = std::fs::metadata(dir).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
-    age.is_some_and(|a| a > std::time::Duration::from_secs(24 * 3600))
 }
 
 // `packed` (xz) unpacked as `STEM.sqlite` in this test run's temporary folder.
