@@ -386,7 +386,9 @@ pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
 }
 
 /// What removing each periodic stall, hole between steps or other loop would save per
-/// steady step: its idle per step, off the mean steady step (`steps` steady steps).
+/// steady step: its cost per step ([`super::Region::cost_ns`]: a periodic stall's whole
+/// wall beyond the median step, the others' idle), off the mean steady step (`steps`
+/// steady steps).
 pub(crate) fn regions(regions: &[super::Region], steady: &super::Steady, steps: usize) -> Vec<WhatIf> {
     let Some(mean) = (steps > 0).then(|| steady.span_ns / steps as Ns) else { return Vec::new() };
     let mut out: Vec<WhatIf> = Vec::new();
@@ -395,16 +397,22 @@ pub(crate) fn regions(regions: &[super::Region], steady: &super::Steady, steps: 
         if out.iter().any(|w| w.fix == fix) {
             continue;
         }
-        let saving = r.idle_per_step_ns.min(mean);
+        let per_step = if r.extra_ns > r.idle_ns { r.extra_ns / steps as Ns } else { r.idle_per_step_ns };
+        let saving = per_step.min(mean);
+        let name = crate::text::sanitize(&r.name);
+        let what = if r.extra_ns > r.idle_ns {
+            let (extra, idle) = (crate::text::fmt_ns(r.extra_ns), crate::text::fmt_ns(r.idle_ns));
+            format!("the {extra} that the long steps of `{name}` take beyond the median step ({idle} of it GPU idle, ")
+        } else {
+            format!("the {} idle of `{name}` (", crate::text::fmt_ns(r.idle_ns))
+        };
         out.push(WhatIf {
             fix,
             saving_per_step_ns: saving,
             step_ns_after: mean - saving,
             limited_by: "none",
             basis: format!(
-                "removes the {} idle of `{}` ({} over {steps} steady steps) from the mean step of {}",
-                crate::text::fmt_ns(r.idle_ns),
-                crate::text::sanitize(&r.name),
+                "removes {what}{} over {steps} steady steps) from the mean step of {}",
                 r.occurrences,
                 crate::text::fmt_ns(mean)
             ),
