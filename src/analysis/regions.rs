@@ -192,6 +192,15 @@ pub(crate) fn regions(
     out
 }
 
+/// The host ranges of the periodic stall's steps, where `regions` holds one (none
+/// otherwise): waits inside them are the stall's, not the input pipeline's pace.
+pub(crate) fn stall_spans(steps: &[Instance], regions: &[Region]) -> Vec<(Ns, Ns)> {
+    if steps.len() < 2 || !regions.iter().any(|r| r.kind == RegionKind::Periodic) {
+        return Vec::new();
+    }
+    stalls(steps).1.into_iter().map(|k| (steps[k].start, steps[k].end)).collect()
+}
+
 // True when the idle of the long steps is work done every few steps: named by an NVTX
 // phase that runs in fewer than half of the steps (a checkpoint, not `next batch`), or,
 // without one, not a wait for the input pipeline (whose workers deliver in turn, so that
