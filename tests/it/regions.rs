@@ -1,4 +1,4 @@
-//! A periodic stall priced as a whole: on r7_async_ckpt (a snapshot every 5 steps: pageable
+//! A periodic stall priced as a whole: on `r7_async_ckpt` (a snapshot every 5 steps: pageable
 //! `.cpu()` copies, then the writer thread holding the GIL), against SQL over the NVTX rows.
 
 use lanescope::{Cause, Options, Window, analyze};
