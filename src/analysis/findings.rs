@@ -829,16 +829,18 @@ fn teardown_loop(x: &Inputs<'_>) -> Option<Finding> {
     })
 }
 
-/// Share of the steady span a region's idle must hold for a finding: what removing it
-/// would save is then worth a user's time.
+/// Share of the steady span a region's cost ([`super::Region::cost_ns`]) must hold for a
+/// finding: what removing it would save is then worth a user's time.
 const REGION_MIN_SHARE: f64 = 0.05;
 
-// A periodic stall, the holes between steps, or another loop, when its idle is a share of
-// the steady span worth removing: the largest region of `kind`.
+// A periodic stall, the holes between steps, or another loop, when its cost is a share of
+// the steady span worth removing: the largest region of `kind`. Its severity is that
+// share: a stall whose steps are long with the GPU busy on the stall's own work (a
+// snapshot's slow copies) costs that time too.
 fn region(x: &Inputs<'_>, kind: RegionKind) -> Option<Finding> {
     let r = x.regions.iter().find(|r| r.kind == kind)?;
     let span = steady_span(x);
-    let share = r.idle_ns as f64 / span.max(1) as f64;
+    let share = r.cost_ns() as f64 / span.max(1) as f64;
     if span <= 0 || share < REGION_MIN_SHARE {
         return None;
     }
@@ -846,7 +848,7 @@ fn region(x: &Inputs<'_>, kind: RegionKind) -> Option<Finding> {
     let per = r.idle_ns / r.occurrences.max(1) as Ns;
     let every = r.every_steps.map_or_else(String::new, |n| format!(" every {n} steps"));
     let name = crate::text::sanitize(&r.name);
-    let (rule, message) = match kind {
+    let (rule, mut message) = match kind {
         RegionKind::Loop => (
             Rule::LoopRegion,
             format!(
@@ -884,6 +886,14 @@ fn region(x: &Inputs<'_>, kind: RegionKind) -> Option<Finding> {
     ];
     if let Some(n) = r.every_steps {
         evidence.push(ev("every_steps", &n));
+    }
+    if r.extra_ns > r.idle_ns {
+        let _ = write!(
+            message,
+            "; its long steps take {} beyond the median step in all, GPU work included",
+            fmt_ns(r.extra_ns)
+        );
+        evidence.push(ev("extra_ns", &r.extra_ns));
     }
     let fix = Fix::for_region(kind)?;
     Some(

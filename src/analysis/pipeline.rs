@@ -65,7 +65,9 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     );
     let h2d = pcie::all_h2d(trace);
     pcie::annotate(trace, &devices, &mut phases, &by_phase, &h2d);
-    let step_model = whatif::steady_model((trace, &index), &devices, &gaps, &steps, (&h2d, steady.short_idle_ns));
+    let stalls = regions::stall_spans(&steps.instances, &regions);
+    let step_model =
+        whatif::steady_model((trace, &index), &devices, &gaps, &steps, (&h2d, steady.short_idle_ns, &stalls));
     let mut whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
     whatifs.extend(whatif::regions(&regions, &steady, step_instances_steady(&steps)));
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;

@@ -57,6 +57,20 @@ pub struct Region {
     pub idle_per_step_ns: Ns,
     /// The cause holding most of it.
     pub dominant_cause: &'static str,
+    /// Periodic stalls: the wall their steady steps take beyond the median step's (the
+    /// stall's own work, its GPU work included: a snapshot's copies, an evaluation's
+    /// kernels); 0 for the other kinds. Not in the JSON: it prices `less_often`.
+    #[serde(skip)]
+    pub extra_ns: Ns,
+}
+
+impl Region {
+    /// What removing the region would give back over the steady state: for a periodic
+    /// stall the wall its steps add beyond the median step, at least its idle (removing
+    /// the stall removes its work, not only the GPU's waits); the idle for the others.
+    pub fn cost_ns(&self) -> Ns {
+        self.idle_ns.max(self.extra_ns)
+    }
 }
 
 // Idle of one region while it is summed: by occurrence and by cause and phase.
@@ -170,11 +184,21 @@ pub(crate) fn regions(
                 idle_ns: s.idle,
                 idle_per_step_ns: s.idle / steady_steps,
                 dominant_cause: s.dominant().label(),
+                extra_ns: if kind == RegionKind::Periodic { extra(steps, &stalls.1, w.steady_start) } else { 0 },
             }
         })
         .collect();
     out.sort_by_key(|r| (std::cmp::Reverse(r.idle_ns), r.kind, r.name.clone()));
     out
+}
+
+/// The host ranges of the periodic stall's steps, where `regions` holds one (none
+/// otherwise): waits inside them are the stall's, not the input pipeline's pace.
+pub(crate) fn stall_spans(steps: &[Instance], regions: &[Region]) -> Vec<(Ns, Ns)> {
+    if steps.len() < 2 || !regions.iter().any(|r| r.kind == RegionKind::Periodic) {
+        return Vec::new();
+    }
+    stalls(steps).1.into_iter().map(|k| (steps[k].start, steps[k].end)).collect()
 }
 
 // True when the idle of the long steps is work done every few steps: named by an NVTX
@@ -188,12 +212,22 @@ fn periodic_work(s: &Sum, phases: &[(String, Vec<Instance>)], steps: usize, step
     }
 }
 
+// The wall the stall steps `long` of the steady state take beyond the median step's.
+fn extra(steps: &[Instance], long: &[usize], steady_start: Ns) -> Ns {
+    let median = median_wall(steps);
+    long.iter().map(|&k| steps[k]).filter(|s| s.start >= steady_start).map(|s| (s.end - s.start - median).max(0)).sum()
+}
+
+fn median_wall(steps: &[Instance]) -> Ns {
+    let mut walls: Vec<Ns> = steps.iter().map(|s| s.end - s.start).collect();
+    let k = (walls.len() - 1) / 2;
+    *walls.select_nth_unstable(k).1
+}
+
 // The steps that are stalls (wall at least STALL_FACTOR times the median), when they
 // recur regularly, with their interval in steps.
 fn stalls(steps: &[Instance]) -> (Option<usize>, Vec<usize>) {
-    let mut walls: Vec<Ns> = steps.iter().map(|s| s.end - s.start).collect();
-    let k = (walls.len() - 1) / 2;
-    let median = *walls.select_nth_unstable(k).1;
+    let median = median_wall(steps);
     let long: Vec<usize> =
         (0..steps.len()).filter(|&i| steps[i].end - steps[i].start >= STALL_FACTOR * median.max(1)).collect();
     match regular(&long) {
@@ -349,6 +383,38 @@ mod tests {
         let r = regions(&steps, w, &gaps, &phases, Some("step N"));
         assert!(r.iter().all(|r| r.kind != RegionKind::Periodic), "{r:?}");
         assert_eq!(r.iter().find(|r| r.kind == RegionKind::Steps).unwrap().idle_ns, 62);
+    }
+
+    #[test]
+    fn a_periodic_stall_costs_the_wall_its_steps_add_not_only_its_idle() {
+        // Steps of 10; every fifth (4, 9, 14) 40 long: a snapshot whose slow copies keep
+        // the GPU busy 25 of its 30 extra, and idle 5 (in `snapshot`, io-wait). Removing
+        // the snapshot gives back 3 x 30, not the 3 x 5 of idle; the first step, before
+        // the steady window, counts in neither.
+        let mut steps = Vec::new();
+        let mut t = 0;
+        for i in 0..15 {
+            let len = if i % 5 == 4 { 40 } else { 10 };
+            steps.push(step(t, t + len));
+            t += len;
+        }
+        let stalls: Vec<Instance> = steps.iter().filter(|s| s.end - s.start == 40).copied().collect();
+        let gaps: Vec<Gap> =
+            stalls.iter().map(|s| gap(s.start + 30, s.start + 35, Cause::IoWait, Some("snapshot"))).collect();
+        let phases = vec![("snapshot".to_string(), stalls.iter().map(|s| step(s.start + 5, s.end)).collect())];
+        let w = Windows { steady_start: steps[1].start, steady_end: t };
+        let r = regions(&steps, w, &gaps, &phases, Some("step N"));
+        let p = r.iter().find(|r| r.kind == RegionKind::Periodic).unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.every_steps, p.idle_ns, p.extra_ns, p.cost_ns()),
+            ("snapshot", Some(5), 15, 90, 90)
+        );
+        // Priced per steady step (14 of them) off the mean step: the extra wall, not the idle.
+        let steady = super::super::Steady { span_ns: t - steps[1].start, ..Default::default() };
+        let w = &super::super::whatif::regions(&r, &steady, 14)[0];
+        assert_eq!((&w.fix, w.saving_per_step_ns), (&super::super::Fix::LessOften, 90 / 14));
+        // Ordinary steps and other regions have no extra wall.
+        assert!(r.iter().filter(|r| r.kind != RegionKind::Periodic).all(|r| r.extra_ns == 0));
     }
 
     #[test]

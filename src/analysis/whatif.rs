@@ -8,7 +8,8 @@
 //! - `host`: the launching thread's time in the step, less its waits on the GPU (syncs,
 //!   blocking copies) and on input (gaps the input pipeline caused);
 //! - `input pipeline`: when the thread's waits for input recur (in two steps or more, and
-//!   5% of the steady time or more), the pipeline delivers a batch every `T` now (a faster
+//!   5% of the steady time or more, outside the steps of a periodic stall, whose waits
+//!   are the stall's), the pipeline delivers a batch every `T` now (a faster
 //!   one would have built a queue of ready batches), and only more producers change that.
 //!   Untraced waits (`host-wait`: a DataLoader queue in a capture without host data)
 //!   count the same way.
@@ -96,6 +97,8 @@ pub(crate) struct Inputs<'a> {
     pub gaps: &'a [Gap],
     /// Idle in holes under the gap threshold in the steady window.
     pub short_idle_ns: Ns,
+    /// Host ranges of the periodic stall's steps, sorted ([`super::regions::stall_spans`]).
+    pub stalls: &'a [(Ns, Ns)],
 }
 
 // Waits of the launching thread on something other than the GPU that set a pace: the
@@ -119,8 +122,14 @@ pub(crate) fn model(x: &Inputs<'_>) -> Option<StepModel> {
     let h2d = Union::from_pairs(copies.iter().map(|c| (c.start.max(a), c.end.min(b))));
     m.exposed_h2d_ns = per(h2d.total() - h2d.overlap_with(&x.device.kernels));
     let steady = || x.gaps.iter().filter(|g| g.window == Window::Steady && g.device == x.device.device);
-    // A sleep is the loop's own pacing, not a wait for input.
-    let input_gaps: Vec<&Gap> = steady().filter(|g| INPUT.contains(&g.cause) && g.hint != Hint::Sleep).collect();
+    // A sleep is the loop's own pacing, not a wait for input; a wait inside a periodic
+    // stall (a checkpoint's writer holding the GIL) is the stall's, priced by its region.
+    let in_stall = |g: &Gap| {
+        let k = x.stalls.partition_point(|s| s.1 <= g.start);
+        x.stalls.get(k).is_some_and(|s| s.0 <= g.start)
+    };
+    let input_gaps: Vec<&Gap> =
+        steady().filter(|g| INPUT.contains(&g.cause) && g.hint != Hint::Sleep && !in_stall(g)).collect();
     // A pipeline faster than the loop builds a queue of ready batches, and the loop stops
     // waiting after warm-up: waits that recur mean the pipeline sets the pace.
     let waits = Union::from_pairs(input_gaps.iter().map(|g| (g.start, g.end)));
@@ -334,13 +343,14 @@ pub(crate) fn gpu_end(trace: &Trace, index: &Index, (pid, tid): (u32, u32), star
 }
 
 /// The model of the steady state of the step phase in `steps`, on the GPU the steps used
-/// most; `h2d`: every H2D copy of the trace ([`super::pcie::all_h2d`]).
+/// most; `h2d`: every H2D copy of the trace ([`super::pcie::all_h2d`]); `stalls`: the
+/// periodic stall's steps ([`super::regions::stall_spans`]).
 pub(crate) fn steady_model(
     x: (&Trace, &Index),
     devices: &[DeviceActivity],
     gaps: &[Gap],
     steps: &super::steps::Steps,
-    (h2d, short_idle_ns): (&[CopyOp], Ns),
+    (h2d, short_idle_ns, stalls): (&[CopyOp], Ns, &[(Ns, Ns)]),
 ) -> Option<StepModel> {
     let (trace, index) = x;
     steps.found().then_some(())?;
@@ -365,7 +375,7 @@ pub(crate) fn steady_model(
     })?;
     let device = devices.iter().find(|d| d.device == busiest)?;
     let h2d: Vec<CopyOp> = h2d.iter().filter(|c| c.device == busiest).copied().collect();
-    model(&Inputs { trace, index, steps: &all, gpu_ends: &ends, device, h2d: &h2d, gaps, short_idle_ns })
+    model(&Inputs { trace, index, steps: &all, gpu_ends: &ends, device, h2d: &h2d, gaps, short_idle_ns, stalls })
 }
 
 /// Every fix the trace holds the numbers for, priced on `m` (`h2d` as for [`steady_model`]).
@@ -386,7 +396,9 @@ pub(crate) fn all(trace: &Trace, m: &StepModel, h2d: &[CopyOp]) -> Vec<WhatIf> {
 }
 
 /// What removing each periodic stall, hole between steps or other loop would save per
-/// steady step: its idle per step, off the mean steady step (`steps` steady steps).
+/// steady step: its cost per step ([`super::Region::cost_ns`]: a periodic stall's whole
+/// wall beyond the median step, the others' idle), off the mean steady step (`steps`
+/// steady steps).
 pub(crate) fn regions(regions: &[super::Region], steady: &super::Steady, steps: usize) -> Vec<WhatIf> {
     let Some(mean) = (steps > 0).then(|| steady.span_ns / steps as Ns) else { return Vec::new() };
     let mut out: Vec<WhatIf> = Vec::new();
@@ -395,16 +407,22 @@ pub(crate) fn regions(regions: &[super::Region], steady: &super::Steady, steps: 
         if out.iter().any(|w| w.fix == fix) {
             continue;
         }
-        let saving = r.idle_per_step_ns.min(mean);
+        let per_step = if r.extra_ns > r.idle_ns { r.extra_ns / steps as Ns } else { r.idle_per_step_ns };
+        let saving = per_step.min(mean);
+        let name = crate::text::sanitize(&r.name);
+        let what = if r.extra_ns > r.idle_ns {
+            let (extra, idle) = (crate::text::fmt_ns(r.extra_ns), crate::text::fmt_ns(r.idle_ns));
+            format!("the {extra} that the long steps of `{name}` take beyond the median step ({idle} of it GPU idle, ")
+        } else {
+            format!("the {} idle of `{name}` (", crate::text::fmt_ns(r.idle_ns))
+        };
         out.push(WhatIf {
             fix,
             saving_per_step_ns: saving,
             step_ns_after: mean - saving,
             limited_by: "none",
             basis: format!(
-                "removes the {} idle of `{}` ({} over {steps} steady steps) from the mean step of {}",
-                crate::text::fmt_ns(r.idle_ns),
-                crate::text::sanitize(&r.name),
+                "removes {what}{} over {steps} steady steps) from the mean step of {}",
                 r.occurrences,
                 crate::text::fmt_ns(mean)
             ),

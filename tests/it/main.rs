@@ -42,6 +42,7 @@ mod reader_sql;
 mod readme;
 mod real_captures;
 mod record;
+mod regions;
 mod report;
 mod rounds;
 mod scale_load;

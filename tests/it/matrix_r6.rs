@@ -11,10 +11,14 @@ const NOT_YET: [(&str, &str); 3] = [
     ("r6_empty_cache: headline starvation", "the allocator's syncs read host-busy in most steady gaps"),
     (
         "r6_moe_nonzero: headline launch_bound",
-        "launch_bound leads, with `syncs_first` (remove the nonzero() syncs, then graphs). Short holes now have \
-         causes (issue 33, item 4): SQL finds 894 refill holes right after a cudaStreamSynchronize in the steady \
-         window (31 a step), 27.7 ms of the 520 ms of holes under 100 µs; the rest wait on launches of kernels \
-         of 4.5 µs every 34 µs (754 a step), so launch_bound's 492 ms outweighs the syncs' 28 ms",
+        "launch_bound leads with `syncs_first` (remove the nonzero() syncs: static shapes instead of nonzero() or \
+         masks, then graphs), which is the expectation's own fix family; its rule is right and `rule_any` is not \
+         (checked from raw rows, 2026-12-03): a steady step is 39.7 ms (29 NVTX steps from step 2), with 754 \
+         kernels (13.7 ms of kernel time), 722 cudaLaunchKernel (6.4 ms) and 32 cudaStreamSynchronize a step; SQL \
+         finds 894 refill holes right after a sync, 27.7 ms, so dropping the syncs alone (cuda_api_sync) gives \
+         back 0.96 ms a step (2.4%, under the 5% floor of a headline) while the host still needs its ~39 ms of \
+         per-op work; the 492 ms of holes under 100 µs between kernels of 4.5 µs launched every 34 µs go only \
+         with a graph, which the syncs forbid. gpu_gaps carries no fix of its own (issue 32, item 6)",
     ),
     (
         "r6_plain_nonvtx: headline starvation",

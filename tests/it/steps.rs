@@ -49,7 +49,13 @@ const NOT_THE_KERNELS_LOOP: [(&str, &str); 13] = [
     ("matrix/r4_decode_eager_d384", "the NVTX step is a generation; the kernels repeat once per token"),
     ("matrix/v_decode_eager_small", "the NVTX step is a generation; the kernels repeat once per token"),
     ("matrix/r6_grad_accum", "the NVTX step is a micro-batch; the inferred step is the optimizer's (4 micro-batches)"),
-    ("/d2h", "not yet: an elementwise kernel's cycle inside the step (3 a step) passes for the step"),
+    (
+        "/d2h",
+        "the kernels alone cannot show this step: each is three identical (GEMM, elementwise) pairs (same names \
+         and grids, KERNEL rows), so the kernel sequence repeats every 2 kernels and no anchor comes once a step; \
+         only the step's D2H copy (MEMCPY copyKind 2, one a step) marks it, and copies are not in the sequence: \
+         no step is inferred (was: the elementwise cycle passed for the step)",
+    ),
     ("/graphs", "not yet: a GEMM's cycle inside the step passes for the step"),
     ("/launchbound", "not yet: 24 steps of 35 (11 boundaries missed), periods 5.4% apart"),
     ("/multigpu", "not yet: 6 kernels a step on each GPU, too few to repeat"),
