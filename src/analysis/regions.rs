@@ -27,7 +27,7 @@ const RECUR_SHARE: f64 = 0.75;
 const REGULAR_SHARE: f64 = 0.5;
 
 /// Where a region's idle sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RegionKind {
     /// Inside ordinary steps.
@@ -41,7 +41,7 @@ pub enum RegionKind {
 }
 
 /// One region of the steady idle: the report's `regions[]`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Region {
     /// `steps`, `periodic`, `between-steps` or `loop`.
     pub kind: RegionKind,
@@ -56,7 +56,8 @@ pub struct Region {
     /// That idle per steady step.
     pub idle_per_step_ns: Ns,
     /// The cause holding most of it.
-    pub dominant_cause: &'static str,
+    #[serde(deserialize_with = "super::types::static_str")]
+    pub dominant_cause: super::types::Label,
 }
 
 // Idle of one region while it is summed: by occurrence and by cause and phase.
