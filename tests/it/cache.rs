@@ -42,6 +42,9 @@ fn files(home: &Path) -> Vec<PathBuf> {
 // A way of damaging an entry's bytes.
 type Damage = fn(&mut Vec<u8>);
 
+// The same, that may hold what it writes.
+type Change<'a> = dyn Fn(&mut Vec<u8>) + 'a;
+
 const REPORT: [&str; 3] = ["report", "--format", "json"];
 
 #[test]
@@ -111,7 +114,9 @@ fn a_damaged_entry_costs_one_line_and_a_load_from_the_trace() {
     for (what, damage) in damages {
         run(home.path(), &REPORT, &trace);
         // Without the analysis kept beside it, the report reads the entry's columns.
-        analyses(home.path()).iter().for_each(|a| std::fs::remove_file(a).unwrap());
+        for a in analyses(home.path()) {
+            std::fs::remove_file(a).unwrap();
+        }
         let [entry] = entries(home.path()).try_into().unwrap();
         let mut bytes = std::fs::read(&entry).unwrap();
         damage(&mut bytes);
@@ -286,7 +291,7 @@ fn a_damaged_analysis_costs_one_line_and_is_computed_again() {
     run(other.path(), &REPORT, &fixture("pinned.sqlite"));
     let [foreign] = analyses(other.path()).try_into().unwrap();
     let foreign = std::fs::read(foreign).unwrap();
-    let damages: [(&str, Box<dyn Fn(&mut Vec<u8>)>); 6] = [
+    let damages: [(&str, Box<Change<'_>>); 6] = [
         ("truncated", Box::new(|b| b.truncate(b.len() / 2))),
         ("one byte short", Box::new(|b| b.truncate(b.len() - 1))),
         (
