@@ -56,8 +56,8 @@ pub struct Region {
     /// That idle per steady step.
     pub idle_per_step_ns: Ns,
     /// The cause holding most of it.
-    #[serde(deserialize_with = "super::types::static_str")]
-    pub dominant_cause: super::types::Label,
+    #[serde(deserialize_with = "super::static_str")]
+    pub dominant_cause: super::Label,
 }
 
 // Idle of one region while it is summed: by occurrence and by cause and phase.

@@ -36,8 +36,8 @@ pub struct WhatIf {
     pub step_ns_after: Ns,
     /// The limit the step meets after the fix: `gpu`, `host`, `input pipeline`, or
     /// `none` when the fix removes all the time it targets.
-    #[serde(deserialize_with = "super::types::static_str")]
-    pub limited_by: super::types::Label,
+    #[serde(deserialize_with = "super::static_str")]
+    pub limited_by: super::Label,
     /// The numbers the prediction stands on.
     pub basis: String,
 }
