@@ -378,7 +378,7 @@ fn record(args: &crate::record::RecordArgs) -> Result<()> {
 }
 
 fn print_report(traces: &[PathBuf], options: &Options, format: report::Format, all_gaps: bool) -> Result<()> {
-    let (t, a) = analyzed(traces, options, report::Lanes::Unread)?;
+    let (t, a) = analyzed(traces, options, lanes_read_by(format))?;
     emit(|w| report::write_with(w, &t, &a, format, all_gaps))
 }
 
@@ -407,6 +407,12 @@ fn snapshot(
     std::fs::write(out, svg).with_context(|| format!("writing {}", out.display()))
 }
 
+// What `report` and `diff` read of the lanes in `format`: HTML draws them (the pictures);
+// the others print names, records and the analysis alone.
+fn lanes_read_by(format: report::Format) -> report::Lanes {
+    if format == report::Format::Html { report::Lanes::Read } else { report::Lanes::Unread }
+}
+
 // Load and analyze traces (the analysis kept in the cache when there is one:
 // `report::load_analyzed`); a `--step-phase` that names no range is an error.
 fn analyzed(traces: &[PathBuf], options: &Options, lanes: report::Lanes) -> Result<(Trace, analysis::Analysis)> {
@@ -425,8 +431,8 @@ fn print_diff(
     fail_if: &[String],
     all_phases: bool,
 ) -> Result<()> {
-    let (tb, ab) = analyzed(&[before.to_path_buf()], options, report::Lanes::Unread)?;
-    let (ta, aa) = analyzed(&[after.to_path_buf()], options, report::Lanes::Unread)?;
+    let (tb, ab) = analyzed(&[before.to_path_buf()], options, lanes_read_by(format))?;
+    let (ta, aa) = analyzed(&[after.to_path_buf()], options, lanes_read_by(format))?;
     let (b, a) = (diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
     let max = (!all_phases).then_some(diff::PHASES_LISTED);
     let d = diff::diff_listing(b, a, max, &|name| diff::fail_if::names_phase(fail_if, name));

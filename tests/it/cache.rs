@@ -259,6 +259,7 @@ fn a_kept_analysis_prints_what_a_fresh_one_does() {
         same_three_ways(home.path(), &["report"], &[&trace]);
         same_three_ways(home.path(), &["report", "--format", "md", "--all-gaps"], &[&trace]);
         same_three_ways(home.path(), &["snapshot", "-o", "-"], &[&trace]);
+        same_three_ways(home.path(), &["report", "--format", "html"], &[&trace]);
         assert_eq!(analyses(home.path()).len(), 1, "{name}: the same options, the same analysis");
     }
     let home = tempfile::tempdir().unwrap();
@@ -342,4 +343,28 @@ fn a_changed_trace_does_not_use_the_old_analysis() {
     assert_eq!(same_three_ways(dir.path(), &REPORT, &[&trace]), pageable);
     let [newer] = analyses(dir.path()).try_into().unwrap();
     assert_ne!(newer, new);
+}
+
+#[test]
+fn a_kept_analysis_never_shows_an_unchecked_column() {
+    // A lane's column damaged, the analysis kept intact: the JSON report prints the kept
+    // analysis and reads no column; the HTML report draws the lanes, so it checks them
+    // first, says so in one line and reads the trace again.
+    let trace = fixture("pageable.sqlite");
+    let home = tempfile::tempdir().unwrap();
+    let want = |format: &str| run(home.path(), &["report", "--no-cache", "--format", format], &trace).0;
+    let (json, html) = (want("json"), want("html"));
+    for (format, want) in [("json", &json), ("html", &html)] {
+        run(home.path(), &["report", "--format", format], &trace);
+        let [entry] = entries(home.path()).try_into().unwrap();
+        let mut bytes = std::fs::read(&entry).unwrap();
+        let i = bytes.len() * 2 / 3;
+        bytes[i] ^= 0x40;
+        std::fs::write(&entry, bytes).unwrap();
+        let (got, err) = run(home.path(), &["report", "--format", format], &trace);
+        assert_eq!(got, *want, "{format}");
+        let lines = if format == "html" { 1 } else { 0 };
+        assert_eq!(err.lines().count(), lines, "{format}: {err}");
+        assert!(!err.contains("panicked"), "{format}: {err}");
+    }
 }
