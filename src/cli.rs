@@ -293,15 +293,21 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Info { trace, format }) => {
             let t = reader::load_inputs(&trace)?;
-            // The steps as the report finds them: NVTX, the profiler, else the kernels.
-            let steps = crate::analysis::find_step_info(&t, &crate::analysis::Options::default());
+            // The steps as the report finds them: NVTX, the profiler, else the kernels
+            // (those of the report's analysis when the cache keeps it).
+            let one = reader::inputs::expand(&trace)?;
+            let kept = match one.as_slice() {
+                [f] if reader::inputs::grouped(f).is_none() => report::cached_analysis(f, &Options::default()),
+                _ => None,
+            };
+            let steps = kept.map_or_else(|| analysis::find_step_info(&t, &Options::default()), |a| a.steps);
             emit(|w| match format {
                 InfoFormat::Text => info::write_text(w, &t, &steps),
                 InfoFormat::Json => info::write_json(w, &t, &steps),
             })
         }
         Some(Command::Report { trace, format, analysis, all_gaps }) => {
-            print_report(&reader::load_inputs(&trace)?, &analysis.into(), format.into(), all_gaps)
+            print_report(&trace, &analysis.into(), format.into(), all_gaps)
         }
         Some(Command::Diff { before, after, analysis, view: true, no_mouse, .. }) => {
             view_diff(before, after, analysis.into(), crate::tui::Settings { mouse: !no_mouse })
@@ -361,7 +367,7 @@ fn record(args: &crate::record::RecordArgs) -> Result<()> {
     let r = crate::record::record(args)?;
     let options = Options::default();
     match args.report {
-        Some(format) => print_report(&reader::load_one(&r.report)?, &options, format.into(), false)?,
+        Some(format) => print_report(std::slice::from_ref(&r.report), &options, format.into(), false)?,
         None => view(std::slice::from_ref(&r.report), options, crate::tui::Settings { mouse: true })?,
     }
     if r.code == 0 {
@@ -371,9 +377,9 @@ fn record(args: &crate::record::RecordArgs) -> Result<()> {
     Err(Exit { code: r.code.clamp(1, 255) as u8, message }.into())
 }
 
-fn print_report(trace: &Trace, options: &Options, format: report::Format, all_gaps: bool) -> Result<()> {
-    let a = analyze_checked(trace, options)?;
-    emit(|w| report::write_with(w, trace, &a, format, all_gaps))
+fn print_report(traces: &[PathBuf], options: &Options, format: report::Format, all_gaps: bool) -> Result<()> {
+    let (t, a) = analyzed(traces, options, lanes_read_by(format))?;
+    emit(|w| report::write_with(w, &t, &a, format, all_gaps))
 }
 
 fn snapshot(
@@ -389,8 +395,7 @@ fn snapshot(
             out.display()
         );
     }
-    let t = reader::load_inputs(traces)?;
-    let a = analyze_checked(&t, options)?;
+    let (t, a) = analyzed(traces, options, report::Lanes::Read)?;
     let scene = picture::Scene::new(&t, &a);
     let span = scene
         .span(pick, size.width.saturating_sub(picture::svg::LABEL_W) as usize)
@@ -402,13 +407,20 @@ fn snapshot(
     std::fs::write(out, svg).with_context(|| format!("writing {}", out.display()))
 }
 
-// Analyze a trace; a `--step-phase` that names no range is an error.
-fn analyze_checked(trace: &Trace, options: &Options) -> Result<analysis::Analysis> {
-    let a = analysis::analyze(trace, options);
+// What `report` and `diff` read of the lanes in `format`: HTML draws them (the pictures);
+// the others print names, records and the analysis alone.
+fn lanes_read_by(format: report::Format) -> report::Lanes {
+    if format == report::Format::Html { report::Lanes::Read } else { report::Lanes::Unread }
+}
+
+// Load and analyze traces (the analysis kept in the cache when there is one:
+// `report::load_analyzed`); a `--step-phase` that names no range is an error.
+fn analyzed(traces: &[PathBuf], options: &Options, lanes: report::Lanes) -> Result<(Trace, analysis::Analysis)> {
+    let (t, a) = report::load_analyzed(traces, options, lanes)?;
     if let (Some(want), None) = (&options.step_phase, &a.step_phase) {
-        bail!("{}: no NVTX range named `{want}` (see the phases in `lanescope report`)", trace.meta.path);
+        bail!("{}: no NVTX range named `{want}` (see the phases in `lanescope report`)", t.meta.path);
     }
-    Ok(a)
+    Ok((t, a))
 }
 
 fn print_diff(
@@ -419,8 +431,8 @@ fn print_diff(
     fail_if: &[String],
     all_phases: bool,
 ) -> Result<()> {
-    let (tb, ta) = (reader::load_one(before)?, reader::load_one(after)?);
-    let (ab, aa) = (analyze_checked(&tb, options)?, analyze_checked(&ta, options)?);
+    let (tb, ab) = analyzed(&[before.to_path_buf()], options, lanes_read_by(format))?;
+    let (ta, aa) = analyzed(&[after.to_path_buf()], options, lanes_read_by(format))?;
     let (b, a) = (diff::Run { path: &tb.meta.path, analysis: &ab }, diff::Run { path: &ta.meta.path, analysis: &aa });
     let max = (!all_phases).then_some(diff::PHASES_LISTED);
     let d = diff::diff_listing(b, a, max, &|name| diff::fail_if::names_phase(fail_if, name));
@@ -445,12 +457,12 @@ fn view_diff(before: PathBuf, after: PathBuf, options: Options, settings: crate:
 fn view(traces: &[PathBuf], options: Options, settings: crate::tui::Settings) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         // Not a terminal (piped, CI): print the report instead of drawing a screen.
-        let t = if traces.is_empty() {
-            reader::load_demo_with_progress(&reader::Progress::default())?
-        } else {
-            reader::load_inputs(traces)?
-        };
-        return print_report(&t, &options, report::Format::Text, false);
+        if !traces.is_empty() {
+            return print_report(traces, &options, report::Format::Text, false);
+        }
+        let t = reader::load_demo_with_progress(&reader::Progress::default())?;
+        let a = analysis::analyze(&t, &options);
+        return emit(|w| report::write_with(w, &t, &a, report::Format::Text, false));
     }
     // The viewer checks the file itself before the screen switches; several exports are
     // checked here, each error naming its file, and open as one group.

@@ -592,7 +592,7 @@ fn permute<T: Plain>(v: &mut Col<T>, order: &[u32]) {
 }
 
 /// Direction of a memory operation as users read it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum MemClass {
     /// Host to device.
     H2D,
@@ -634,7 +634,7 @@ impl MemClass {
 }
 
 /// Memory kinds in nsys numbering (`ENUM_CUDA_MEM_KIND`), not CUPTI's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum MemKind {
     /// Pageable host memory.
     Pageable,

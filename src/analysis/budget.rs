@@ -8,7 +8,7 @@ use super::{Cause, DeviceActivity, Gap, Region, Windows};
 use crate::model::Ns;
 
 /// The mean steady step, split.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Budget {
     /// The GPU it describes.
     pub device: u32,

@@ -600,7 +600,7 @@ fn overlap(x: &[(Ns, Ns)], y: &[(Ns, Ns)]) -> Ns {
 }
 
 /// A sampled function and its share of a thread's samples.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TopSymbol {
     /// Leaf frame symbol (`[module]` for the addresses nsys could not resolve).
     pub symbol: String,
@@ -703,7 +703,7 @@ pub(crate) fn module_file(path: &str) -> &str {
 }
 
 /// Load of the CPUs a set of processes can use, in a window.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CpuLoad {
     /// CPU ids the processes' threads ran on during the trace.
     pub usable: Vec<u32>,
@@ -735,7 +735,7 @@ pub(crate) fn cpu_load_on(ix: &HostIndex, usable: Vec<u32>, a: Ns, b: Ns) -> Cpu
 }
 
 /// Another thread of the process tree and its time on CPU in a window.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Producer {
     /// Process id.
     pub pid: u32,
@@ -777,7 +777,7 @@ pub(crate) fn producers(
 }
 
 /// What the host did during a window, for one deciding thread and its process tree.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HostWindow {
     /// CPU samples of the thread in the window.
     pub samples: usize,

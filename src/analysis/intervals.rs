@@ -17,7 +17,7 @@ use crate::model::Ns;
 pub(crate) const BLOCK: usize = 32;
 
 /// A union of intervals: disjoint, sorted, never touching, with prefix sums of busy time.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Union {
     // Per block: start of its first interval, busy time before it, offset of its first
     // interval in `bytes`.

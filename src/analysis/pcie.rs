@@ -72,7 +72,7 @@ pub(crate) struct PhaseCopies {
 }
 
 /// PCIe throughput of a phase (means of `[Throughput %]` samples).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Pcie {
     /// RX (host to device) over the phase's instances.
     pub rx_pct_mean: Option<f64>,
@@ -86,7 +86,7 @@ pub struct Pcie {
 }
 
 /// How a phase's H2D copies ran.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum CopyVerdict {
     /// No H2D copies.
     #[default]

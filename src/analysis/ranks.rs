@@ -33,7 +33,7 @@ use crate::model::{LaneKind, Ns, Trace};
 use crate::text::fmt_ns;
 
 /// Time spent waiting in collectives, per GPU and per step.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Collectives {
     /// Matched collectives.
     pub count: usize,
@@ -53,7 +53,7 @@ impl Collectives {
 }
 
 /// One step's collectives.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepWait {
     /// Index of the step among the step phase's instances (0 is the first).
     pub step: usize,
@@ -64,7 +64,7 @@ pub struct StepWait {
 }
 
 /// A rank that makes the others wait.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Straggler {
     /// Its rank.
     pub rank: u32,

@@ -27,7 +27,7 @@ const RECUR_SHARE: f64 = 0.75;
 const REGULAR_SHARE: f64 = 0.5;
 
 /// Where a region's idle sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RegionKind {
     /// Inside ordinary steps.
@@ -41,7 +41,7 @@ pub enum RegionKind {
 }
 
 /// One region of the steady idle: the report's `regions[]`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Region {
     /// `steps`, `periodic`, `between-steps` or `loop`.
     pub kind: RegionKind,
@@ -56,11 +56,11 @@ pub struct Region {
     /// That idle per steady step.
     pub idle_per_step_ns: Ns,
     /// The cause holding most of it.
-    pub dominant_cause: &'static str,
+    #[serde(deserialize_with = "super::static_str")]
+    pub dominant_cause: super::Label,
     /// Periodic stalls: the wall their steady steps take beyond the median step's (the
     /// stall's own work, its GPU work included: a snapshot's copies, an evaluation's
-    /// kernels); 0 for the other kinds. Not in the JSON: it prices `less_often`.
-    #[serde(skip)]
+    /// kernels); 0 for the other kinds. It prices `less_often`.
     pub extra_ns: Ns,
 }
 

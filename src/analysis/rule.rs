@@ -12,7 +12,7 @@ use super::{Cause, Hint, Severity};
 use crate::model::Ns;
 
 /// The rule that made a finding; its [`name`](Rule::name) is the JSON `rule`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Rule {
     /// Kernel launches were traced but no kernel records.
     GpuRecordsMissing,
@@ -79,7 +79,10 @@ impl std::fmt::Display for Rule {
 }
 
 /// What a finding tells the user to do. The first five are the fixes a what-if prices.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+// The derives make `Fix::serialize`/`Fix::deserialize` (every variant, for the analysis
+// cache); the trait impls below write the id alone in JSON.
+#[serde(remote = "Self")]
 pub enum Fix {
     /// Copy from pinned memory (`pin_memory`).
     PinMemory,
@@ -259,7 +262,13 @@ const SAVE_LESS_OFTEN: &str = "The launching thread wrote a checkpoint (serializ
 
 impl serde::Serialize for Fix {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.id())
+        if s.is_human_readable() { s.serialize_str(self.id()) } else { Fix::serialize(self, s) }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fix {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Fix::deserialize(d)
     }
 }
 

@@ -9,7 +9,7 @@ use crate::model::{Ns, Trace};
 use crate::text::fmt_ns;
 
 /// One process's work on one GPU.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GpuProcess {
     /// Process id.
     pub pid: u32,

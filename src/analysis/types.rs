@@ -10,7 +10,7 @@ use crate::model::{MemClass, MemKind, Ns, Trace};
 pub(crate) const DEFAULT_MIN_GAP_NS: Ns = 100_000;
 
 /// Knobs of the analysis.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Shortest idle stretch reported as a gap.
     pub min_gap_ns: Ns,
@@ -28,8 +28,27 @@ impl Default for Options {
     }
 }
 
+/// A fixed label (a cause's or a limit's name); named so that serde's derive reads it
+/// with [`static_str`] rather than borrowing it from its input.
+pub(crate) type Label = &'static str;
+
+/// A `&'static str` label read back from the analysis cache (a cause's or a limit's
+/// name), kept once per process: reading entries again does not grow memory.
+pub(crate) fn static_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    use std::sync::{Mutex, PoisonError};
+    static SEEN: Mutex<std::collections::BTreeSet<&'static str>> = Mutex::new(std::collections::BTreeSet::new());
+    let s = <String as serde::Deserialize>::deserialize(d)?;
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&known) = seen.get(s.as_str()) {
+        return Ok(known);
+    }
+    let new: &'static str = Box::leak(s.into_boxed_str());
+    seen.insert(new);
+    Ok(new)
+}
+
 /// Busy time of one GPU, as unions of its operations (all streams merged).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct DeviceActivity {
     /// Device id.
     pub device: u32,
@@ -90,7 +109,7 @@ pub(crate) fn lanes_union(trace: &Trace, want: impl Fn(crate::model::LaneKind) -
 
 /// Why the GPU was idle during a gap, from what the CPU threads of its process did
 /// (the rule is in [`gaps`] and docs/causes.md).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Cause {
     /// The deciding thread was blocked in a synchronize call or a synchronous copy.
     SyncWait,
@@ -162,7 +181,7 @@ impl Cause {
 }
 
 /// What the evidence of a gap says beyond its cause, where that changes the fix.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Hint {
     /// Nothing beyond the cause.
     #[default]
@@ -227,7 +246,7 @@ impl Hint {
 }
 
 /// Part of the run a gap falls in (see [`Windows`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize)]
 pub enum Window {
     /// Before the second instance of the step phase: context creation, lazy loading, warm-up.
     Startup,
@@ -253,7 +272,7 @@ impl Window {
 }
 
 /// Where the steady state of the run begins and ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Windows {
     /// First instant of the steady window.
     pub steady_start: Ns,
@@ -281,7 +300,7 @@ impl Windows {
 }
 
 /// One idle stretch of one GPU.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Gap {
     /// GPU device id.
     pub device: u32,
@@ -316,7 +335,7 @@ impl Gap {
 }
 
 /// Distribution of a set of durations.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DurStats {
     /// Sum.
     pub sum_ns: Ns,
@@ -331,7 +350,7 @@ pub struct DurStats {
 }
 
 /// GPU work launched from inside a range (nsys NVTX GPU projection).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Launched {
     /// GPU operations launched by API calls inside the range instances.
     pub count: u64,
@@ -342,7 +361,7 @@ pub struct Launched {
 }
 
 /// Statistics of one NVTX phase (ranges grouped by name).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Phase {
     /// Grouped name (`step N`) or the exact name with `--exact-names`.
     pub name: String,
@@ -386,7 +405,7 @@ pub struct Phase {
 }
 
 /// Transfers of one direction and host memory kind.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Transfer {
     /// Direction.
     pub direction: MemClass,
@@ -409,7 +428,7 @@ pub struct Transfer {
 }
 
 /// Copy/compute overlap over the whole trace.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Overlap {
     /// Total copy busy time (union per GPU, summed).
     pub copy_ns: Ns,
@@ -418,7 +437,7 @@ pub struct Overlap {
 }
 
 /// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Severity {
     /// Worth knowing.
     Info,
@@ -440,7 +459,7 @@ impl Severity {
 }
 
 /// A problem found in the trace, with evidence and a fix.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Finding {
     /// The rule that found it.
     pub rule: Rule,
@@ -487,7 +506,7 @@ impl Finding {
 }
 
 /// Event counts of the trace; serialized as the report's `totals` (and `traces[].totals`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
     /// Kernels.
     pub kernels: u64,
@@ -507,14 +526,16 @@ pub struct Totals {
 
 /// Everything the report and the TUI show about a trace (the default: that of a trace
 /// with nothing in it, which the viewer shows until the analysis is done).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Analysis {
     /// Options used.
     pub options: Options,
     /// Context switches by CPU and the host lanes by thread, built once; the viewer and
     /// gap recomputations share it.
+    #[serde(skip)]
     pub host: std::sync::Arc<host::HostIndex>,
     /// Correlation lookups, built once; gap recomputations at a new threshold share it.
+    #[serde(skip)]
     pub lookups: std::sync::Arc<index::Index>,
     /// Per GPU busy unions.
     pub devices: Vec<DeviceActivity>,
@@ -564,7 +585,7 @@ pub struct Analysis {
 }
 
 /// The steady window's idle, summed once: the report, the diff and the findings read it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Steady {
     /// Each GPU's first to last operation, clipped to the window, summed over GPUs.
     pub span_ns: Ns,
@@ -643,7 +664,7 @@ fn short_idle_ns(devices: &[DeviceActivity], gaps: &[Gap], w: Windows) -> Ns {
 
 /// Holes shorter than the gap threshold in the steady window that share a phase and a
 /// cause, summed (they may number millions: none is kept alone).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ShortHoles {
     /// The phase the holes fall in (grouped name), as a gap's.
     pub phase: Option<String>,
@@ -656,7 +677,7 @@ pub struct ShortHoles {
 }
 
 /// What marked the steps of a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StepSource {
     /// An NVTX range, one instance per step.
@@ -671,7 +692,7 @@ pub enum StepSource {
 }
 
 /// The steps of a run: the report's `steps`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StepsInfo {
     /// `nvtx`, `profiler`, `inferred` or `none`.
     pub source: StepSource,

@@ -26,7 +26,7 @@ use super::{Cause, DeviceActivity, Gap, Hint, Union, Window};
 use crate::model::{ApiKind, Ns, Trace};
 
 /// One fix priced on the trace.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WhatIf {
     /// The fix it prices: `pin_memory`, `prefetch`, `more_workers`, `drop_sync` or
     /// `cuda_graphs` (see [`Fix::priced_as`]).
@@ -37,13 +37,14 @@ pub struct WhatIf {
     pub step_ns_after: Ns,
     /// The limit the step meets after the fix: `gpu`, `host`, `input pipeline`, or
     /// `none` when the fix removes all the time it targets.
-    pub limited_by: &'static str,
+    #[serde(deserialize_with = "super::static_str")]
+    pub limited_by: super::Label,
     /// The numbers the prediction stands on.
     pub basis: String,
 }
 
 /// The per-step numbers of the steady state the fixes are priced on.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepModel {
     /// The GPU the steps ran on most.
     pub device: u32,

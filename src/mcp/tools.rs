@@ -165,8 +165,9 @@ impl Server {
                 return Ok(Rc::clone(&self.cache[self.cache.len() - 1].1));
             }
         }
-        let trace = crate::reader::load_inputs(&[path.to_path_buf()]).map_err(|e| format!("{e:#}"))?;
-        let analysis = crate::analysis::analyze(&trace, &Options::default());
+        let (trace, analysis) =
+            crate::report::load_analyzed(&[path.to_path_buf()], &Options::default(), crate::report::Lanes::Read)
+                .map_err(|e| format!("{e:#}"))?;
         let l = Rc::new(Loaded { trace, analysis, state });
         if self.cache.len() >= CACHE_MAX {
             self.cache.remove(0);

@@ -28,9 +28,20 @@ pub(crate) fn load_inputs(paths: &[PathBuf]) -> Result<Trace> {
 /// Load a trace for a headless command; errors name the file. Loads that take
 /// over a second show a progress bar on stderr when stderr is a terminal.
 pub(crate) fn load_one(path: &Path) -> Result<Trace> {
+    load_one_by(path, super::load_with_progress)
+}
+
+/// [`load_one`] for a command that reads none of the lanes' columns (`report` and
+/// `diff` over a cached analysis): from the cache, the large columns stay in the mapped
+/// entry, unchecked ([`super::load_unchecked`]), so that none is read.
+pub(crate) fn load_one_lent(path: &Path) -> Result<Trace> {
+    load_one_by(path, super::load_unchecked)
+}
+
+fn load_one_by(path: &Path, load: fn(&Path, &Progress) -> Result<Trace>) -> Result<Trace> {
     let progress = Progress::default();
     let trace = std::thread::scope(|s| {
-        let job = s.spawn(|| super::load_with_progress(path, &progress));
+        let job = s.spawn(|| load(path, &progress));
         if std::io::stderr().is_terminal() {
             show_progress(&job, &progress, path);
         }

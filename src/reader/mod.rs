@@ -34,7 +34,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::model::counters::Counters;
 use crate::model::{Lane, LaneKind, Meta, TableStat, Trace};
-pub(crate) use command::{load_inputs, load_one};
+pub(crate) use command::{load_inputs, load_one, load_one_lent};
 pub(crate) use schema::EVENT_TABLES;
 use schema::Schema;
 use tables::{Names, Partial};

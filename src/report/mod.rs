@@ -15,9 +15,77 @@ pub(crate) mod table;
 pub(crate) mod text;
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Options};
 use crate::model::Trace;
+use crate::reader;
+
+/// The label of the analysis kept beside a trace's cache entry (docs/cache.md).
+const CACHED_ANALYSIS: &str = "analysis";
+
+/// Whether a command reads the lanes' columns (the events themselves) or only names,
+/// records and the analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lanes {
+    /// It reads events (`snapshot`, `mcp`): every column checked as it loads.
+    Read,
+    /// It reads none (`report`, `diff`): with a kept analysis, the lanes' large columns
+    /// stay in the mapped cache entry, unread and unchecked.
+    Unread,
+}
+
+/// Load `paths` (one trace, or the ranks of one job) and analyze them with `options`. The
+/// analysis of a single file comes from the cache beside its entry when one is kept for
+/// these options (docs/cache.md), else it is computed and kept there. A kept analysis
+/// comes without its lookup indexes (`host`, `lookups`, empty), which no command reads.
+pub(crate) fn load_analyzed(paths: &[PathBuf], options: &Options, lanes: Lanes) -> anyhow::Result<(Trace, Analysis)> {
+    let files = reader::inputs::expand(paths)?;
+    let one = match files.as_slice() {
+        [f] if reader::inputs::grouped(f).is_none() => Some(f.as_path()),
+        _ => None,
+    };
+    if let Some((f, a)) = one.and_then(|f| Some((f, cached_analysis(f, options)?))) {
+        let t = if lanes == Lanes::Unread { reader::load_one_lent(f)? } else { reader::load_one(f)? };
+        return Ok((t, a));
+    }
+    let t = reader::load_inputs(paths)?;
+    let a = crate::analysis::analyze(&t, options);
+    if let Some(f) = one {
+        keep_analysis(f, options, &a);
+    }
+    Ok((t, a))
+}
+
+/// The analysis of the trace at `file` with `options` kept beside its cache entry, when
+/// the cache is on and keeps one (without its lookup indexes).
+pub(crate) fn cached_analysis(file: &Path, options: &Options) -> Option<Analysis> {
+    reader::cache::derived(file, CACHED_ANALYSIS, options)
+}
+
+/// Keep `a`, the analysis of the trace at `file` with `options`, beside its cache entry.
+pub(crate) fn keep_analysis(file: &Path, options: &Options, a: &Analysis) {
+    reader::cache::store_derived(file, CACHED_ANALYSIS, options, a);
+}
+
+/// The analysis of `trace`, the file at `file`, with `options`, whole: the kept one with
+/// its lookup indexes built again from `trace` (whose columns must be checked), else
+/// computed and kept. The viewer's.
+pub(crate) fn analysis_of(file: Option<&Path>, trace: &Trace, options: &Options) -> Analysis {
+    // A group's analysis is of all its files: not kept.
+    let file = file.filter(|f| reader::inputs::grouped(f).is_none());
+    if let Some(mut a) = file.and_then(|f| cached_analysis(f, options)) {
+        a.host = Arc::new(crate::analysis::host::HostIndex::build(trace));
+        a.lookups = Arc::new(crate::analysis::index::Index::build(trace));
+        return a;
+    }
+    let a = crate::analysis::analyze(trace, options);
+    if let Some(f) = file {
+        keep_analysis(f, options, &a);
+    }
+    a
+}
 
 /// Output format of [`write`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -159,21 +159,24 @@ pub(crate) enum Opened {
 // The analysis of `trace` once its columns pass their checks (a trace from the column
 // cache is shown before they are read, [`crate::reader::load_unchecked`]); else the
 // trace read again and its analysis.
+// The analysis comes from the cache when it keeps one for these options.
 fn checked_analysis(trace: &Trace, options: &Options) -> Opened {
+    let path = std::path::Path::new(&trace.meta.path);
+    let analyze = |t: &Trace| crate::report::analysis_of(Some(path), t, options);
     let Err(why) = trace.verify_columns() else {
         if !trace.is_mapped() {
-            return Opened::Analysis(crate::analysis::analyze(trace, options));
+            return Opened::Analysis(analyze(trace));
         }
         let mut owned = trace.clone();
         owned.own_columns();
-        let a = crate::analysis::analyze(&owned, options);
+        let a = analyze(&owned);
         return Opened::Owned(Box::new(owned), a);
     };
-    match crate::reader::reload_damaged(std::path::Path::new(&trace.meta.path)) {
+    match crate::reader::reload_damaged(path) {
         Ok((t, removed)) => {
             let removed = removed.map_or_else(String::new, |f| format!("; removed {}", f.display()));
             let said = format!("damaged cache entry ({why}){removed}; read the trace again");
-            let a = crate::analysis::analyze(&t, options);
+            let a = analyze(&t);
             Opened::Reloaded(Box::new(t), a, super::text::sanitize(&said).into_owned())
         }
         Err(e) => Opened::Failed(

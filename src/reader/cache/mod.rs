@@ -35,6 +35,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::rep;
 use crate::model::Trace;
@@ -139,6 +141,55 @@ pub(crate) fn part_through<T: Field>(
         eprintln!("lanescope: cannot write the cache entry {} ({e:#})", entry.part_file(name).display());
     }
     v
+}
+
+/// A value a higher layer derives from the trace at `path` and from `key` (the analysis
+/// and its options), kept beside the trace's entry as its part `LABEL-HASH`, HASH from
+/// `key`'s serialized form: None when the cache is off, there is none, or it is
+/// damaged (then removed, with one line on stderr).
+pub(crate) fn derived<T: DeserializeOwned>(path: &Path, label: &str, key: &impl Serialize) -> Option<T> {
+    let entry = rep::cache_dir().filter(|_| ENABLED.load(Ordering::Relaxed)).and_then(|d| Entry::new(path, &d))?;
+    let name = derived_name(label, key)?;
+    match entry.open_derived(&name) {
+        Ok(v) => v,
+        Err(why) => {
+            let file = entry.part_file(&name);
+            let _ = fs::remove_file(&file);
+            eprintln!("lanescope: {}: {why:#}; removed it and computing it again", file.display());
+            None
+        }
+    }
+}
+
+/// Keep `value` as what [`derived`] gives back for `path`, `label` and `key`, when the
+/// cache is on; a failure to write costs one line on stderr.
+pub(crate) fn store_derived<T: Serialize>(path: &Path, label: &str, key: &impl Serialize, value: &T) {
+    let Some(entry) = rep::cache_dir().filter(|_| ENABLED.load(Ordering::Relaxed)).and_then(|d| Entry::new(path, &d))
+    else {
+        return;
+    };
+    let Some(name) = derived_name(label, key) else { return };
+    if let Err(e) = entry.store_derived(&name, value, max_bytes()) {
+        eprintln!("lanescope: cannot write the cache entry {} ({e:#})", entry.part_file(&name).display());
+    }
+}
+
+// `LABEL-HASH`: HASH of `key`'s serialized form (every field of the options).
+fn derived_name(label: &str, key: &impl Serialize) -> Option<String> {
+    let bytes = postcard::to_allocvec(key).ok()?;
+    Some(format!("{label}-{:016x}", rep::fnv(&bytes, rep::FNV_OFFSET)))
+}
+
+/// Serialized bytes kept as one column (its own CRC-32, checked as it is read).
+struct Blob(Vec<u8>);
+
+impl Field for Blob {
+    fn put<W: Write>(&self, w: &mut Enc<W>) -> std::io::Result<()> {
+        w.col(&self.0)
+    }
+    fn take(r: &mut Dec<'_>) -> Result<Self> {
+        Ok(Blob(r.col::<u8>()?))
+    }
 }
 
 /// What an entry must say about its trace.
@@ -291,6 +342,27 @@ impl Entry {
         let Some(v) = self.read::<T>(&self.part_file(name), false)? else { return Ok(None) };
         check(&v).context("damaged cache entry")?;
         Ok(Some(v))
+    }
+
+    /// The value kept as the part `name` by [`Entry::store_derived`]: None when there is
+    /// none, an error saying what is wrong with a damaged one.
+    pub(crate) fn open_derived<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
+        let Some(Blob(bytes)) = self.read::<Blob>(&self.part_file(name), false)? else { return Ok(None) };
+        let (v, rest) = postcard::take_from_bytes::<T>(&bytes).context("damaged cache entry")?;
+        if !rest.is_empty() {
+            bail!("damaged cache entry ({} bytes after its value)", rest.len());
+        }
+        Ok(Some(v))
+    }
+
+    /// Write `value`, serialized, as the part `name` of the entry (atomically), then the
+    /// oldest entries go until all fit in `max` bytes; a value larger than `max` is not kept.
+    pub(crate) fn store_derived<T: Serialize>(&self, name: &str, value: &T, max: u64) -> Result<()> {
+        let bytes = postcard::to_allocvec(value).context("serializing")?;
+        if bytes.len() as u64 > max {
+            return Ok(());
+        }
+        self.store_part(name, &Blob(bytes), max)
     }
 
     /// The file of the part `name`: `STEM-PATHHASH-KEYHASH-NAME.lsc`, an entry of its own

@@ -198,3 +198,84 @@ fn large_columns_stay_in_the_entry_and_are_checked_before_use() {
     let why = e.open().expect_err("open checks every column");
     assert!(format!("{why:#}").contains("checksum"), "{why:#}");
 }
+
+// A value of the kind a higher layer derives (strings, numbers, options, nesting), kept
+// as a part of the pageable trace's entry, and that part's bytes.
+type Derived = Vec<(String, u64, Option<f64>, Vec<i64>)>;
+
+fn derived_value() -> Derived {
+    (0..200u64)
+        .map(|i| {
+            (
+                format!("gap {i}"),
+                i * 1_000_003,
+                (i % 3 == 0).then_some(i as f64 / 7.0),
+                vec![-(i as i64); (i % 5) as usize],
+            )
+        })
+        .collect()
+}
+
+fn pristine_derived() -> &'static (tempfile::TempDir, Entry, Vec<u8>) {
+    static ONE: OnceLock<(tempfile::TempDir, Entry, Vec<u8>)> = OnceLock::new();
+    ONE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Entry::new(&fixture("pageable.sqlite"), dir.path()).unwrap();
+        e.store_derived("analysis-1", &derived_value(), u64::MAX).unwrap();
+        let bytes = fs::read(e.part_file("analysis-1")).unwrap();
+        (dir, e, bytes)
+    })
+}
+
+#[test]
+fn a_derived_value_reads_back_under_its_key_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Entry::new(&fixture("pageable.sqlite"), dir.path()).unwrap();
+    assert!(e.open_derived::<Derived>("analysis-1").unwrap().is_none());
+    e.store_derived("analysis-1", &derived_value(), u64::MAX).unwrap();
+    assert_eq!(e.open_derived::<Derived>("analysis-1").unwrap(), Some(derived_value()));
+    assert!(e.open_derived::<Derived>("analysis-2").unwrap().is_none(), "another key, another part");
+    // Another type read from the same bytes is an error, not a value.
+    assert!(e.open_derived::<Vec<(u64, String)>>("analysis-1").is_err());
+    // Every field of the key counts in the name.
+    let name = |k: &(u64, bool, Option<&str>)| derived_name("analysis", k).unwrap();
+    let base = (100_000u64, false, None);
+    for other in [(50_000, false, None), (100_000, true, None), (100_000, false, Some("step N"))] {
+        assert_ne!(name(&base), name(&other), "{other:?}");
+    }
+    assert_eq!(name(&base), name(&(100_000, false, None)));
+    // Too large for the bound: not kept.
+    let small = Entry::new(&fixture("pinned.sqlite"), dir.path()).unwrap();
+    small.store_derived("analysis-1", &derived_value(), 100).unwrap();
+    assert!(!small.part_file("analysis-1").exists());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // A part truncated, or with bytes flipped anywhere: an error, never a panic and never
+    // another value.
+    #[test]
+    fn a_damaged_derived_value_is_an_error(
+        cut in proptest::option::of(0usize..1 << 30),
+        flips in proptest::collection::vec((0usize..1 << 30, 1u8..=255), 0..4),
+    ) {
+        let (_, pristine, bytes) = pristine_derived();
+        let mut b = bytes.clone();
+        for &(at, x) in &flips {
+            let at = at % b.len();
+            b[at] ^= x;
+        }
+        if let Some(c) = cut {
+            b.truncate(c % b.len());
+        }
+        let damaged = b != *bytes;
+        let dir = tempfile::tempdir().unwrap();
+        let e = Entry { file: dir.path().join("entry.lsc"), dir: dir.path().to_path_buf(), ..pristine.clone() };
+        fs::write(e.part_file("analysis-1"), &b).unwrap();
+        match e.open_derived::<Derived>("analysis-1") {
+            Ok(Some(v)) => prop_assert!(!damaged && v == derived_value()),
+            Ok(None) => prop_assert!(false, "a part that is there"),
+            Err(why) => prop_assert!(damaged, "{why:#}"),
+        }
+    }
+}

@@ -452,7 +452,7 @@ pub(crate) fn load(
         stage.store(0, Ordering::Relaxed);
         let t = crate::reader::load_with_progress(p, progress).with_context(|| p.display().to_string())?;
         stage.store(1, Ordering::Relaxed);
-        let a = crate::analysis::analyze(&t, options);
+        let a = crate::report::analysis_of(Some(p), &t, options);
         if let (Some(want), None) = (&options.step_phase, &a.step_phase) {
             anyhow::bail!("{}: no NVTX range named `{want}` (see the phases in `lanescope report`)", p.display());
         }
