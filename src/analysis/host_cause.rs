@@ -996,6 +996,55 @@ mod tests {
         assert_eq!(g.hint, Hint::None, "{}", g.evidence);
     }
 
+    // The gap of `t` after rule 6, then the new-shapes mechanism, the gap in `window`.
+    fn shaped(t: &T, window: crate::analysis::Window) -> Gap {
+        let mut gaps = vec![t.gap()];
+        gaps[0].window = window;
+        crate::analysis::shapes::name(&t.0, &HostIndex::build(&t.0), &mut gaps);
+        gaps.pop().unwrap()
+    }
+
+    // Host-busy main thread with `n` samples in `module` and a module load in [a, b).
+    fn loading(n: usize, module: &str, load: Option<(Ns, Ns)>) -> T {
+        let mut t = busy_sampled(n, "0x7f5c4bf2150d", module);
+        if let Some((a, b)) = load {
+            t.push(MAIN, LaneKind::CudaApi { tid: MAIN }, &[(a, b, "cuLibraryLoadData", 0)]);
+        }
+        t
+    }
+
+    #[test]
+    fn a_kernel_chosen_by_cublas_and_loaded_lazily_in_the_loop_is_a_new_shape() {
+        use crate::analysis::Window;
+        let lt = "/site-packages/nvidia/cu13/lib/libcublasLt.so.13";
+        // 8.9 ms of host work in cuBLASLt, then a 40 µs load of the chosen kernel.
+        let load = Some((9 * MS + 900_000, 9 * MS + 940_000));
+        let g = shaped(&loading(20, lt, load), Window::Steady);
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::NewShapes), "{}", g.evidence);
+        assert!(g.evidence.contains("then loaded lazily (cuLibraryLoadData 40.0 µs)"), "{}", g.evidence);
+        assert!(
+            g.evidence.contains("20 of this thread's 20 samples in such gaps in libcublasLt.so.13"),
+            "{}",
+            g.evidence
+        );
+        assert_eq!(crate::analysis::Fix::for_gaps(g.cause, g.hint), crate::analysis::Fix::NewShapes);
+        // cuDNN's host code (autotuning, heuristics) is the same mechanism.
+        assert_eq!(
+            shaped(&loading(20, "libcudnn_engines_precompiled.so.9", load), Window::Steady).hint,
+            Hint::NewShapes
+        );
+        // Start-up's first shapes are start-up.
+        assert_eq!(shaped(&loading(20, lt, load), Window::Startup).hint, Hint::None);
+        // No load in the gap: library work with its kernels already loaded says no new shape.
+        assert_eq!(shaped(&loading(20, lt, None), Window::Steady).hint, Hint::None);
+        // The load is the gap (a first launch's lazy load of a large module): not a choice.
+        let long = Some((2 * MS, 10 * MS - 30_000));
+        assert_eq!(shaped(&loading(20, lt, long), Window::Steady).hint, Hint::None);
+        // Python's own work before a load, or too few samples to say: no library chose.
+        assert_eq!(shaped(&loading(20, "python3.12", load), Window::Steady).hint, Hint::None);
+        assert_eq!(shaped(&loading(MIN_SAMPLES - 1, lt, load), Window::Steady).hint, Hint::None);
+    }
+
     #[test]
     fn compilers_are_named_by_their_tool_not_by_a_part_of_a_name() {
         for n in ["ptxas", "cicc", "nvcc", "gcc-real", "x86_64-linux-gnu-gcc-12", "cc1", "cc1plus", "/usr/bin/g++"] {
