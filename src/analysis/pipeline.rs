@@ -70,7 +70,9 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let step_model = whatif::steady_model((trace, &index), &devices, &gaps, &steps, (&h2d, steady.short_idle_ns));
     let mut whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
     whatifs.extend(whatif::regions(&regions, &steady, step_instances_steady(&steps)));
-    whatifs.extend(whatif::new_shapes(&gaps, &steady, steps.windows, step_instances_steady(&steps)));
+    let steady_steps = step_instances_steady(&steps);
+    whatifs.extend(whatif::new_shapes(&gaps, &steady, steps.windows, steady_steps));
+    whatifs.extend(whatif::allocator(&gaps, &steady, steps.windows, steady_steps));
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
     let budget = step_budget((&devices, &gaps), &steps, &regions, step_model.as_ref(), &collectives);
     let processes = shared_gpus(trace, &index, &devices, steady_ns, (&mut findings, &mut whatifs));

@@ -377,6 +377,7 @@ impl Fix {
             Fix::Prefetch => Some(Fix::Prefetch),
             Fix::MoreWorkers | Fix::FindWaitSource | Fix::FasterStorage | Fix::LoaderWait => Some(Fix::MoreWorkers),
             Fix::NewShapes => Some(Fix::NewShapes),
+            Fix::AllocatorChurn => Some(Fix::AllocatorChurn),
             Fix::DropSync => Some(Fix::DropSync),
             Fix::CudaGraphs | Fix::GraphTheStep | Fix::HostAheadOfGraphs => Some(Fix::CudaGraphs),
             Fix::SecondLoop(cause) => Fix::for_cause(*cause).priced_as(),
@@ -398,7 +399,6 @@ impl Fix {
             | Fix::AsyncCopy
             | Fix::Collate
             | Fix::StartupOnly
-            | Fix::AllocatorChurn
             | Fix::SyncsFirst
             | Fix::SaveLessOften
             | Fix::BalanceRanks { .. } => None,
