@@ -1007,9 +1007,10 @@ mod tests {
     // Host-busy main thread with `n` samples in `module` and a module load in [a, b).
     fn loading(n: usize, module: &str, load: Option<(Ns, Ns)>) -> T {
         let mut t = busy_sampled(n, "0x7f5c4bf2150d", module);
-        if let Some((a, b)) = load {
-            t.push(MAIN, LaneKind::CudaApi { tid: MAIN }, &[(a, b, "cuLibraryLoadData", 0)]);
-        }
+        // The thread's samples count from its last CUDA call before the load.
+        let mut calls = vec![(MS / 2, MS / 2 + 10_000, "cudaLaunchKernel", 1)];
+        calls.extend(load.map(|(a, b)| (a, b, "cuLibraryLoadData", 0)));
+        t.push(MAIN, LaneKind::CudaApi { tid: MAIN }, &calls);
         t
     }
 
@@ -1023,7 +1024,8 @@ mod tests {
         assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::NewShapes), "{}", g.evidence);
         assert!(g.evidence.contains("then loaded lazily (cuLibraryLoadData 40.0 µs)"), "{}", g.evidence);
         assert!(
-            g.evidence.contains("20 of this thread's 20 samples in such gaps in libcublasLt.so.13"),
+            g.evidence
+                .contains("20 of this thread's 20 samples in the host work before its kernel loads in libcublasLt"),
             "{}",
             g.evidence
         );

@@ -6,11 +6,12 @@
 //!
 //! A steady `host-busy` gap (start-up's first shapes are start-up) is a candidate when its deciding thread made a module-loading call in
 //! it ([`is_module_load`]) and spent at least half of it outside CUDA calls (the host's
-//! work before the load, not the load). The candidates of one thread are named when that
-//! thread's CPU samples in them, pooled (a sampler at 1 kHz leaves one or none in a 3 ms
-//! gap), number at least [`MIN_SAMPLES`] and sit mostly in a GEMM or convolution
-//! library's host code ([`is_shape_library`]). Without samples nothing says a library
-//! chose: no hint.
+//! work before the load, not the load). It is named when its thread's CPU samples in the
+//! host work before each of its kernel loads (from its previous CUDA call to the load),
+//! pooled over the trace (a sampler at 1 kHz leaves one or none in a 3 ms gap), number at
+//! least [`MIN_SAMPLES`] and sit mostly in a GEMM or convolution library's host code
+//! ([`is_shape_library`]). The pool does not depend on which gaps are read, so a gap is
+//! named alike at any threshold. Without samples nothing says a library chose: no hint.
 
 use std::collections::HashMap;
 
@@ -25,42 +26,53 @@ use crate::text::fmt_ns;
 // thread nest no deeper than runtime -> driver).
 const LOOKBACK: usize = 64;
 
-/// Name the gaps of `gaps` whose host work chose and loaded kernels for new shapes.
+/// Name the gaps of `gaps` whose host work chose and loaded kernels for new shapes. Each
+/// gap is decided alone (the viewer names the gaps of a new threshold as a full analysis
+/// does): its own calls, and its thread's samples before all of its kernel loads.
 pub(crate) fn name(trace: &Trace, ix: &HostIndex, gaps: &mut [Gap]) {
     if ix.is_empty() {
         return;
     }
     let api = api_lanes(trace);
-    let candidates: Vec<(usize, Prep)> = gaps
-        .iter()
-        .enumerate()
-        .filter(|(_, g)| g.window == Window::Steady && g.cause == Cause::HostBusy && g.hint == Hint::None)
-        .filter_map(|(i, g)| {
-            let lanes = api.get(&(g.pid, g.tid?))?;
-            prep(trace, lanes, g).filter(|p| 2 * p.outside_ns >= g.dur()).map(|p| (i, p))
-        })
-        .collect();
-    // Per thread: its samples in its candidate gaps, and those in a library's host code.
-    let mut pooled: HashMap<(u32, Option<u32>), Pool> = HashMap::new();
-    for (i, _) in &candidates {
-        let g = &gaps[*i];
+    let mut pools: HashMap<(u32, u32), Pool> = HashMap::new();
+    for g in
+        gaps.iter_mut().filter(|g| g.window == Window::Steady && g.cause == Cause::HostBusy && g.hint == Hint::None)
+    {
         let Some(tid) = g.tid else { continue };
-        let (modules, total) = host::module_samples(trace, ix, (g.pid, tid), (g.start, g.end));
-        let pool = pooled.entry((g.pid, g.tid)).or_default();
-        pool.total += total;
-        for (m, k) in modules.into_iter().filter(|(m, _)| is_shape_library(m)) {
-            pool.library += k;
-            *pool.modules.entry(m).or_default() += k;
-        }
-    }
-    for (i, p) in candidates {
-        let g = &mut gaps[i];
-        let Some(pool) = pooled.get(&(g.pid, g.tid)) else { continue };
+        let Some(lanes) = api.get(&(g.pid, tid)) else { continue };
+        let Some(p) = prep(trace, lanes, g).filter(|p| 2 * p.outside_ns >= g.dur()) else { continue };
+        let pool = pools.entry((g.pid, tid)).or_insert_with(|| pool(trace, ix, (g.pid, tid), lanes));
         if pool.total >= MIN_SAMPLES && 2 * pool.library >= pool.total {
             g.hint = Hint::NewShapes;
             g.evidence = format!("{}; {}", g.evidence, evidence(trace, &p, pool));
         }
     }
+}
+
+// The thread's samples in the host work before each of its kernel loads: from the end of its
+// last CUDA call before the load to the load's start (a library choosing the kernel, or the
+// Python before a first launch).
+fn pool(trace: &Trace, ix: &HostIndex, who: (u32, u32), lanes: &[usize]) -> Pool {
+    let mut calls: Vec<(Ns, Ns, bool)> = Vec::new();
+    for &li in lanes {
+        let ev = &trace.lanes[li].ev;
+        calls.extend((0..ev.len()).map(|k| (ev.start[k], ev.end(k), is_module_load(trace.strings.get(ev.name[k])))));
+    }
+    calls.sort_unstable();
+    let mut p = Pool::default();
+    let mut last_end = Ns::MIN;
+    for &(s, e, load) in &calls {
+        if load && last_end > Ns::MIN && last_end < s {
+            let (modules, total) = host::module_samples(trace, ix, who, (last_end, s));
+            p.total += total;
+            for (m, k) in modules.into_iter().filter(|(m, _)| is_shape_library(m)) {
+                p.library += k;
+                *p.modules.entry(m).or_default() += k;
+            }
+        }
+        last_end = last_end.max(e);
+    }
+    p
 }
 
 /// True for the host code of GEMM and convolution libraries that choose a kernel per
@@ -70,7 +82,7 @@ pub(crate) fn is_shape_library(module: &str) -> bool {
     m.starts_with("libcublas") || m.starts_with("libcudnn")
 }
 
-// A thread's samples in its candidate gaps.
+// A thread's samples before its kernel loads.
 #[derive(Default)]
 struct Pool {
     total: usize,
@@ -139,14 +151,14 @@ fn union_ns(v: &mut [(Ns, Ns)]) -> Ns {
 }
 
 // `a kernel chosen for a shape not seen before, then loaded lazily (cuLibraryLoadData
-// 36.2 µs); 58 of this thread's 81 samples in such gaps in libcublasLt.so.13 (...)`.
+// 36.2 µs); 58 of this thread's 81 samples in the host work before its kernel loads...`.
 fn evidence(trace: &Trace, p: &Prep, pool: &Pool) -> String {
     let mut modules: Vec<(&String, &usize)> = pool.modules.iter().collect();
     modules.sort_by(|x, y| y.1.cmp(x.1).then_with(|| x.0.cmp(y.0)));
     let names: Vec<&str> = modules.iter().map(|(m, _)| m.as_str()).collect();
     format!(
         "a kernel chosen for a shape not seen before, then loaded lazily ({}); {} of this thread's {} samples in \
-         such gaps in {} (the library choosing a kernel)",
+         the host work before its kernel loads in {} (the library choosing a kernel)",
         loads_text(trace, &p.loads),
         pool.library,
         pool.total,
