@@ -40,9 +40,7 @@ use crate::text::fmt_ns;
 /// Busy share above which the CPUs a process tree uses count as saturated.
 pub(crate) const SATURATED: f64 = 0.9;
 
-/// Fewest samples in a gap for its evidence line to name hot functions (the `host`
-/// object and the per-cause totals keep every sample).
-pub(crate) const MIN_SAMPLES: usize = 5;
+pub(crate) use super::host::MIN_SAMPLES;
 
 /// Hot functions kept per gap.
 pub(crate) const TOP_FUNCTIONS: usize = 5;

@@ -16,8 +16,7 @@
 use std::collections::HashMap;
 
 use super::gaps::is_module_load;
-use super::host::{self, HostIndex};
-use super::host_cause::MIN_SAMPLES;
+use super::host::{self, HostIndex, MIN_SAMPLES};
 use super::{Cause, Gap, Hint, Window};
 use crate::model::{LaneKind, Ns, StrId, Trace};
 use crate::text::fmt_ns;
