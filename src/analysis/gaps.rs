@@ -115,7 +115,7 @@ impl NameClass {
         const WAITS: [&str; 4] = ["StreamWaitEvent", "LaunchHostFunc", "StreamAddCallback", "StreamWaitValue"];
         if is_implicit_sync(name) {
             NameClass::ImplicitSync
-        } else if name.contains("ModuleLoad") || name.contains("LibraryLoad") {
+        } else if is_module_load(name) {
             NameClass::ModuleLoad
         } else if WAITS.iter().any(|w| name.contains(w)) {
             NameClass::StreamWait
@@ -125,6 +125,12 @@ impl NameClass {
             NameClass::Plain
         }
     }
+}
+
+/// True for the CUDA calls that load GPU code (`cuModuleLoad*`, `cuLibraryLoad*`): lazy
+/// loading of a kernel at its first launch.
+pub(crate) fn is_module_load(name: &str) -> bool {
+    name.contains("ModuleLoad") || name.contains("LibraryLoad")
 }
 
 /// True for CUDA calls that synchronise implicitly: they wait for the device's queued
@@ -948,7 +954,8 @@ impl<'a> Explainer<'a> {
                     | Hint::Gil
                     | Hint::Checkpoint
                     | Hint::OpenMp
-                    | Hint::Loader => "",
+                    | Hint::Loader
+                    | Hint::NewShapes => "",
                 };
                 format!(
                     "{}{of} returned {when}{phase}; then {after}, before the next launch",

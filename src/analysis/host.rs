@@ -137,6 +137,11 @@ struct ThreadLanes {
     record: Option<usize>,
 }
 
+/// Fewest samples in a gap for its evidence line to name hot functions (the `host`
+/// object and the per-cause totals keep every sample), or for a mechanism read from the
+/// samples (`openmp`, `new-shapes`).
+pub(crate) const MIN_SAMPLES: usize = 5;
+
 /// Share of a process tree's on-CPU time below which a CPU it touched is a stray, not
 /// one its affinity allows: 0.2%.
 pub(crate) const STRAY_CPU_SHARE: f64 = 0.002;

@@ -40,9 +40,7 @@ use crate::text::fmt_ns;
 /// Busy share above which the CPUs a process tree uses count as saturated.
 pub(crate) const SATURATED: f64 = 0.9;
 
-/// Fewest samples in a gap for its evidence line to name hot functions (the `host`
-/// object and the per-cause totals keep every sample).
-pub(crate) const MIN_SAMPLES: usize = 5;
+pub(crate) use super::host::MIN_SAMPLES;
 
 /// Hot functions kept per gap.
 pub(crate) const TOP_FUNCTIONS: usize = 5;
@@ -994,6 +992,57 @@ mod tests {
         // Too few samples to say what the thread ran.
         let g = busy_sampled(MIN_SAMPLES - 1, "gomp_barrier_wait_end", "libgomp.so.1").gap();
         assert_eq!(g.hint, Hint::None, "{}", g.evidence);
+    }
+
+    // The gap of `t` after rule 6, then the new-shapes mechanism, the gap in `window`.
+    fn shaped(t: &T, window: crate::analysis::Window) -> Gap {
+        let mut gaps = vec![t.gap()];
+        gaps[0].window = window;
+        crate::analysis::shapes::name(&t.0, &HostIndex::build(&t.0), &mut gaps);
+        gaps.pop().unwrap()
+    }
+
+    // Host-busy main thread with `n` samples in `module` and a module load in [a, b).
+    fn loading(n: usize, module: &str, load: Option<(Ns, Ns)>) -> T {
+        let mut t = busy_sampled(n, "0x7f5c4bf2150d", module);
+        // The thread's samples count from its last CUDA call before the load.
+        let mut calls = vec![(MS / 2, MS / 2 + 10_000, "cudaLaunchKernel", 1)];
+        calls.extend(load.map(|(a, b)| (a, b, "cuLibraryLoadData", 0)));
+        t.push(MAIN, LaneKind::CudaApi { tid: MAIN }, &calls);
+        t
+    }
+
+    #[test]
+    fn a_kernel_chosen_by_cublas_and_loaded_lazily_in_the_loop_is_a_new_shape() {
+        use crate::analysis::Window;
+        let lt = "/site-packages/nvidia/cu13/lib/libcublasLt.so.13";
+        // 8.9 ms of host work in cuBLASLt, then a 40 µs load of the chosen kernel.
+        let load = Some((9 * MS + 900_000, 9 * MS + 940_000));
+        let g = shaped(&loading(20, lt, load), Window::Steady);
+        assert_eq!((g.cause, g.hint), (Cause::HostBusy, Hint::NewShapes), "{}", g.evidence);
+        assert!(g.evidence.contains("then loaded lazily (cuLibraryLoadData 40.0 µs)"), "{}", g.evidence);
+        assert!(
+            g.evidence
+                .contains("20 of this thread's 20 samples in the host work before its kernel loads in libcublasLt"),
+            "{}",
+            g.evidence
+        );
+        assert_eq!(crate::analysis::Fix::for_gaps(g.cause, g.hint), crate::analysis::Fix::NewShapes);
+        // cuDNN's host code (autotuning, heuristics) is the same mechanism.
+        assert_eq!(
+            shaped(&loading(20, "libcudnn_engines_precompiled.so.9", load), Window::Steady).hint,
+            Hint::NewShapes
+        );
+        // Start-up's first shapes are start-up.
+        assert_eq!(shaped(&loading(20, lt, load), Window::Startup).hint, Hint::None);
+        // No load in the gap: library work with its kernels already loaded says no new shape.
+        assert_eq!(shaped(&loading(20, lt, None), Window::Steady).hint, Hint::None);
+        // The load is the gap (a first launch's lazy load of a large module): not a choice.
+        let long = Some((2 * MS, 10 * MS - 30_000));
+        assert_eq!(shaped(&loading(20, lt, long), Window::Steady).hint, Hint::None);
+        // Python's own work before a load, or too few samples to say: no library chose.
+        assert_eq!(shaped(&loading(20, "python3.12", load), Window::Steady).hint, Hint::None);
+        assert_eq!(shaped(&loading(MIN_SAMPLES - 1, lt, load), Window::Steady).hint, Hint::None);
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub(crate) use phases::Instance;
 pub(crate) mod ranks;
 pub(crate) mod regap;
 pub(crate) mod regions;
+pub(crate) mod shapes;
 pub(crate) mod shared;
 pub(crate) mod steps;
 pub(crate) mod top;

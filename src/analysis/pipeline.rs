@@ -2,7 +2,7 @@
 
 use super::{
     Analysis, DeviceActivity, Fix, Gap, Options, Phase, Steady, StepsInfo, budget, findings, gaps, host, host_cause,
-    index, link, pcie, phases, ranks, regions, rule, shared, steps, transfers, whatif,
+    index, link, pcie, phases, ranks, regions, rule, shapes, shared, steps, transfers, whatif,
 };
 use crate::model::{Ns, Trace};
 
@@ -33,6 +33,8 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     for g in &mut gaps {
         g.window = steps.windows.of(g.start, g.end);
     }
+    // After rule 6 and the windows: it names steady gaps, pooling a thread's samples.
+    shapes::name(trace, &host_ix, &mut gaps);
     let mut steady = Steady::of(&devices, &gaps, steps.windows);
     let (short_by_cause, short_holes) =
         gaps::Explainer::new(trace, &index, &devices, options).short_holes(steps.windows);
@@ -70,6 +72,9 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
         whatif::steady_model((trace, &index), &devices, &gaps, &steps, (&h2d, steady.short_idle_ns, &stalls));
     let mut whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();
     whatifs.extend(whatif::regions(&regions, &steady, step_instances_steady(&steps)));
+    let steady_steps = step_instances_steady(&steps);
+    whatifs.extend(whatif::new_shapes(&gaps, &steady, steps.windows, steady_steps));
+    whatifs.extend(whatif::allocator(&gaps, &steady, steps.windows, steady_steps));
     let steady_ns = steps.windows.steady_end - steps.windows.steady_start;
     let budget = step_budget((&devices, &gaps), &steps, &regions, step_model.as_ref(), &collectives);
     let processes = shared_gpus(trace, &index, &devices, steady_ns, (&mut findings, &mut whatifs));

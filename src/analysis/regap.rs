@@ -575,6 +575,7 @@ fn explain(inp: &Inputs, todo: Vec<Known>) -> Vec<(Gap, Known)> {
         })
         .collect();
     host_cause::refine(trace, &inp.host, &mut gaps);
+    super::shapes::name(trace, &inp.host, &mut gaps);
     todo.into_iter()
         .zip(gaps)
         .map(|(k, g)| {

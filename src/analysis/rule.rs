@@ -158,6 +158,12 @@ pub enum Fix {
         /// The collective the others wait in.
         collective: String,
     },
+    /// Pad or bucket input shapes to a few sizes and warm each up: cuBLAS/cuDNN choose and
+    /// load kernels for every new shape in the loop (`new_shapes`).
+    NewShapes,
+    /// The loop sat in the DataLoader's `__next__`, in a trace with no OS data: the input
+    /// pipeline's fix, without claims about the CPUs (`loader_wait`).
+    LoaderWait,
 }
 
 // The fixes' words ([`Fix::text`]).
@@ -260,6 +266,17 @@ const SAVE_LESS_OFTEN: &str = "The launching thread wrote a checkpoint (serializ
     file) while the GPU waited: save less often, or asynchronously: copy the state to pinned host memory and write it \
     on a background thread or process (torch.distributed.checkpoint.async_save), and keep fsync off the loop.";
 
+const NEW_SHAPES: &str = "At input shapes not seen before, the launching thread chose and loaded kernels while the \
+    GPU waited: cuBLAS/cuBLASLt heuristics or cuDNN autotuning (torch.backends.cudnn.benchmark) ran for the new shape, \
+    then CUDA loaded the chosen kernel lazily: pad or bucket the inputs to a few sizes (batch sizes, sequence \
+    lengths), warm up every size before serving or measuring, set CUDA_MODULE_LOADING=EAGER, and keep \
+    cudnn.benchmark off where shapes keep changing.";
+
+const LOADER_WAIT: &str = "The loop spent the gap in the DataLoader's __next__, waiting for its workers' next batch \
+    or (num_workers=0) loading it itself: raise DataLoader num_workers and prefetch_factor, make transforms and collate \
+    cheaper, or cache decoded samples; this trace has no OS data, so it cannot say whether CPUs were free for more \
+    workers: check that before adding them.";
+
 impl serde::Serialize for Fix {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if s.is_human_readable() { s.serialize_str(self.id()) } else { Fix::serialize(self, s) }
@@ -313,7 +330,8 @@ impl Fix {
             Hint::Allocator => Fix::AllocatorChurn,
             Hint::Checkpoint => Fix::SaveLessOften,
             Hint::OpenMp => Fix::TameOpenMp,
-            Hint::Loader => Fix::MoreWorkers,
+            Hint::Loader => Fix::LoaderWait,
+            Hint::NewShapes => Fix::NewShapes,
             Hint::None => Fix::for_cause(cause),
         }
     }
@@ -354,6 +372,8 @@ impl Fix {
             Fix::AllocatorChurn => "allocator_churn",
             Fix::SaveLessOften => "save_less_often",
             Fix::BalanceRanks { .. } => "balance_ranks",
+            Fix::NewShapes => "new_shapes",
+            Fix::LoaderWait => "loader_wait",
         }
     }
 
@@ -364,7 +384,9 @@ impl Fix {
         match self {
             Fix::PinMemory | Fix::PinnedResults => Some(Fix::PinMemory),
             Fix::Prefetch => Some(Fix::Prefetch),
-            Fix::MoreWorkers | Fix::FindWaitSource | Fix::FasterStorage => Some(Fix::MoreWorkers),
+            Fix::MoreWorkers | Fix::FindWaitSource | Fix::FasterStorage | Fix::LoaderWait => Some(Fix::MoreWorkers),
+            Fix::NewShapes => Some(Fix::NewShapes),
+            Fix::AllocatorChurn => Some(Fix::AllocatorChurn),
             Fix::DropSync => Some(Fix::DropSync),
             Fix::CudaGraphs | Fix::GraphTheStep | Fix::HostAheadOfGraphs => Some(Fix::CudaGraphs),
             Fix::SecondLoop(cause) => Fix::for_cause(*cause).priced_as(),
@@ -386,7 +408,6 @@ impl Fix {
             | Fix::AsyncCopy
             | Fix::Collate
             | Fix::StartupOnly
-            | Fix::AllocatorChurn
             | Fix::SyncsFirst
             | Fix::SaveLessOften
             | Fix::BalanceRanks { .. } => None,
@@ -427,6 +448,8 @@ impl Fix {
             Fix::FeedLoop => FEED_LOOP,
             Fix::AllocatorChurn => ALLOCATOR_CHURN,
             Fix::SaveLessOften => SAVE_LESS_OFTEN,
+            Fix::NewShapes => NEW_SHAPES,
+            Fix::LoaderWait => LOADER_WAIT,
             Fix::SecondLoop(cause) => {
                 return Cow::Owned(format!(
                     "Analyse that loop on its own: mark its iterations with NVTX and choose them with --step-phase \
@@ -570,5 +593,18 @@ mod tests {
         assert_eq!(Fix::for_cause(Cause::WorkerBusy).priced_as(), Some(Fix::MoreWorkers));
         assert_eq!(Fix::for_cause(Cause::IoWait).priced_as(), Some(Fix::MoreWorkers));
         assert_eq!(Fix::SecondLoop(Cause::SyncDrain).priced_as(), Some(Fix::DropSync));
+    }
+
+    #[test]
+    fn the_loader_wait_of_a_trace_without_os_data_claims_nothing_about_idle_cpus() {
+        // A Kineto trace's `loader` hint: the input pipeline's fix, priced as more workers,
+        // in words that do not say CPUs were idle (the trace cannot show it).
+        for cause in [Cause::HostWait, Cause::HostBusy] {
+            let f = Fix::for_gaps(cause, Hint::Loader);
+            assert_eq!((f.clone(), f.priced_as()), (Fix::LoaderWait, Some(Fix::MoreWorkers)));
+            assert!(f.text().contains("cannot say whether CPUs were free"), "{}", f.text());
+            assert!(!f.text().contains("are idle") && !f.text().contains("idle CPUs"), "{}", f.text());
+        }
+        assert!(Fix::MoreWorkers.text().contains("idle CPUs"), "the nsys fix, which knows the CPUs, keeps them");
     }
 }

@@ -210,6 +210,10 @@ pub enum Hint {
     /// range such as `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`):
     /// the loop waited for its next batch.
     Loader,
+    /// A kernel chosen and loaded for an input shape not seen before: the launching thread
+    /// ran cuBLAS(Lt)/cuDNN host code (heuristics, autotuning) and then loaded the chosen
+    /// kernel lazily (`cuLibraryLoadData`, `cuModuleLoadData`) in the gap.
+    NewShapes,
 }
 
 impl Hint {
@@ -225,11 +229,12 @@ impl Hint {
             Hint::Checkpoint => " (checkpoint writes on the launching thread)",
             Hint::OpenMp => " (OpenMP threads spinning in libgomp)",
             Hint::Loader => " (waiting in the DataLoader's next batch)",
+            Hint::NewShapes => " (kernels chosen and loaded for input shapes not seen before)",
         }
     }
 
     /// Stable label used in JSON (`none`, `sleep`, `pageable-sync`, `compile`, `gil`,
-    /// `allocator`, `checkpoint`, `openmp`, `loader`).
+    /// `allocator`, `checkpoint`, `openmp`, `loader`, `new-shapes`).
     pub fn label(self) -> &'static str {
         match self {
             Hint::None => "none",
@@ -241,6 +246,7 @@ impl Hint {
             Hint::Checkpoint => "checkpoint",
             Hint::OpenMp => "openmp",
             Hint::Loader => "loader",
+            Hint::NewShapes => "new-shapes",
         }
     }
 }

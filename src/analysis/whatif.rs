@@ -432,6 +432,49 @@ pub(crate) fn regions(regions: &[super::Region], steady: &super::Steady, steps: 
     out
 }
 
+/// Pad or bucket the input shapes and warm each up: the steady idle of the gaps named
+/// `new-shapes` goes, per steady step (`steps` of them), off the mean steady step.
+pub(crate) fn new_shapes(gaps: &[Gap], steady: &super::Steady, w: super::Windows, steps: usize) -> Option<WhatIf> {
+    let what = "gaps where kernels were chosen and loaded for new shapes";
+    hinted(gaps, (steady, w, steps), (Hint::NewShapes, Fix::NewShapes), what)
+}
+
+/// Stop the allocator's syncs (no `empty_cache()` in the loop, stable shapes, reused
+/// pinned buffers): the steady idle of the gaps whose syncs were allocator calls (hint
+/// `allocator`) goes, per steady step.
+pub(crate) fn allocator(gaps: &[Gap], steady: &super::Steady, w: super::Windows, steps: usize) -> Option<WhatIf> {
+    let what = "gaps at allocator calls that synchronise";
+    hinted(gaps, (steady, w, steps), (Hint::Allocator, Fix::AllocatorChurn), what)
+}
+
+// The fix of a mechanism named by `hint`: the steady idle of its gaps per steady step, off
+// the mean steady step.
+fn hinted(
+    gaps: &[Gap],
+    (steady, w, steps): (&super::Steady, super::Windows, usize),
+    (hint, fix): (Hint, Fix),
+    what: &str,
+) -> Option<WhatIf> {
+    let mean = (steps > 0).then(|| steady.span_ns / steps as Ns)?;
+    let named: Vec<Ns> = gaps.iter().filter(|g| g.hint == hint).map(|g| w.steady_part(g.start, g.end)).collect();
+    let idle: Ns = named.iter().sum();
+    (idle > 0).then(|| {
+        let saving = (idle / steps as Ns).min(mean);
+        WhatIf {
+            fix,
+            saving_per_step_ns: saving,
+            step_ns_after: mean - saving,
+            limited_by: "none",
+            basis: format!(
+                "removes the {} of steady idle in {} {what} ({steps} steady steps) from the mean step of {}",
+                crate::text::fmt_ns(idle),
+                named.iter().filter(|&&n| n > 0).count(),
+                crate::text::fmt_ns(mean)
+            ),
+        }
+    })
+}
+
 /// The fix that turned `before` into `after`, told by what changed between the two
 /// steady states, with the before-run's prediction for it.
 pub fn applied(before: &super::Analysis, after: &super::Analysis) -> Option<WhatIf> {
@@ -524,6 +567,25 @@ mod tests {
         // Four producers instead of two halve the pipeline's period, bounded by the GPU.
         let w = more_workers(&bound, 4).unwrap();
         assert_eq!((w.step_ns_after, w.limited_by), (21_500, "gpu"));
+    }
+
+    #[test]
+    fn a_mechanism_s_fix_saves_the_steady_idle_of_its_gaps_per_step() {
+        let w = super::super::Windows { steady_start: 1_000, steady_end: 101_000 };
+        let gap = |start: Ns, end: Ns, hint: Hint| Gap { start, end, hint, ..Gap::default() };
+        // 10 steps over a 100 µs steady span: 6 µs + the 4 µs of a gap that starts before it.
+        let gaps =
+            [gap(10_000, 16_000, Hint::NewShapes), gap(0, 5_000, Hint::NewShapes), gap(20_000, 40_000, Hint::None)];
+        let steady = super::super::Steady { span_ns: 100_000, ..super::super::Steady::default() };
+        let x = new_shapes(&gaps, &steady, w, 10).unwrap();
+        assert_eq!((x.fix, x.saving_per_step_ns, x.step_ns_after), (Fix::NewShapes, 1_000, 9_000));
+        assert!(new_shapes(&gaps[2..], &steady, w, 10).is_none());
+        assert!(new_shapes(&gaps, &steady, w, 0).is_none());
+        // The allocator's fix is priced the same way, by its own gaps only.
+        assert!(allocator(&gaps, &steady, w, 10).is_none());
+        let syncs = [gap(50_000, 53_000, Hint::Allocator), gap(60_000, 70_000, Hint::NewShapes)];
+        let x = allocator(&syncs, &steady, w, 10).unwrap();
+        assert_eq!((x.fix, x.saving_per_step_ns, x.step_ns_after), (Fix::AllocatorChurn, 300, 9_700));
     }
 
     #[test]

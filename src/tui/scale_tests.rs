@@ -129,6 +129,8 @@ fn full(app: &App, min: Ns) -> Vec<analysis::Gap> {
     for g in &mut gaps {
         g.window = a.windows.of(g.start, g.end);
     }
+    // Mechanisms read after the windows, as the first analysis does.
+    analysis::shapes::name(app.trace(), &a.host, &mut gaps);
     gaps
 }
 

@@ -227,3 +227,95 @@ fn samples_whose_stacks_take_the_gil_are_flagged() {
         assert_eq!(got as i64, want, "{name}");
     }
 }
+
+// Length of the union of `v`.
+fn union_ns(mut v: Vec<(i64, i64)>) -> i64 {
+    v.sort_unstable();
+    let (mut total, mut end) = (0, i64::MIN);
+    for (a, b) in v {
+        if b > end {
+            total += b - a.max(end);
+            end = b;
+        }
+    }
+    total
+}
+
+#[test]
+fn new_shape_gaps_and_their_samples_match_sql() {
+    // From the raw rows: steady gaps of at least 100 µs on GPU 0 whose deciding thread (the
+    // launching call of the op ending the gap) made a module-loading call in the gap and
+    // spent at least half of it outside CUDA calls; that thread's samples before its kernel
+    // loads, and those in cuBLAS/cuDNN. Among lanescope's host-busy gaps, exactly these are
+    // `new-shapes`.
+    let f = crate::util::matrix_trace("r9_serve_varbatch");
+    let a = lanescope::analyze(&load(&f), &lanescope::Options::default());
+    let c = sql(&f);
+    let rows = |q: &str| -> Vec<(i64, i64, i64, i64, String)> {
+        let mut st = c.prepare(q).unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let mut ops = rows(
+        "SELECT start, end, correlationId, 0, '' FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0 UNION ALL \
+         SELECT start, end, correlationId, 0, '' FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = 0 UNION ALL \
+         SELECT start, end, correlationId, 0, '' FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE deviceId = 0",
+    );
+    ops.sort_unstable();
+    let calls = rows(
+        "SELECT r.start, r.end, r.correlationId, r.globalTid, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r \
+         JOIN StringIds s ON s.id = r.nameId",
+    );
+    let by_corr: HashMap<i64, i64> = calls.iter().map(|c| (c.2, c.3)).collect();
+    let samples = rows(
+        "SELECT e.start, 0, 0, e.globalTid, m.value FROM COMPOSITE_EVENTS e JOIN SAMPLING_CALLCHAINS k \
+         ON k.id = e.id AND k.stackDepth = 0 JOIN StringIds m ON m.id = k.module",
+    );
+    let w = a.windows;
+    let busy_starts: Vec<i64> =
+        a.gaps.iter().filter(|g| g.cause == lanescope::Cause::HostBusy).map(|g| g.start).collect();
+    let (mut want, mut busy) = (Vec::new(), None);
+    for &(s, e, corr, _, _) in &ops {
+        let Some(gs) = busy.replace(busy.unwrap_or(e).max(e)) else { continue };
+        let ge = s;
+        if ge - gs < 100_000 || w.of(gs, ge) != lanescope::Window::Steady || !busy_starts.contains(&gs) {
+            continue;
+        }
+        let tid = by_corr[&corr];
+        let mine: Vec<&(i64, i64, i64, i64, String)> =
+            calls.iter().filter(|c| c.3 == tid && c.0 < ge && c.1 > gs).collect();
+        let loads = mine.iter().any(|c| c.4.contains("ModuleLoad") || c.4.contains("LibraryLoad"));
+        let inside = union_ns(mine.iter().map(|c| (c.0.max(gs), c.1.min(ge))).collect());
+        if loads && 2 * (ge - gs - inside) >= ge - gs {
+            want.push((gs, ge, tid));
+        }
+    }
+    // The thread's samples from its last CUDA call before each of its kernel loads to the load.
+    let tid = want.first().map(|w| w.2).unwrap();
+    let mut mine: Vec<&(i64, i64, i64, i64, String)> = calls.iter().filter(|c| c.3 == tid).collect();
+    mine.sort_unstable();
+    let (mut stretches, mut last_end) = (Vec::new(), None);
+    for c in mine {
+        let is_load = c.4.contains("ModuleLoad") || c.4.contains("LibraryLoad");
+        if let Some(e) = last_end.filter(|&e| is_load && e < c.0) {
+            stretches.push((e, c.0));
+        }
+        last_end = Some(last_end.unwrap_or(c.1).max(c.1));
+    }
+    let in_gaps = || samples.iter().filter(|x| x.3 == tid && stretches.iter().any(|&(a, b)| x.0 >= a && x.0 < b));
+    let total = in_gaps().count();
+    let library = in_gaps()
+        .filter(|x| ["libcublas", "libcudnn"].iter().any(|l| x.4.rsplit('/').next().unwrap().starts_with(l)))
+        .count();
+    let want: Vec<i64> = want.iter().map(|w| w.0).collect();
+    let got: Vec<i64> = a.gaps.iter().filter(|g| g.hint == lanescope::Hint::NewShapes).map(|g| g.start).collect();
+    assert!(want.len() >= 10, "the capture's new-shape gaps: {}", want.len());
+    assert!(2 * library >= total && total >= 5, "{library} of {total}");
+    assert_eq!(got, want);
+    let pooled = format!("{library} of this thread's {total} samples in the host work before its kernel loads");
+    for g in a.gaps.iter().filter(|g| g.hint == lanescope::Hint::NewShapes) {
+        assert!(g.evidence.contains(&pooled), "{pooled}: {}", g.evidence);
+    }
+}

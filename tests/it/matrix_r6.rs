@@ -7,8 +7,7 @@
 //! listed item comes to hold (take it off) or another stops holding.
 
 // Checks that do not hold yet, with why.
-const NOT_YET: [(&str, &str); 3] = [
-    ("r6_empty_cache: headline starvation", "the allocator's syncs read host-busy in most steady gaps"),
+const NOT_YET: [(&str, &str); 2] = [
     (
         "r6_moe_nonzero: headline launch_bound",
         "launch_bound leads with `syncs_first` (remove the nonzero() syncs: static shapes instead of nonzero() or \
