@@ -470,15 +470,18 @@ impl Fix {
 
 /// The headline order of a finding (larger first): a finding with a fix worth acting on
 /// (at least a warning, saving [`MINOR_SAVING`] of the step or more) before the rest; a
-/// straggler first among them; then what its fix saves per steady step where a what-if
-/// prices it (a priced fix before one nothing prices); then severity; then, when steady
+/// straggler first among them; then every finding but those whose own what-if saves under
+/// [`MINOR_SAVING`] (known to save little, they go after the unpriced ones); then what its
+/// fix saves per steady step where a what-if prices it (a priced fix before one nothing
+/// prices); then severity; then, when steady
 /// gaps wait on the syncs of pageable copies (`pageable_sync`), the pinned-memory fix;
 /// then weight.
-pub(crate) fn rank(f: &super::Finding, pageable_sync: bool) -> (bool, bool, Ns, Severity, bool, Ns) {
-    let actionable = f.fix.is_some() && f.severity >= Severity::Warning && !saves_little(f);
+pub(crate) fn rank(f: &super::Finding, pageable_sync: bool) -> (bool, bool, bool, Ns, Severity, bool, Ns) {
+    let little = saves_little(f);
+    let actionable = f.fix.is_some() && f.severity >= Severity::Warning && !little;
     let saving = f.whatif.as_ref().filter(|_| f.fix.is_some()).map_or(0, |w| w.saving_per_step_ns);
     let pinned = pageable_sync && f.fix == Some(Fix::PinMemory);
-    (actionable, f.rule == Rule::Straggler, saving, f.severity, pinned, f.weight)
+    (actionable, f.rule == Rule::Straggler, !little, saving, f.severity, pinned, f.weight)
 }
 
 /// Share of the step under which a fix's saving is minor.
@@ -492,12 +495,15 @@ pub(crate) fn saves_little(f: &super::Finding) -> bool {
 }
 
 /// Put the headline first: the one sort of the findings, by [`rank`], larger first (the
-/// rules' order breaks ties); `gpu_gaps`, the summary, right after the headline.
+/// rules' order breaks ties); `gpu_gaps`, the summary, right after the headline, or first
+/// when no finding has a fix worth acting on (a fed loop: nothing saves 5% of the step).
 pub(crate) fn order(findings: &mut Vec<super::Finding>, pageable_sync: bool) {
     findings.sort_by_cached_key(|f| std::cmp::Reverse(rank(f, pageable_sync)));
-    if let Some(i) = findings.iter().position(|f| f.rule == Rule::GpuGaps).filter(|&i| i > 1) {
+    let headline_acts = findings.first().is_some_and(|f| rank(f, pageable_sync).0);
+    let at = usize::from(headline_acts);
+    if let Some(i) = findings.iter().position(|f| f.rule == Rule::GpuGaps).filter(|&i| i > at) {
         let summary = findings.remove(i);
-        findings.insert(1, summary);
+        findings.insert(at, summary);
     }
 }
 
@@ -576,6 +582,26 @@ mod tests {
         order(&mut v, false);
         let rules: Vec<Rule> = v.iter().map(|f| f.rule).collect();
         assert_eq!(rules, [Rule::CudaMemcpyAsync, Rule::GpuGaps, Rule::GpuTimeUtil]);
+    }
+
+    #[test]
+    fn where_no_fix_is_worth_acting_on_a_priced_one_that_saves_little_does_not_lead() {
+        // All info: a sync whose what-if saves 1% of the step goes after the unpriced ones
+        // (r10_var_seq's first run led with it, against issue 32's "never first").
+        let mut v = vec![
+            priced(Rule::CudaApiSync, Severity::Info, 5, 1),
+            finding(Rule::Starvation, Severity::Info, 80, Fix::OffloadHostWork),
+            finding(Rule::LaunchBound, Severity::Info, 90, Fix::OffloadHostWork),
+        ];
+        order(&mut v, false);
+        let rules: Vec<Rule> = v.iter().map(|f| f.rule).collect();
+        assert_eq!(rules, [Rule::LaunchBound, Rule::Starvation, Rule::CudaApiSync]);
+        // With the summary there, the summary leads: no fix is worth acting on.
+        let mut gaps = finding(Rule::GpuGaps, Severity::Info, 10, Fix::OffloadHostWork);
+        gaps.fix = None;
+        v.push(gaps);
+        order(&mut v, false);
+        assert_eq!(v[0].rule, Rule::GpuGaps);
     }
 
     #[test]
