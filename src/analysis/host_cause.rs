@@ -313,14 +313,22 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &Tree) -> Deci
                 let note = format!("{who} asleep for {} of {}", fmt_ns(t.sleep_ns), fmt_ns(dur));
                 return Decision::new(Cause::HostWait, format!("{}; {note}", g.evidence), me).hinted(Hint::Sleep);
             }
-            // OS-call backtraces exist only for calls of about 80 µs and more: most GIL
-            // waits are short futex and condition waits with none. A thread whose samples
-            // in the gap take or hand over the GIL while a sibling thread of its process
-            // ran through half of the gap (the two on CPU in turn) waited for the GIL in
-            // those waits too.
-            let gil_ns = if t.gil_ns < t.lock_ns && gil_in_turn(trace, ix, g, me) { t.lock_ns } else { t.gil_ns };
+            // OS-call backtraces exist only for calls of 80 µs and more: most GIL waits are
+            // short futex and condition waits with none. A thread that took the GIL in the
+            // gap (a wait of it has a GIL backtrace, or a sample of it takes or hands over
+            // the GIL) while a sibling thread of its process ran through half of the gap
+            // (the two on CPU in turn) waited for the GIL in those waits too; where a GIL
+            // backtrace shows the capture has backtraces, not in a wait whose own
+            // backtrace holds no GIL frame.
+            let traced = t.gil_ns > 0;
+            let gil_ns = if t.gil_ns < t.lock_ns && gil_in_turn(trace, ix, g, me, traced) {
+                let not_gil = if traced { not_gil_ns(trace, ix, g, me) } else { 0 };
+                (t.lock_ns - not_gil).max(t.gil_ns)
+            } else {
+                t.gil_ns
+            };
             if 2 * gil_ns >= dur {
-                return gil(trace, ix, g, me, tree, &cpus, gil_ns);
+                return gil(trace, ix, g, me, tree, &cpus, (gil_ns, t.gil_ns));
             }
             // A futex or condition wait waits on the process's own threads first; a poll or
             // read of a pipe waits on the workers.
@@ -331,14 +339,28 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &Tree) -> Deci
     }
 }
 
-// The deciding thread waited for the GIL: the thread of its process that ran most in the
-// gap held it; its work decides the cause as any followed wait does.
-fn gil(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], cpus: &Cpus, gil_ns: Ns) -> Decision {
+// The deciding thread waited for the GIL (`gil_ns` off CPU, `traced_ns` of it in waits
+// whose backtrace takes the GIL): the thread of its process that ran most in the gap held
+// it; its work decides the cause as any followed wait does.
+fn gil(
+    trace: &Trace,
+    ix: &HostIndex,
+    g: &Gap,
+    me: (u32, u32),
+    tree: &[u32],
+    cpus: &Cpus,
+    (gil_ns, traced_ns): (Ns, Ns),
+) -> Decision {
     let d = follow(trace, ix, g, me, tree, cpus, Order::SameProcessFirst);
     let holder = ran(trace, ix, g, me, &[g.pid], false).into_iter().next();
     let Some(h) = holder else { return d };
+    let traced = if traced_ns > 0 && traced_ns < gil_ns {
+        format!(" ({} in a wait whose backtrace takes it)", fmt_ns(traced_ns))
+    } else {
+        String::new()
+    };
     let note = format!(
-        "{}; GIL contention: {} waited {} for the GIL while {} ran {:.0}% of the gap",
+        "{}; GIL contention: {} waited {}{traced} for the GIL while {} ran {:.0}% of the gap",
         g.evidence,
         trace.thread_label(me.0, me.1),
         fmt_ns(gil_ns),
@@ -349,11 +371,36 @@ fn gil(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], cpu
     Decision { cause, note: Some(note), explainer: (h.pid, h.tid), hint: Hint::Gil }
 }
 
-// The GIL from samples: thread `me` has samples in the gap whose stacks take or hand
-// over the GIL, and another thread of its process (not nsys's) was on CPU for half of it.
-fn gil_in_turn(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32)) -> bool {
-    let (_, in_gil) = host::gil_samples(trace, ix, me, (g.start, g.end));
-    in_gil > 0 && ran(trace, ix, g, me, &[g.pid], false).first().is_some_and(|h| 2.0 * h.on_cpu_share >= 1.0)
+// The GIL taken in turn: thread `me` took the GIL in the gap (`traced`: a wait of it has
+// a GIL backtrace; else a sample of it takes or hands over the GIL), and another thread of
+// its process (not nsys's) was on CPU for half of it.
+fn gil_in_turn(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), traced: bool) -> bool {
+    let took = traced || host::gil_samples(trace, ix, me, (g.start, g.end)).1 > 0;
+    took && ran(trace, ix, g, me, &[g.pid], false).first().is_some_and(|h| 2.0 * h.on_cpu_share >= 1.0)
+}
+
+/// Shortest OS runtime call nsys records a backtrace for (`--osrt-backtrace-threshold`,
+/// 80 µs by default): a shorter call has none, so nothing says what it waited for.
+const BACKTRACE_MIN_NS: Ns = 80_000;
+
+// Off-CPU time in the gap of thread `me` in futex and condition waits whose backtrace
+// holds no GIL frame: the calls long enough to have one ([`BACKTRACE_MIN_NS`]) without
+// the GIL's flag. They waited for something else.
+fn not_gil_ns(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32)) -> Ns {
+    let Some(l) = trace.lanes.iter().find(|l| l.pid == me.0 && l.kind == LaneKind::Osrt { tid: me.1 }) else {
+        return 0;
+    };
+    let ev = &l.ev;
+    // A thread's calls follow one another: the last few that began before the gap are
+    // all that may reach into it.
+    let lo = ev.start.partition_point(|&s| s < g.start).saturating_sub(64);
+    let hi = ev.start.partition_point(|&s| s < g.end);
+    (lo..hi)
+        .filter(|&k| ev.end(k) > g.start && ev.end(k) - ev.start[k] >= BACKTRACE_MIN_NS)
+        .filter(|&k| ev.flags(k) & crate::model::OSRT_GIL == 0)
+        .filter_map(|k| host::thread_time(trace, ix, me.0, me.1, ev.start[k].max(g.start), ev.end(k).min(g.end)))
+        .map(|t| t.lock_ns)
+        .sum()
 }
 
 // OpenMP's runtime holds the most samples of thread `who` in the gap (at least
@@ -979,6 +1026,45 @@ mod tests {
         // Without the sample nothing says the waits were for the GIL: the wait follows to
         // the pin-memory thread, no hint.
         let g = t(false);
+        assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::None), "{}", g.evidence);
+    }
+
+    #[test]
+    fn short_waits_between_gil_waits_with_backtraces_wait_for_the_gil_too() {
+        // Main waits 3 ms for the GIL in a condition wait whose backtrace takes it (under half
+        // of the 9 ms gap), then in 40 condition waits of 70 µs, too short to have a
+        // backtrace, on CPU for 30 µs between them; the pin-memory thread runs throughout.
+        // `first_gil`: the long wait has the GIL backtrace; `long_rest`: the short waits are
+        // one long wait instead, whose own backtrace (it is long enough to have one) holds
+        // no GIL frame.
+        let short: Vec<(Ns, Ns)> = (0..40).map(|k| (4 * MS + k * 100_000, 4 * MS + k * 100_000 + 70_000)).collect();
+        let t = |first_gil: bool, long_rest: bool| {
+            let rest = if long_rest { vec![(4 * MS, 4 * MS + 40 * 70_000)] } else { short.clone() };
+            let mut on = vec![(0, MS)];
+            on.extend(rest.windows(2).map(|w| (w[0].1, w[1].0)));
+            on.push((rest[rest.len() - 1].1, 10 * MS));
+            let mut t = T::new().on(MAIN, MAIN, 0, &on).on(MAIN, 101, 1, &[(MS, 10 * MS)]);
+            let id = t.0.strings.intern("pthread_cond_timedwait");
+            let mut ev = Events::default();
+            let flag = if first_gil { crate::model::OSRT_GIL } else { 0 };
+            ev.push(MS, 4 * MS, id, None, None, Some(flag));
+            for &(a, b) in &rest {
+                ev.push(a, b, id, None, None, Some(0));
+            }
+            t.0.lanes.push(Lane::new(LaneKind::Osrt { tid: MAIN }, MAIN, ev));
+            t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
+            t.gap()
+        };
+        let g = t(true, false);
+        assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::Gil), "{}", g.evidence);
+        let waited = format!("waited {} ({} in a wait", fmt_ns(3 * MS + 40 * 70_000), fmt_ns(3 * MS));
+        assert!(g.evidence.contains(&waited) && g.evidence.contains("pt_data_pin"), "{}", g.evidence);
+        // No wait with a GIL backtrace (and no samples): nothing says the waits were for
+        // the GIL; the wait follows to the pin-memory thread, no hint.
+        let g = t(false, false);
+        assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::None), "{}", g.evidence);
+        // A long wait whose backtrace holds no GIL frame waited for something else.
+        let g = t(true, true);
         assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::None), "{}", g.evidence);
     }
 

@@ -223,7 +223,8 @@ const WARM_UP_COMPILE: &str = "A one-time JIT compile (Triton / torch.compile, n
 const RELEASE_GIL: &str = "The launching thread waited for Python's GIL while another thread of the process held it (named \
     in the evidence): move that work out of the process (DataLoader worker processes rather than \
     threads), make it release the GIL (native code, fewer Python-level loops), or use a free-threaded \
-    Python.";
+    Python. A pin-memory thread (pt_data_pin) cannot leave the process: fewer Python threads, or \
+    pin_memory=False with pinned buffers reused and filled by the loop.";
 const TAME_OPENMP: &str = "OpenMP threads spin-wait in libgomp after each parallel region and hold the CPUs the loop \
     needs: set OMP_NUM_THREADS=1 / torch.set_num_threads(1) in DataLoader workers (worker_init_fn) and keep the \
     training process's threads at or below its free cores; OMP_WAIT_POLICY=PASSIVE (or GOMP_SPINCOUNT=0) stops the \
