@@ -11,23 +11,17 @@
 //! one of them comes to agree (take it off) or another stops agreeing.
 
 // (cell, gap start) of labels lanescope reads otherwise on the first (and only) run after the
-// mechanism code landed (2026-12-03, 3c447de: 44 of 46 agree), with why.
-const DISAGREE: [(&str, i64, &str); 2] = [
-    (
-        "r10_act_ckpt",
-        14_023_877_263,
-        "the autograd engine's thread waits 406 µs in pthread_cond_wait for the main thread, which ran 144 µs: \
+// mechanism code landed (2026-12-03, 3c447de: 44 of 46 agree), with why. The other one,
+// r10_midrun 36_587_672 (worker-busy without the GIL hint: the autograd engine's thread waited
+// for the GIL held by the pin-memory thread), agrees since issue 33 item 7's last clause landed
+// (b6ab6bc: short waits beside a GIL-backtraced one count as GIL waits).
+const DISAGREE: [(&str, i64, &str); 1] = [(
+    "r10_act_ckpt",
+    14_023_877_263,
+    "the autograd engine's thread waits 406 µs in pthread_cond_wait for the main thread, which ran 144 µs: \
          lanescope stops at host-wait; the label goes on past the process's own threads to a DataLoader \
          worker on CPU the whole gap (worker-busy), and marks it in doubt: the worker was not waited for",
-    ),
-    (
-        "r10_midrun",
-        36_587_672,
-        "the autograd engine's thread waits 240 µs of its 359 µs of OS waits with a GIL backtrace while the \
-         pin-memory thread pins a batch: lanescope reads worker-busy without the GIL hint (issue 33, item 7: \
-         a GIL wait on the pin-memory thread)",
-    ),
-];
+)];
 
 #[test]
 fn lanescope_agrees_with_the_r10_labels_but_the_listed_ones() {
