@@ -514,11 +514,9 @@ pub(crate) fn os_calls_seen(
     (a, b): (Ns, Ns),
     keep: impl Fn(&str) -> bool,
 ) -> Vec<(String, Ns)> {
-    let Some(li) = ix.thread(pid, tid).and_then(|t| t.os) else { return Vec::new() };
-    let t = ix.thread(pid, tid).map(|t| t.os_max_end.as_slice()).unwrap_or_default();
-    let lane = &trace.lanes[li];
+    let Some((lane, rows)) = os_calls_in(trace, ix, (pid, tid), (a, b)) else { return Vec::new() };
     let mut by: HashMap<String, Ns> = HashMap::new();
-    for i in os_rows(lane, t, a, b) {
+    for i in rows {
         let d = lane.ev.end(i).min(b) - lane.ev.start[i].max(a);
         let name = trace.strings.get(lane.ev.name[i]);
         if d > 0 && keep(name) {
@@ -528,6 +526,19 @@ pub(crate) fn os_calls_seen(
     let mut v: Vec<(String, Ns)> = by.into_iter().collect();
     v.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
     v
+}
+
+/// The OS runtime lane of thread (`pid`, `tid`) and its rows that may overlap `[a, b)`
+/// (every row that does is in the range); None without an OS runtime trace.
+pub(crate) fn os_calls_in<'t>(
+    trace: &'t Trace,
+    ix: &HostIndex,
+    (pid, tid): (u32, u32),
+    (a, b): (Ns, Ns),
+) -> Option<(&'t Lane, std::ops::Range<usize>)> {
+    let t = ix.thread(pid, tid)?;
+    let lane = &trace.lanes[t.os?];
+    Some((lane, os_rows(lane, &t.os_max_end, a, b)))
 }
 
 /// `fsync 40.1 ms, close 2.6 ms`: the first `n` of [`os_calls_seen`].

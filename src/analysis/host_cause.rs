@@ -387,16 +387,9 @@ const BACKTRACE_MIN_NS: Ns = 80_000;
 // holds no GIL frame: the calls long enough to have one ([`BACKTRACE_MIN_NS`]) without
 // the GIL's flag. They waited for something else.
 fn not_gil_ns(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32)) -> Ns {
-    let Some(l) = trace.lanes.iter().find(|l| l.pid == me.0 && l.kind == LaneKind::Osrt { tid: me.1 }) else {
-        return 0;
-    };
-    let ev = &l.ev;
-    // A thread's calls follow one another: the last few that began before the gap are
-    // all that may reach into it.
-    let lo = ev.start.partition_point(|&s| s < g.start).saturating_sub(64);
-    let hi = ev.start.partition_point(|&s| s < g.end);
-    (lo..hi)
-        .filter(|&k| ev.end(k) > g.start && ev.end(k) - ev.start[k] >= BACKTRACE_MIN_NS)
+    let Some((lane, rows)) = host::os_calls_in(trace, ix, me, (g.start, g.end)) else { return 0 };
+    let ev = &lane.ev;
+    rows.filter(|&k| ev.end(k) > g.start && ev.end(k) - ev.start[k] >= BACKTRACE_MIN_NS)
         .filter(|&k| ev.flags(k) & crate::model::OSRT_GIL == 0)
         .filter_map(|k| host::thread_time(trace, ix, me.0, me.1, ev.start[k].max(g.start), ev.end(k).min(g.end)))
         .map(|t| t.lock_ns)

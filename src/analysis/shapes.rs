@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use super::gaps::is_module_load;
 use super::host::{self, HostIndex, MIN_SAMPLES};
-use super::{Cause, Gap, Hint, Window};
+use super::{Cause, Gap, Hint, Union, Window};
 use crate::model::{LaneKind, Ns, StrId, Trace};
 use crate::text::fmt_ns;
 
@@ -133,20 +133,7 @@ fn prep(trace: &Trace, lanes: &[usize], g: &Gap) -> Option<Prep> {
     if loads.is_empty() {
         return None;
     }
-    Some(Prep { outside_ns: g.dur() - union_ns(&mut inside), loads })
-}
-
-// Length of the union of `v`.
-fn union_ns(v: &mut [(Ns, Ns)]) -> Ns {
-    v.sort_unstable();
-    let (mut total, mut end) = (0, Ns::MIN);
-    for &(a, b) in v.iter() {
-        if b > end {
-            total += b - a.max(end);
-            end = b;
-        }
-    }
-    total
+    Some(Prep { outside_ns: g.dur() - Union::from_pairs(inside).total(), loads })
 }
 
 // `a kernel chosen for a shape not seen before, then loaded lazily (cuLibraryLoadData
