@@ -296,10 +296,7 @@ pub fn run(cli: Cli) -> Result<()> {
             // The steps as the report finds them: NVTX, the profiler, else the kernels
             // (those of the report's analysis when the cache keeps it).
             let one = reader::inputs::expand(&trace)?;
-            let kept = match one.as_slice() {
-                [f] if reader::inputs::grouped(f).is_none() => report::cached_analysis(f, &Options::default()),
-                _ => None,
-            };
+            let kept = report::single_file(&one).and_then(|f| report::cached_analysis(f, &Options::default()));
             let steps = kept.map_or_else(|| analysis::find_step_info(&t, &Options::default()), |a| a.steps);
             emit(|w| match format {
                 InfoFormat::Text => info::write_text(w, &t, &steps),

@@ -42,10 +42,7 @@ pub(crate) enum Lanes {
 /// comes without its lookup indexes (`host`, `lookups`, empty), which no command reads.
 pub(crate) fn load_analyzed(paths: &[PathBuf], options: &Options, lanes: Lanes) -> anyhow::Result<(Trace, Analysis)> {
     let files = reader::inputs::expand(paths)?;
-    let one = match files.as_slice() {
-        [f] if reader::inputs::grouped(f).is_none() => Some(f.as_path()),
-        _ => None,
-    };
+    let one = single_file(&files);
     if let Some((f, a)) = one.and_then(|f| Some((f, cached_analysis(f, options)?))) {
         let t = if lanes == Lanes::Unread { reader::load_one_lent(f)? } else { reader::load_one(f)? };
         return Ok((t, a));
@@ -56,6 +53,15 @@ pub(crate) fn load_analyzed(paths: &[PathBuf], options: &Options, lanes: Lanes) 
         keep_analysis(f, options, &a);
     }
     Ok((t, a))
+}
+
+/// The one file of expanded `files` whose analysis may be kept: a single trace, not a
+/// group (a group's analysis is of all its files).
+pub(crate) fn single_file(files: &[PathBuf]) -> Option<&Path> {
+    match files {
+        [f] if reader::inputs::grouped(f).is_none() => Some(f.as_path()),
+        _ => None,
+    }
 }
 
 /// The analysis of the trace at `file` with `options` kept beside its cache entry, when
