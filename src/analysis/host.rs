@@ -327,6 +327,12 @@ impl HostIndex {
         self.threads.binary_search(&(pid, tid)).ok().map(|i| &self.lanes[i])
     }
 
+    /// True when OS call `name` waits on another thread of the process (a futex,
+    /// condition variable, mutex or semaphore).
+    pub(crate) fn is_lock_call(&self, name: StrId) -> bool {
+        self.blocking.get(name as usize).is_some_and(|c| c & LOCK != 0)
+    }
+
     // Threads of process `pid`, as indices.
     fn threads_of(&self, pid: u32) -> std::ops::Range<usize> {
         let lo = self.threads.partition_point(|&(p, _)| p < pid);
@@ -539,6 +545,66 @@ pub(crate) fn os_calls_in<'t>(
     let t = ix.thread(pid, tid)?;
     let lane = &trace.lanes[t.os?];
     Some((lane, os_rows(lane, &t.os_max_end, a, b)))
+}
+
+/// Shortest OS runtime call nsys records a backtrace for (`--osrt-backtrace-threshold`,
+/// 80 µs by default): a shorter call has none, so nothing in it says what it waited for.
+pub(crate) const BACKTRACE_MIN_NS: Ns = 80_000;
+
+/// Fewest backtraced calls of one wait on one thread that say what that wait is for.
+pub(crate) const MIN_BACKTRACED: usize = 5;
+
+/// A lock wait (`pthread_cond_timedwait`...) that a thread makes for Python's GIL, known
+/// from the calls of it long enough to have a backtrace ([`BACKTRACE_MIN_NS`]): at least
+/// [`MIN_BACKTRACED`] of them, and more than half, take the GIL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GilWait {
+    /// The thread.
+    pub tid: u32,
+    /// The call's name.
+    pub name: StrId,
+    /// Its calls with a backtrace over the trace.
+    pub backtraced: usize,
+    /// Those whose backtrace takes the GIL.
+    pub gil: usize,
+}
+
+/// The [`GilWait`]s of the threads of process `pid`, by thread and name; empty where the
+/// capture has no OS-call backtraces.
+pub(crate) fn gil_waits(trace: &Trace, ix: &HostIndex, pid: u32) -> Vec<GilWait> {
+    let mut out = Vec::new();
+    for i in ix.threads_of(pid) {
+        let Some(li) = ix.lanes[i].os else { continue };
+        let ev = &trace.lanes[li].ev;
+        let mut by: HashMap<StrId, (usize, usize)> = HashMap::new();
+        for k in (0..ev.len()).filter(|&k| ix.is_lock_call(ev.name[k]) && ev.end(k) - ev.start[k] >= BACKTRACE_MIN_NS) {
+            let n = by.entry(ev.name[k]).or_default();
+            *n = (n.0 + 1, n.1 + usize::from(ev.flags(k) & crate::model::OSRT_GIL != 0));
+        }
+        let tid = ix.threads[i].1;
+        out.extend(
+            by.into_iter()
+                .filter(|&(_, (all, gil))| gil >= MIN_BACKTRACED && 2 * gil > all)
+                .map(|(name, (backtraced, gil))| GilWait { tid, name, backtraced, gil }),
+        );
+    }
+    out.sort_by_key(|w| (w.tid, w.name));
+    out
+}
+
+/// Off-CPU time of thread `(pid, tid)` in `[a, b)` inside its OS calls that `keep`
+/// accepts (row of its OS runtime lane), each instant once.
+pub(crate) fn off_cpu_in_calls(
+    trace: &Trace,
+    ix: &HostIndex,
+    (pid, tid): (u32, u32),
+    (a, b): (Ns, Ns),
+    keep: impl Fn(&crate::model::Events, usize) -> bool,
+) -> Ns {
+    let Some((lane, rows)) = os_calls_in(trace, ix, (pid, tid), (a, b)) else { return 0 };
+    let ev = &lane.ev;
+    let kept = rows.filter(|&k| keep(ev, k)).map(|k| (ev.start[k].max(a), ev.end(k).min(b))).filter(|(s, e)| s < e);
+    merge(kept.collect()).into_iter().map(|(s, e)| e - s - ix.on_cpu_ns(trace, pid, tid, s, e).unwrap_or(0)).sum()
 }
 
 /// `fsync 40.1 ms, close 2.6 ms`: the first `n` of [`os_calls_seen`].

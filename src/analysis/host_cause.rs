@@ -22,7 +22,11 @@
 //!   other processes are their main threads (where DataLoader workers work); nsys's own
 //!   threads are never producers. A producer
 //!   off CPU in storage calls or outside any call for half of it while the CPUs were
-//!   free: `io-wait`. Otherwise `host-wait` stays: nothing in the trace says more.
+//!   free: `io-wait`; but its untraced time while its own process's other threads ran is a
+//!   wait for them (a worker's queue feeder pickling its batch), and where they ran
+//!   through half of the gap, their work decides. Otherwise `host-wait` stays: nothing in
+//!   the trace says more. A GIL wait is known from a backtrace or sample in the gap, or
+//!   from the thread's own backtraced calls of the same wait elsewhere ([`host::GilWait`]).
 //! - Every gap of the tree gets a `host` object: the deciding thread's time on and off
 //!   CPU, the CPUs' load, the producers, and the hot code of the thread whose work
 //!   explains the gap (the deciding thread, or the producer followed).
@@ -49,12 +53,14 @@ pub(crate) const TOP_FUNCTIONS: usize = 5;
 pub(crate) type HotByCause = HashMap<Cause, HashMap<(String, String), usize>>;
 
 /// A process tree as rule 6 reads it: its pids ([`process_tree`]), the CPUs they may
-/// run on ([`HostIndex::usable_cpus`]) and the tree's compiler threads.
+/// run on ([`HostIndex::usable_cpus`]), the tree's compiler threads and the waits the
+/// process's threads make for the GIL ([`host::gil_waits`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Tree {
     pids: Vec<u32>,
     usable: Vec<u32>,
     compilers: Vec<(u32, u32)>,
+    gil_waits: Vec<host::GilWait>,
 }
 
 /// The [`Tree`] of each process, found once: every gap of a process (and every clipped
@@ -69,7 +75,8 @@ impl Trees {
             let pids = process_tree(trace, pid);
             let usable = ix.usable_cpus(&pids);
             let compilers = compiler_threads(trace, &pids);
-            std::rc::Rc::new(Tree { pids, usable, compilers })
+            let gil_waits = host::gil_waits(trace, ix, pid);
+            std::rc::Rc::new(Tree { pids, usable, compilers, gil_waits })
         });
         std::rc::Rc::clone(t)
     }
@@ -245,6 +252,7 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &Tree) -> Deci
     let full = ix.all_busy(&tree.usable, g.start, g.end);
     let load = host::cpu_load_on(ix, tree.usable.clone(), g.start, g.end);
     let cpus = Cpus { load, usable: tree.usable.clone(), full };
+    let gil_waits: Vec<host::GilWait> = tree.gil_waits.iter().filter(|w| w.tid == tid).copied().collect();
     let tree = &tree.pids[..];
     let who = trace.thread_label(g.pid, tid);
     let Some(t) = host::thread_time(trace, ix, g.pid, tid, g.start, g.end) else { return Decision::keep(g, me) };
@@ -319,16 +327,24 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &Tree) -> Deci
             // the GIL) while a sibling thread of its process ran through half of the gap
             // (the two on CPU in turn) waited for the GIL in those waits too; where a GIL
             // backtrace shows the capture has backtraces, not in a wait whose own
-            // backtrace holds no GIL frame.
+            // backtrace holds no GIL frame. Where nothing in the gap took it, the thread's
+            // own backtraced waits elsewhere may say what its short waits are: a wait whose
+            // backtraced calls on this thread mostly take the GIL ([`host::GilWait`]) is
+            // a GIL wait in its short calls too, while a sibling runs through the gap.
             let traced = t.gil_ns > 0;
-            let gil_ns = if t.gil_ns < t.lock_ns && gil_in_turn(trace, ix, g, me, traced) {
-                let not_gil = if traced { not_gil_ns(trace, ix, g, me) } else { 0 };
-                (t.lock_ns - not_gil).max(t.gil_ns)
+            let (gil_ns, habit) = if t.gil_ns < t.lock_ns && in_turn(trace, ix, g, me) {
+                if traced || host::gil_samples(trace, ix, me, (g.start, g.end)).1 > 0 {
+                    let not_gil = if traced { not_gil_ns(trace, ix, g, me) } else { 0 };
+                    ((t.lock_ns - not_gil).max(t.gil_ns), None)
+                } else {
+                    let (ns, w) = habitual_gil_ns(trace, ix, g, me, &gil_waits);
+                    (ns.max(t.gil_ns), w)
+                }
             } else {
-                t.gil_ns
+                (t.gil_ns, None)
             };
             if 2 * gil_ns >= dur {
-                return gil(trace, ix, g, me, tree, &cpus, (gil_ns, t.gil_ns));
+                return gil(trace, ix, g, me, tree, &cpus, (gil_ns, t.gil_ns), habit);
             }
             // A futex or condition wait waits on the process's own threads first; a poll or
             // read of a pipe waits on the workers.
@@ -340,8 +356,10 @@ fn decide(trace: &Trace, ix: &HostIndex, g: &Gap, tid: u32, tree: &Tree) -> Deci
 }
 
 // The deciding thread waited for the GIL (`gil_ns` off CPU, `traced_ns` of it in waits
-// whose backtrace takes the GIL): the thread of its process that ran most in the gap held
-// it; its work decides the cause as any followed wait does.
+// whose backtrace takes the GIL; `habit`: the wait, known as a GIL wait from its
+// backtraces elsewhere, that its short calls made): the thread of its process that ran
+// most in the gap held it; its work decides the cause as any followed wait does.
+#[allow(clippy::too_many_arguments, reason = "rule 6's context plus what the GIL evidence was")]
 fn gil(
     trace: &Trace,
     ix: &HostIndex,
@@ -350,11 +368,18 @@ fn gil(
     tree: &[u32],
     cpus: &Cpus,
     (gil_ns, traced_ns): (Ns, Ns),
+    habit: Option<host::GilWait>,
 ) -> Decision {
     let d = follow(trace, ix, g, me, tree, cpus, Order::SameProcessFirst);
     let holder = ran(trace, ix, g, me, &[g.pid], false).into_iter().next();
     let Some(h) = holder else { return d };
-    let traced = if traced_ns > 0 && traced_ns < gil_ns {
+    let traced = if let Some(w) = habit {
+        let name = crate::text::name(trace.strings.get(w.name));
+        format!(
+            " (in {name} calls too short for a backtrace; {} of its {} backtraced {name} calls take the GIL)",
+            w.gil, w.backtraced
+        )
+    } else if traced_ns > 0 && traced_ns < gil_ns {
         format!(" ({} in a wait whose backtrace takes it)", fmt_ns(traced_ns))
     } else {
         String::new()
@@ -371,29 +396,46 @@ fn gil(
     Decision { cause, note: Some(note), explainer: (h.pid, h.tid), hint: Hint::Gil }
 }
 
-// The GIL taken in turn: thread `me` took the GIL in the gap (`traced`: a wait of it has
-// a GIL backtrace; else a sample of it takes or hands over the GIL), and another thread of
-// its process (not nsys's) was on CPU for half of it.
-fn gil_in_turn(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), traced: bool) -> bool {
-    let took = traced || host::gil_samples(trace, ix, me, (g.start, g.end)).1 > 0;
-    took && ran(trace, ix, g, me, &[g.pid], false).first().is_some_and(|h| 2.0 * h.on_cpu_share >= 1.0)
+// Python threads in turn: another thread of the process of `me` (not nsys's) was on CPU
+// for half of the gap.
+fn in_turn(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32)) -> bool {
+    ran(trace, ix, g, me, &[g.pid], false).first().is_some_and(|h| 2.0 * h.on_cpu_share >= 1.0)
 }
 
-/// Shortest OS runtime call nsys records a backtrace for (`--osrt-backtrace-threshold`,
-/// 80 µs by default): a shorter call has none, so nothing says what it waited for.
-const BACKTRACE_MIN_NS: Ns = 80_000;
-
 // Off-CPU time in the gap of thread `me` in futex and condition waits whose backtrace
-// holds no GIL frame: the calls long enough to have one ([`BACKTRACE_MIN_NS`]) without
-// the GIL's flag. They waited for something else.
+// holds no GIL frame: the calls long enough to have one ([`host::BACKTRACE_MIN_NS`])
+// without the GIL's flag. They waited for something else.
 fn not_gil_ns(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32)) -> Ns {
-    let Some((lane, rows)) = host::os_calls_in(trace, ix, me, (g.start, g.end)) else { return 0 };
-    let ev = &lane.ev;
-    rows.filter(|&k| ev.end(k) > g.start && ev.end(k) - ev.start[k] >= BACKTRACE_MIN_NS)
-        .filter(|&k| ev.flags(k) & crate::model::OSRT_GIL == 0)
-        .filter_map(|k| host::thread_time(trace, ix, me.0, me.1, ev.start[k].max(g.start), ev.end(k).min(g.end)))
-        .map(|t| t.lock_ns)
-        .sum()
+    host::off_cpu_in_calls(trace, ix, me, (g.start, g.end), |ev, k| {
+        ix.is_lock_call(ev.name[k])
+            && ev.end(k) - ev.start[k] >= host::BACKTRACE_MIN_NS
+            && ev.flags(k) & crate::model::OSRT_GIL == 0
+    })
+}
+
+// Off-CPU time in the gap of thread `me` in its GIL waits known from their backtraces
+// elsewhere (`waits`, its [`host::GilWait`]s): calls of those waits too short for a
+// backtrace, or whose backtrace takes the GIL; and the wait that held most of it.
+fn habitual_gil_ns(
+    trace: &Trace,
+    ix: &HostIndex,
+    g: &Gap,
+    me: (u32, u32),
+    waits: &[host::GilWait],
+) -> (Ns, Option<host::GilWait>) {
+    let habit = |name| waits.iter().find(|w| w.name == name).copied();
+    let in_habit = |ev: &crate::model::Events, k: usize| {
+        habit(ev.name[k]).is_some()
+            && (ev.end(k) - ev.start[k] < host::BACKTRACE_MIN_NS || ev.flags(k) & crate::model::OSRT_GIL != 0)
+    };
+    let ns = host::off_cpu_in_calls(trace, ix, me, (g.start, g.end), in_habit);
+    let top = waits
+        .iter()
+        .max_by_key(|w| {
+            host::off_cpu_in_calls(trace, ix, me, (g.start, g.end), |ev, k| ev.name[k] == w.name && in_habit(ev, k))
+        })
+        .copied();
+    (ns, top.filter(|_| ns > 0))
 }
 
 // OpenMP's runtime holds the most samples of thread `who` in the gap (at least
@@ -464,18 +506,27 @@ fn follow_group(
     let busiest = (first.pid, first.tid);
     let wait = g.evidence.clone();
     let label = |p: (u32, u32)| trace.thread_label(p.0, p.1);
-    // The producers' time waiting for a CPU, and their time off CPU in untraced waits
-    // while a CPU was free.
-    let times: Vec<(Ns, Ns, (u32, u32))> = producers
+    // The producers' time waiting for a CPU, and their time off CPU in storage calls or
+    // untraced waits while a CPU was free. An untraced wait while other threads of the
+    // producer's own process computed is a wait for them, as for the deciding thread (a
+    // worker that made its batch waits while its queue's feeder thread pickles it and its
+    // fd-sharing thread serves it): no storage.
+    let times: Vec<Off> = producers
         .iter()
         .take(8)
         .filter_map(|p| {
             let t = host::thread_time(trace, ix, p.pid, p.tid, g.start, g.end)?;
             let c = ix.contended_ns(trace, (p.pid, p.tid), &cpus.full, g.start, g.end)?;
-            Some((c, t.io_ns + t.runnable_ns - c, (p.pid, p.tid)))
+            let untraced = (t.runnable_ns - c).max(0);
+            let (handed, helper) =
+                if 2 * (t.io_ns + untraced) >= dur { own_ran_while_off(trace, ix, g, me, p) } else { (0, None) };
+            let waited = t.io_ns + untraced - handed.min(untraced);
+            Some(Off { contended: c, waited, who: (p.pid, p.tid), handed, helper })
         })
         .collect();
-    if let Some(&(c, _, p)) = times.iter().max_by_key(|t| t.0).filter(|t| 2 * t.0 >= dur) {
+    if let Some(&Off { contended: c, who: p, .. }) =
+        times.iter().max_by_key(|t| t.contended).filter(|t| 2 * t.contended >= dur)
+    {
         let note = format!(
             "{wait}; producer {} waited for a CPU for {} of {}: {}",
             label(p),
@@ -526,7 +577,23 @@ fn follow_group(
         let d = Decision::new(work_of(trace, ix, busiest, g), note, busiest);
         return if compiling { d.hinted(Hint::Compile) } else { d };
     }
-    if let Some(&(_, w, p)) = times.iter().max_by_key(|t| t.1).filter(|t| 2 * t.1 >= dur) {
+    // A producer off CPU while a thread of its own process computed through half of the gap
+    // handed its work to that thread (a worker's queue feeder pickling the batch it made):
+    // that thread's work decides.
+    if let Some(o) = times.iter().filter(|o| 2 * o.handed >= dur).max_by_key(|o| o.handed)
+        && let Some(h) = o.helper
+    {
+        let note = format!(
+            "{wait}; producer {} off CPU while its own thread {} computed through {} of {}",
+            label(o.who),
+            label(h),
+            fmt_ns(o.handed),
+            fmt_ns(dur)
+        );
+        return Decision::new(work_of(trace, ix, h, g), note, h);
+    }
+    if let Some(&Off { waited: w, who: p, .. }) = times.iter().max_by_key(|t| t.waited).filter(|t| 2 * t.waited >= dur)
+    {
         let traced = host::thread_time(trace, ix, p.0, p.1, g.start, g.end).map_or(0, |t| t.io_ns);
         let how = if 2 * traced >= w {
             "in storage calls".to_string()
@@ -544,6 +611,32 @@ fn follow_group(
         return Decision::new(Cause::IoWait, note, p);
     }
     Decision::keep(g, me)
+}
+
+// A producer's time in the gap off CPU: waiting for a CPU (`contended`), in storage calls
+// or untraced waits while a CPU was free (`waited`), and the part of its time off CPU during
+// which its own process's other threads computed (`handed`, the busiest of them `helper`).
+struct Off {
+    contended: Ns,
+    waited: Ns,
+    who: (u32, u32),
+    handed: Ns,
+    helper: Option<(u32, u32)>,
+}
+
+// Time in the gap during which the other threads of producer `p`'s process (not the
+// deciding thread `me`, not nsys's) ran while `p` was off CPU, and the busiest of them.
+fn own_ran_while_off(
+    trace: &Trace,
+    ix: &HostIndex,
+    g: &Gap,
+    me: (u32, u32),
+    p: &host::Producer,
+) -> (Ns, Option<(u32, u32)>) {
+    let who = (p.pid, p.tid);
+    let own: Vec<(u32, u32)> =
+        ran(trace, ix, g, who, &[p.pid], false).into_iter().map(|q| (q.pid, q.tid)).filter(|&q| q != me).collect();
+    (ix.on_cpu_while_off_ns(trace, who, &own, g.start, g.end), own.first().copied())
 }
 
 // Whose work a thread computing for the deciding thread of `g` does: a worker process,
@@ -869,6 +962,69 @@ mod tests {
         let g = base().on(WORKER, WORKER, 1, &[(MS, 2 * MS), (11 * MS, 12 * MS)]).gap();
         assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
         assert!(g.evidence.contains("untraced wait"), "{}", g.evidence);
+    }
+
+    #[test]
+    fn an_untraced_wait_while_the_workers_own_threads_run_is_no_storage() {
+        // Main waits in poll; the worker (no OS runtime trace) computes 3 ms, then is off CPU
+        // to the gap's end while its other thread 201 (its queue's feeder, pickling the batch)
+        // runs `handed` ms of it: the worker waited for that thread, not for storage.
+        let t = |handed: Ns| {
+            let t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "poll")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+            let t = t.on(WORKER, WORKER, 2, &[(MS, 4 * MS), (11 * MS, 12 * MS)]);
+            if handed > 0 { t.on(WORKER, 201, 3, &[(4 * MS, (4 + handed) * MS)]) } else { t }
+        };
+        let g = t(0).gap();
+        assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
+        // 2 ms handed over: 4 ms of untraced wait are left, under half of the gap; nothing
+        // says what they were.
+        let g = t(2).gap();
+        assert_eq!(g.cause, Cause::HostWait, "{}", g.evidence);
+        // The thread computed through half of the gap: the input pipeline's work.
+        let g = t(5).gap();
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
+        assert!(
+            g.evidence.contains("off CPU while its own thread worker2 (tid 201) computed through 5.00 ms"),
+            "{}",
+            g.evidence
+        );
+    }
+
+    #[test]
+    fn short_waits_of_a_call_whose_backtraces_take_the_gil_elsewhere_wait_for_it() {
+        // Main waits in 75 condition waits of 70 µs through the gap (too short for a
+        // backtrace; no sample in the gap), on CPU 40 µs between them, while the pin-memory
+        // thread runs. After the gap it makes `n` waits `name` of 200 µs, `gil` of them
+        // with a backtrace that takes the GIL.
+        let t = |name: &str, n: Ns, gil: Ns| {
+            let short: Vec<(Ns, Ns)> = (0..75).map(|k| (MS + k * 110_000, MS + k * 110_000 + 70_000)).collect();
+            let mut on = vec![(0, MS)];
+            on.extend(short.windows(2).map(|w| (w[0].1, w[1].0)));
+            on.push((short[short.len() - 1].1, 10 * MS));
+            let mut t = T::new().on(MAIN, MAIN, 0, &on).on(MAIN, 101, 1, &[(MS, 10 * MS)]);
+            let (cond, other) = (t.0.strings.intern("pthread_cond_timedwait"), t.0.strings.intern(name));
+            let mut ev = Events::default();
+            for &(a, b) in &short {
+                ev.push(a, b, cond, None, None, Some(0));
+            }
+            for k in 0..n {
+                let flag = if k < gil { crate::model::OSRT_GIL } else { 0 };
+                ev.push(11 * MS + k * 300_000, 11 * MS + k * 300_000 + 200_000, other, None, None, Some(flag));
+            }
+            t.0.lanes.push(Lane::new(LaneKind::Osrt { tid: MAIN }, MAIN, ev));
+            t.0.threads.push(Thread { pid: MAIN, tid: 101, name: "pt_data_pin".to_string() });
+            t.gap()
+        };
+        let g = t("pthread_cond_timedwait", 5, 5);
+        assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::Gil), "{}", g.evidence);
+        let says = "waited 5.25 ms (in pthread_cond_timedwait calls too short for a backtrace; 5 of its 5 backtraced";
+        assert!(g.evidence.contains(says) && g.evidence.contains("pt_data_pin"), "{}", g.evidence);
+        // Too few backtraces to say, most of them without the GIL, or the GIL waits of
+        // another call: the short waits stay unnamed and follow to the pin-memory thread.
+        for (name, n, gil) in [("pthread_cond_timedwait", 4, 4), ("pthread_cond_timedwait", 10, 5), ("futex", 5, 5)] {
+            let g = t(name, n, gil);
+            assert_eq!((g.cause, g.hint), (Cause::WorkerBusy, Hint::None), "{name} {n} {gil}: {}", g.evidence);
+        }
     }
 
     #[test]

@@ -16,9 +16,16 @@ const DISAGREE: [(&str, i64, &str); 2] = [
     (
         "r8_mask_sync",
         7_002_772_025,
-        "the label gives the refill hole to the data-dependent sync; the sync returned 53 µs before the \
-         28 µs hole began, and lanescope gives a hole to a sync only when the sync returns inside it: \
-         launch-bound (the label marks this reading in doubt)",
+        "lanescope is right from the raw rows (the label marks its reading in doubt): the sync drained \
+         nothing. When pt_autograd_0 called cudaStreamSynchronize (73.0 µs before the hole) the queue held \
+         only the count's DtoH copy (launched at -78.1 µs, run -71.4 to -69.9 µs), and the GPU had already \
+         idled 14-31 µs between kernels before it (the host the slower side). The sync returned 17 µs \
+         after the copy (-52.7 µs); the host then launched nonzero's scan and select kernels, each run as \
+         soon as its launch returned (the queue never refilled), then 19 µs of Python before the next \
+         launch: the 28 µs hole is the host's own pace, launch-bound. The sync held the host 20.3 µs, so \
+         it can have cost the GPU at most that much idle, and the 56.5 µs hole right after its copy (the \
+         one it returned inside: the refill hole proper) already holds more; r8_mask_sync's headline \
+         (NOT_YET in matrix_r8.rs) does not change",
     ),
     (
         "r8_lightning_ckpt",
