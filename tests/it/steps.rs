@@ -43,24 +43,27 @@ fn period_difference(a: &[i64], b: &[i64]) -> f64 {
 
 // Captures where the inferred steps are not the NVTX steps, each with why. The test fails
 // when one of them comes to match (take it off) or another stops matching.
-const NOT_THE_KERNELS_LOOP: [(&str, &str); 13] = [
+const NOT_THE_KERNELS_LOOP: [(&str, &str); 10] = [
     ("matrix/decode_eager", "the NVTX step is a generation; the kernels repeat once per token"),
     ("matrix/decode_graph", "the NVTX step is a generation; graph replays per token"),
     ("matrix/r4_decode_eager_d384", "the NVTX step is a generation; the kernels repeat once per token"),
     ("matrix/v_decode_eager_small", "the NVTX step is a generation; the kernels repeat once per token"),
     ("matrix/r6_grad_accum", "the NVTX step is a micro-batch; the inferred step is the optimizer's (4 micro-batches)"),
     (
-        "/d2h",
-        "the kernels alone cannot show this step: each is three identical (GEMM, elementwise) pairs (same names \
-         and grids, KERNEL rows), so the kernel sequence repeats every 2 kernels and no anchor comes once a step; \
-         only the step's D2H copy (MEMCPY copyKind 2, one a step) marks it, and copies are not in the sequence: \
-         no step is inferred (was: the elementwise cycle passed for the step)",
+        "/launchbound",
+        "two loops: steps 0-24 train (forward, backward, optimizer: inferred, 24 steps from the optimizer) and steps \
+         25-34 are 300 launches each of one kernel (vectorized_elementwise_kernel, grid 1; KERNEL rows) and no \
+         copy: the GPU gap before the first kernel of steps 26-34 (14-23 us) is exceeded by 15 to 68 gaps inside \
+         those steps, so nothing in the GPU stream marks those ten steps",
     ),
-    ("/graphs", "not yet: a GEMM's cycle inside the step passes for the step"),
-    ("/launchbound", "not yet: 24 steps of 35 (11 boundaries missed), periods 5.4% apart"),
-    ("/multigpu", "not yet: 6 kernels a step on each GPU, too few to repeat"),
     ("/profiler", "no structure: every kernel is the same `add`"),
-    ("/queued", "not yet: no period holds (host functions and lazy loads between the matmuls)"),
+    (
+        "/queued",
+        "one kernel name: every step is 15 (steps 0-4) or 24 (steps 15-24) launches of `Kernel2` (grid 128), \
+         steps 5-14 add one-off kernels (FFT, radix sort, lazily loaded `lazy_kernel_N`), and 3 H2D copies in \
+         all (KERNEL and MEMCPY rows over the NVTX steps): only the host's sync once a step marks it, and the \
+         GPU stream holds no operation once a step: no step is inferred",
+    ),
     ("matrix/r6_epochs_nonpersistent", "not yet: 40 steps as NVTX, but boundaries at the optimizer, 21% off NVTX's"),
     (
         "matrix/r9_serve_varbatch",
