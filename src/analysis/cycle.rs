@@ -4,8 +4,12 @@
 //! A training or inference loop launches the same kernels in the same order once per
 //! step. On the process with the most GPU time, on its busiest GPU:
 //!
-//! Kernels are told apart by their demangled names, template arguments included: a
-//! `multi_tensor_apply_kernel` of `clip_grad_norm_` is not the optimizer's.
+//! The sequence holds the GPU operations in start order: kernels, whole CUDA-graph replays
+//! (a loop of graphs launches one a step) and copies (the batch's copy in, a result's copy
+//! back: where identical layers repeat inside a step, the copy once a block of them is
+//! what marks the step), not memsets. Kernels are told apart by their demangled names,
+//! template arguments included: a `multi_tensor_apply_kernel` of `clip_grad_norm_` is not
+//! the optimizer's; a copy is its lane (direction and stream), whatever its memory kinds.
 //!
 //! 1. **Period.** The kernel names in start order repeat with a period of `P` kernels:
 //!    the smallest lag at which most sampled positions hold the same kernel name as one
@@ -17,9 +21,11 @@
 //!    Launches with an optimizer step between them (an optimizer kernel and a kernel of
 //!    the model) are never one burst: a recompile's thousands of kernels between some
 //!    steps would otherwise read as the jump between bursts.
-//! 2. **Anchor.** A kernel launched once per period (most of its distances `P`):
+//! 2. **Anchor.** An operation launched once per period (most of its distances `P`):
 //!    optimizer kernels first (`multi_tensor_apply`, fused or foreach Adam/SGD...), then
-//!    an NCCL all-reduce, then the most regular one.
+//!    an NCCL all-reduce, then the most regular one, of those whose repeats span at least
+//!    half the time the longest one's do (an eager warm-up's cycle before a loop of graph
+//!    replays repeats at the same period, over a fraction of the run).
 //! 3. **Check.** A second kernel must fall as often (once, or a micro-batch's kernel
 //!    several times) between consecutive anchors in [`AGREE_SHARE`] of the periods;
 //!    without one, no period holds and no step is guessed.

@@ -64,7 +64,13 @@ const NOT_THE_KERNELS_LOOP: [(&str, &str); 10] = [
          all (KERNEL and MEMCPY rows over the NVTX steps): only the host's sync once a step marks it, and the \
          GPU stream holds no operation once a step: no step is inferred",
     ),
-    ("matrix/r6_epochs_nonpersistent", "not yet: 40 steps as NVTX, but boundaries at the optimizer, 21% off NVTX's"),
+    (
+        "matrix/r6_epochs_nonpersistent",
+        "not yet: 40 steps as NVTX, but boundaries at the optimizer's end, 21% off NVTX's. From the NVTX rows: the \
+         step range starts after the DataLoader's wait, and its `copy data` (the batch's H2D copy) starts periods \
+         within 10 us of NVTX's on all 39, while the end of `optimizer step` moves within the step (periods of \
+         2.2-5.9 ms read 2.1-3.5 ms); the copy in, once a period, would be the boundary",
+    ),
     (
         "matrix/r9_serve_varbatch",
         "the NVTX step is an inference batch of a random size: nearly every batch runs GEMM kernels chosen for \
