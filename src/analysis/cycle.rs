@@ -99,13 +99,11 @@ pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> 
 // replays (a graph launched once a step is the step's work) and copies (an input copy or
 // a result's copy back once a step), not memsets.
 fn operations_of(kind: LaneKind) -> Option<u32> {
-    match kind {
-        LaneKind::Kernels { device, .. } | LaneKind::Graphs { device, .. } => Some(device),
-        LaneKind::Memory { device, class, .. } => {
-            matches!(class, MemClass::H2D | MemClass::D2H | MemClass::D2D | MemClass::P2P).then_some(device)
-        }
-        _ => None,
+    if let LaneKind::Kernels { device, .. } | LaneKind::Graphs { device, .. } = kind {
+        return Some(device);
     }
+    let LaneKind::Memory { device, class, .. } = kind else { return None };
+    matches!(class, MemClass::H2D | MemClass::D2H | MemClass::D2D | MemClass::P2P).then_some(device)
 }
 
 // Start of the operation at `r`.
@@ -166,11 +164,10 @@ fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
 // same loop.
 fn operation_id(lane: &crate::model::Lane, i: usize) -> StrId {
     let ev = &lane.ev;
-    match lane.kind {
-        LaneKind::Kernels { .. } => StrId::try_from(ev.aux(i)).ok().filter(|&a| a != 0).unwrap_or(ev.name[i]),
-        LaneKind::Memory { .. } => ev.name[0],
-        _ => ev.name[i],
+    if let LaneKind::Kernels { .. } = lane.kind {
+        return StrId::try_from(ev.aux(i)).ok().filter(|&a| a != 0).unwrap_or(ev.name[i]);
     }
+    if let LaneKind::Memory { .. } = lane.kind { ev.name[0] } else { ev.name[i] }
 }
 
 // A kernel name's launches grouped into bursts: launches closer together than the

@@ -51,10 +51,10 @@ const NOT_THE_KERNELS_LOOP: [(&str, &str); 10] = [
     ("matrix/r6_grad_accum", "the NVTX step is a micro-batch; the inferred step is the optimizer's (4 micro-batches)"),
     (
         "/launchbound",
-        "two loops: steps 0-24 train (forward, backward, optimizer: inferred, 24 steps from the optimizer) and steps \
-         25-34 are 300 launches each of one kernel (vectorized_elementwise_kernel, grid 1; KERNEL rows) and no \
-         copy: the GPU gap before the first kernel of steps 26-34 (14-23 us) is exceeded by 15 to 68 gaps inside \
-         those steps, so nothing in the GPU stream marks those ten steps",
+        "two loops: steps 0-24 train (forward, backward, optimizer: inferred, 24 steps anchored on a GEMM burst \
+         once a step) and steps 25-34 are 300 launches each of one kernel (vectorized_elementwise_kernel, grid 1; \
+         KERNEL rows) and no copy: the GPU gap before the first kernel of steps 26-34 (14-23 us) is exceeded by \
+         15 to 68 gaps inside those steps, so nothing in the GPU stream marks those ten steps",
     ),
     ("/profiler", "no structure: every kernel is the same `add`"),
     (
