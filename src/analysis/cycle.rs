@@ -4,8 +4,12 @@
 //! A training or inference loop launches the same kernels in the same order once per
 //! step. On the process with the most GPU time, on its busiest GPU:
 //!
-//! Kernels are told apart by their demangled names, template arguments included: a
-//! `multi_tensor_apply_kernel` of `clip_grad_norm_` is not the optimizer's.
+//! The sequence holds the GPU operations in start order: kernels, whole CUDA-graph replays
+//! (a loop of graphs launches one a step) and copies (the batch's copy in, a result's copy
+//! back: where identical layers repeat inside a step, the copy once a block of them is
+//! what marks the step), not memsets. Kernels are told apart by their demangled names,
+//! template arguments included: a `multi_tensor_apply_kernel` of `clip_grad_norm_` is not
+//! the optimizer's; a copy is its lane (direction and stream), whatever its memory kinds.
 //!
 //! 1. **Period.** The kernel names in start order repeat with a period of `P` kernels:
 //!    the smallest lag at which most sampled positions hold the same kernel name as one
@@ -17,9 +21,11 @@
 //!    Launches with an optimizer step between them (an optimizer kernel and a kernel of
 //!    the model) are never one burst: a recompile's thousands of kernels between some
 //!    steps would otherwise read as the jump between bursts.
-//! 2. **Anchor.** A kernel launched once per period (most of its distances `P`):
+//! 2. **Anchor.** An operation launched once per period (most of its distances `P`):
 //!    optimizer kernels first (`multi_tensor_apply`, fused or foreach Adam/SGD...), then
-//!    an NCCL all-reduce, then the most regular one.
+//!    an NCCL all-reduce, then the most regular one, of those whose repeats span at least
+//!    half the time the longest one's do (an eager warm-up's cycle before a loop of graph
+//!    replays repeats at the same period, over a fraction of the run).
 //! 3. **Check.** A second kernel must fall as often (once, or a micro-batch's kernel
 //!    several times) between consecutive anchors in [`AGREE_SHARE`] of the periods;
 //!    without one, no period holds and no step is guessed.
@@ -33,7 +39,7 @@ use std::collections::HashMap;
 
 use super::index::{Hints, Index};
 use super::phases::Instance;
-use crate::model::{EventRef, LaneKind, Ns, StrId, Trace};
+use crate::model::{EventRef, LaneKind, MemClass, Ns, StrId, Trace};
 
 /// Most kernels read to find the period; a longer run is searched only for its anchors.
 const MAX_SEQUENCE: usize = 1 << 21;
@@ -71,12 +77,12 @@ pub(crate) fn infer(trace: &Trace, index: &Index) -> Option<Inferred> {
 /// Steps of process `pid` on GPU `device`, when its kernels repeat.
 pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> Option<Inferred> {
     let lanes: Vec<usize> = (0..trace.lanes.len())
-        .filter(|&i| trace.lanes[i].pid == pid && kernels_of(trace.lanes[i].kind) == Some(device))
+        .filter(|&i| trace.lanes[i].pid == pid && operations_of(trace.lanes[i].kind) == Some(device))
         .collect();
     let seq = sequence(trace, &lanes);
     let cands = candidates(trace, &seq.names);
     let period = period(&seq.names, &cands)?;
-    let anchor = anchor(&cands, period)?;
+    let anchor = anchor(&cands, period, &|p| start_of(trace, seq.refs[p as usize]))?;
     let at_end = anchor.kind == 0;
     let refs: Vec<EventRef> = if seq.complete {
         let pos = if at_end { &anchor.ends } else { &anchor.starts };
@@ -89,16 +95,27 @@ pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> 
     (instances.len() >= MIN_STEPS).then_some(Inferred { pid, anchor: shown, instances })
 }
 
-// The GPU of a kernel lane.
-fn kernels_of(kind: LaneKind) -> Option<u32> {
-    if let LaneKind::Kernels { device, .. } = kind { Some(device) } else { None }
+// The GPU of a lane whose operations are in the sequence: kernels, whole CUDA-graph
+// replays (a graph launched once a step is the step's work) and copies (an input copy or
+// a result's copy back once a step), not memsets.
+fn operations_of(kind: LaneKind) -> Option<u32> {
+    if let LaneKind::Kernels { device, .. } | LaneKind::Graphs { device, .. } = kind {
+        return Some(device);
+    }
+    let LaneKind::Memory { device, class, .. } = kind else { return None };
+    matches!(class, MemClass::H2D | MemClass::D2H | MemClass::D2D | MemClass::P2P).then_some(device)
 }
 
-// The (process, GPU) with the most kernel time.
+// Start of the operation at `r`.
+fn start_of(trace: &Trace, r: EventRef) -> Ns {
+    trace.lanes[r.lane as usize].ev.start[r.idx as usize]
+}
+
+// The (process, GPU) with the most kernel time (graph replays counted as kernels).
 fn busiest(trace: &Trace) -> Option<(u32, u32)> {
     let mut time: HashMap<(u32, u32), Ns> = HashMap::new();
     for l in &trace.lanes {
-        if let LaneKind::Kernels { device, .. } = l.kind {
+        if let LaneKind::Kernels { device, .. } | LaneKind::Graphs { device, .. } = l.kind {
             *time.entry((l.pid, device)).or_default() += (0..l.ev.len()).map(|i| l.ev.dur(i)).sum::<Ns>();
         }
     }
@@ -131,18 +148,26 @@ fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
             complete = false;
             break;
         }
-        names.push(kernel_id(&trace.lanes[li].ev, i));
+        names.push(operation_id(&trace.lanes[li], i));
         refs.push(EventRef { lane: li as u32, idx: i as u32 });
     }
     Sequence { names, refs, complete }
 }
 
-// What tells kernels apart: the demangled name with its template arguments (kept in
-// `aux`), else the display name. The short name is not enough: `clip_grad_norm_`'s
-// norms and the optimizer's foreach updates are both `multi_tensor_apply_kernel`, and
-// as one name their launches read as two bursts a step.
-fn kernel_id(ev: &crate::model::Events, i: usize) -> StrId {
-    StrId::try_from(ev.aux(i)).ok().filter(|&a| a != 0).unwrap_or(ev.name[i])
+// What tells operations apart: for a kernel, the demangled name with its template
+// arguments (kept in `aux`), else the display name. The short name is not enough:
+// `clip_grad_norm_`'s norms and the optimizer's foreach updates are both
+// `multi_tensor_apply_kernel`, and as one name their launches read as two bursts a step.
+// A graph replay is its display name (the graph's id). A copy is its lane: one
+// direction on one stream, named by the lane's first copy. Its memory kinds are not
+// part of it: a loop whose copy back goes from pageable to pinned memory halfway is the
+// same loop.
+fn operation_id(lane: &crate::model::Lane, i: usize) -> StrId {
+    let ev = &lane.ev;
+    if let LaneKind::Kernels { .. } = lane.kind {
+        return StrId::try_from(ev.aux(i)).ok().filter(|&a| a != 0).unwrap_or(ev.name[i]);
+    }
+    if let LaneKind::Memory { .. } = lane.kind { ev.name[0] } else { ev.name[i] }
 }
 
 // A kernel name's launches grouped into bursts: launches closer together than the
@@ -220,13 +245,22 @@ impl OptimizerSteps {
 }
 
 // A name's launches in bursts. A burst breaks at the largest jump in the sorted distances
-// between launches (at least JUMP), and wherever an optimizer step falls between two
-// launches: a training step ends with its optimizer, so no burst spans two steps, however
-// far apart stalls (recompiles, checkpoints) push some steps in kernels.
+// between launches (at least JUMP) that at least MIN_STEPS - 1 distances reach, and
+// wherever an optimizer step falls between two launches: a training step ends with its
+// optimizer, so no burst spans two steps, however far apart stalls (recompiles,
+// checkpoints) push some steps in kernels. A jump fewer distances reach is no step's: it
+// is the pause between a warm-up (or start-up copies) and the loop, and splitting there
+// would merge the whole loop into one burst.
 fn bursts(name: StrId, kind: u8, pos: &[u32], steps: &OptimizerSteps) -> Option<Candidate> {
     let mut d: Vec<u32> = pos.windows(2).map(|w| w[1] - w[0]).collect();
     d.sort_unstable();
-    let split = d.windows(2).filter(|w| w[1] >= JUMP * w[0].max(1)).max_by_key(|w| w[1] / w[0].max(1)).map(|w| w[1]);
+    let reached = |j: usize| d.len() - (j + 1) >= MIN_STEPS - 1;
+    let split = d
+        .windows(2)
+        .enumerate()
+        .filter(|&(j, w)| w[1] >= JUMP * w[0].max(1) && reached(j))
+        .max_by_key(|(_, w)| w[1] / w[0].max(1))
+        .map(|(_, w)| w[1]);
     let (mut starts, mut ends) = (vec![pos[0]], vec![pos[0]]);
     for w in pos.windows(2) {
         if split.is_none_or(|s| w[1] - w[0] >= s) || steps.between(w[0], w[1], kind == 0) {
@@ -263,10 +297,11 @@ fn period(names: &[StrId], cands: &[Candidate]) -> Option<usize> {
     distinct.into_iter().filter(|d| d.1 * 20 >= most * 19).map(|d| d.0).min()
 }
 
-// Distinct kernel names in one period of `c`, in the middle of its region.
+// Distinct names in one period of `c` from its burst in the middle of its region. A
+// period starts at the candidate's own launch: a layer's cycle from its GEMM never holds
+// the copy that comes once per block of layers, wherever the block's middle falls.
 fn distinct_in(names: &[StrId], c: &Candidate) -> usize {
-    let (a, b) = c.region();
-    let mid = usize::midpoint(a, b);
+    let mid = c.starts[c.starts.len() / 2] as usize;
     let mut w: Vec<StrId> = names[mid.min(names.len() - c.lag)..][..c.lag].to_vec();
     w.sort_unstable();
     w.dedup();
@@ -290,14 +325,31 @@ fn repeats(names: &[StrId], lag: usize) -> bool {
     distinct && same as f64 >= REPEAT_SHARE * all as f64
 }
 
-// The anchor: a kernel once per period that another kernel agrees with.
-fn anchor(cands: &[Candidate], period: usize) -> Option<&Candidate> {
-    let mut once: Vec<(&Candidate, f64)> =
-        cands.iter().map(|c| (c, c.regularity(period))).filter(|c| c.1 >= ONCE_SHARE).collect();
-    // Optimizer kernels, then NCCL all-reduce, then the most regular; the earliest on ties.
-    once.sort_by(|a, b| a.0.kind.cmp(&b.0.kind).then(b.1.total_cmp(&a.1)).then(a.0.starts[0].cmp(&b.0.starts[0])));
-    // The second anchor may come several times a step (a micro-batch's kernel), as often in each.
-    once.iter().map(|a| a.0).find(|a| cands.iter().any(|b| b.name != a.name && agree(&a.starts, &b.starts)))
+// The anchor: an operation once per period that another operation agrees with, in the
+// loop that runs longest (`at` gives a position's start time).
+fn anchor<'a>(cands: &'a [Candidate], period: usize, at: &dyn Fn(u32) -> Ns) -> Option<&'a Candidate> {
+    let mut once: Vec<(&Candidate, f64)> = cands
+        .iter()
+        .map(|c| (c, c.regularity(period)))
+        .filter(|c| c.1 >= ONCE_SHARE)
+        // The second anchor may come several times a step (a micro-batch's kernel), as often in each.
+        .filter(|(a, _)| cands.iter().any(|b| b.name != a.name && agree(&a.starts, &b.starts)))
+        .collect();
+    // Optimizer kernels, then NCCL all-reduce, then any other.
+    let kind = once.iter().map(|a| a.0.kind).min()?;
+    once.retain(|a| a.0.kind == kind);
+    // Of these, a warm-up's eager cycle before a loop of graph replays repeats at the same
+    // period: the loop is the one whose repeats span the most time, and a cycle over less
+    // than half of that is another, shorter loop.
+    let span = |c: &Candidate| {
+        let (a, b) = c.region();
+        at(b as u32).saturating_sub(at(a as u32))
+    };
+    let longest = once.iter().map(|a| span(a.0)).max()?;
+    once.retain(|a| span(a.0).saturating_mul(2) >= longest);
+    // The most regular; the earliest on ties.
+    once.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.starts[0].cmp(&b.0.starts[0])));
+    once.first().map(|a| a.0)
 }
 
 // 0 for an optimizer kernel, 1 for an NCCL all-reduce, 2 for any other.
@@ -345,7 +397,7 @@ fn every_launch(trace: &Trace, lanes: &[usize], name: StrId, period: usize, at_e
     let mut out = Vec::new();
     let mut last: Option<usize> = None;
     for (p, (li, i)) in in_start_order(trace, lanes).enumerate() {
-        if kernel_id(&trace.lanes[li].ev, i) != name {
+        if operation_id(&trace.lanes[li], i) != name {
             continue;
         }
         let r = EventRef { lane: li as u32, idx: i as u32 };
@@ -445,7 +497,7 @@ mod tests {
         let cands = candidates(&t, &names);
         let p = period(&names, &cands).expect("a period");
         assert_eq!(p, step.len());
-        let a = anchor(&cands, p).expect("an anchor");
+        let a = anchor(&cands, p, &Ns::from).expect("an anchor");
         assert_eq!(a.starts.len(), 12, "one burst a step");
         // The same kernels under one name read as two bursts a step.
         let merged: Vec<StrId> = names.iter().map(|&n| if n == sgd { norm } else { n }).collect();
@@ -475,7 +527,7 @@ mod tests {
         let cands = candidates(&t, &names);
         let p = period(&names, &cands).expect("a period");
         assert_eq!(p, step.len());
-        let a = anchor(&cands, p).expect("an anchor");
+        let a = anchor(&cands, p, &Ns::from).expect("an anchor");
         assert_eq!((a.name, a.starts.len()), (step[6], 40));
         // Optimizer kernels back to back (a foreach update over two parameter groups)
         // are one update: `o p o p` with nothing of the model between is one burst.
@@ -485,6 +537,89 @@ mod tests {
         let names: Vec<StrId> = (0..5).flat_map(|_| step[..6].iter().copied().chain(one)).collect();
         let c = candidates(&t, &names).into_iter().find(|c| c.name == o).expect("o");
         assert_eq!(c.starts.len(), 5);
+    }
+
+    // Process 1 on GPU 0: for each of `steps` steps 1,000 ns apart, an H2D copy (when
+    // `copy`; from pageable memory in the first half, pinned in the second) and then
+    // `units` times (gemm, add, add), each operation launched by its own API call 5 ns long.
+    fn blocks(steps: Ns, units: Ns, copy: bool) -> Trace {
+        use crate::model::{ApiKind, Events, Lane};
+        let mut t = Trace { strings: crate::model::Strings::new(), ..Trace::default() };
+        let [gemm, add, pageable, pinned, launch, memcpy] =
+            ["gemm", "add", "Memcpy HtoD (Pageable)", "Memcpy HtoD (Pinned)", "cudaLaunchKernel", "cudaMemcpyAsync"]
+                .map(|n| t.strings.intern(n));
+        let (mut kernels, mut copies, mut calls) = (Events::default(), Events::default(), Events::default());
+        let mut corr = 0;
+        let mut op = |ev: &mut Events, calls: &mut Events, at: Ns, name, call, kind: ApiKind| {
+            corr += 1;
+            calls.push(at, at + 5, call, Some(corr), None, Some(kind as u32));
+            ev.push(at + 10, at + 20, name, Some(corr), Some(0), None);
+        };
+        for s in 0..steps {
+            let base = s * 1000;
+            if copy {
+                let h2d = if 2 * s < steps { pageable } else { pinned };
+                op(&mut copies, &mut calls, base, h2d, memcpy, ApiKind::MemcpyAsync);
+            }
+            for u in 0..units {
+                for (k, name) in [gemm, add, add].into_iter().enumerate() {
+                    op(&mut kernels, &mut calls, base + 100 + u * 60 + k as Ns * 20, name, launch, ApiKind::Launch);
+                }
+            }
+        }
+        t.lanes.push(Lane::new(LaneKind::Kernels { device: 0, stream: 7 }, 1, kernels));
+        if copy {
+            t.lanes.push(Lane::new(LaneKind::Memory { device: 0, stream: 7, class: MemClass::H2D }, 1, copies));
+        }
+        t.lanes.push(Lane::new(LaneKind::CudaApi { tid: 1 }, 1, calls));
+        t
+    }
+
+    #[test]
+    fn a_copy_once_a_block_of_repeated_units_makes_the_block_the_step() {
+        // Four identical (gemm, add, add) units a step: by names alone the unit repeats
+        // every 3 kernels. The step's H2D copy, once a block, is in the sequence: the
+        // block is the period, the copy its anchor, a step from one copy's call to the
+        // next, through the change of its source memory halfway.
+        let t = blocks(10, 4, true);
+        let got = infer_for(&t, &Index::build(&t), 1, 0).expect("steps");
+        assert_eq!(t.strings.get(got.anchor), "Memcpy HtoD (Pageable)");
+        let starts: Vec<Ns> = got.instances.iter().map(|i| i.start).collect();
+        assert_eq!(starts, (0..9).map(|s| s * 1000).collect::<Vec<_>>());
+        // Without the copy, nothing marks the block: the steps found are not these.
+        let t = blocks(10, 4, false);
+        assert_ne!(infer_for(&t, &Index::build(&t), 1, 0).map(|s| s.instances.len()), Some(9));
+    }
+
+    #[test]
+    fn a_pause_between_start_up_copies_and_the_loop_does_not_merge_the_loop_into_one_burst() {
+        // Sixteen start-up copies back to back, a warm-up of 24 `a b`, then a loop whose
+        // step is one copy and one graph replay. The copy's distances are 1 (15 times), 2
+        // (19 times) and 49 once: a jump one distance reaches is no step's, so every copy
+        // of the loop is its own burst, once per period (was: two bursts, no candidate).
+        let (t, names) = ids(&format!("{}{}{}", "c".repeat(16), "ab".repeat(24), "cg".repeat(20)));
+        let c = candidates(&t, &names).into_iter().find(|c| c.name == names[0]).expect("the copy");
+        assert_eq!((c.starts.len(), c.lag), (36, 2));
+        // A jump that several distances reach still splits: three bursts of four `c`.
+        let (t, names) = ids(&"ccccxxxxxxxxxxxxxxxxxxxx".repeat(3));
+        let c = candidates(&t, &names).into_iter().find(|c| c.name == names[0]).expect("the burst");
+        assert_eq!(c.starts, vec![0, 24, 48]);
+    }
+
+    #[test]
+    fn of_two_cycles_at_one_period_the_anchor_is_in_the_one_that_runs_longest() {
+        // A warm-up's eager cycle `a b` (24 times, over 48 ns) and then a loop of graph
+        // replays with their copies `c g` (20 times, 1,000 ns apart): both repeat every 2
+        // operations; the loop's anchor is the graph replay or its copy, not the warm-up's.
+        let (t, names) = ids(&format!("{}{}", "ab".repeat(24), "cg".repeat(20)));
+        let time = |p: u32| if p < 48 { Ns::from(p) } else { 48 + Ns::from(p - 48) * 500 };
+        let cands = candidates(&t, &names);
+        let p = period(&names, &cands).expect("a period");
+        assert_eq!(p, 2);
+        let a = anchor(&cands, p, &time).expect("an anchor");
+        assert!(a.starts[0] >= 48, "anchor {} from position {}", t.strings.get(a.name), a.starts[0]);
+        // By position alone the warm-up comes first.
+        assert!(anchor(&cands, p, &Ns::from).is_some_and(|a| a.starts[0] < 48));
     }
 
     #[test]
