@@ -80,7 +80,7 @@ pub(crate) fn infer_for(trace: &Trace, index: &Index, pid: u32, device: u32) -> 
         .filter(|&i| trace.lanes[i].pid == pid && operations_of(trace.lanes[i].kind) == Some(device))
         .collect();
     let seq = sequence(trace, &lanes);
-    let cands = candidates(trace, &seq.names);
+    let cands = candidates(trace, &seq.names, &seq.copies);
     let period = period(&seq.names, &cands)?;
     let anchor = anchor(&cands, period, &|p| start_of(trace, seq.refs[p as usize]))?;
     let at_end = anchor.kind == 0;
@@ -126,6 +126,8 @@ fn busiest(trace: &Trace) -> Option<(u32, u32)> {
 struct Sequence {
     names: Vec<StrId>,
     refs: Vec<EventRef>,
+    // True where the operation is a copy.
+    copies: Vec<bool>,
     // False when the run had more than MAX_SEQUENCE kernels.
     complete: bool,
 }
@@ -142,6 +144,7 @@ fn in_start_order<'a>(trace: &'a Trace, lanes: &'a [usize]) -> impl Iterator<Ite
 fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
     let mut names = Vec::new();
     let mut refs = Vec::new();
+    let mut copies = Vec::new();
     let mut complete = true;
     for (li, i) in in_start_order(trace, lanes) {
         if names.len() == MAX_SEQUENCE {
@@ -150,8 +153,9 @@ fn sequence(trace: &Trace, lanes: &[usize]) -> Sequence {
         }
         names.push(operation_id(&trace.lanes[li], i));
         refs.push(EventRef { lane: li as u32, idx: i as u32 });
+        copies.push(matches!(trace.lanes[li].kind, LaneKind::Memory { .. }));
     }
-    Sequence { names, refs, complete }
+    Sequence { names, refs, copies, complete }
 }
 
 // What tells operations apart: for a kernel, the demangled name with its template
@@ -197,14 +201,15 @@ impl Candidate {
     }
 }
 
-// Every name launched at least MIN_STEPS times, in bursts.
-fn candidates(trace: &Trace, names: &[StrId]) -> Vec<Candidate> {
+// Every name launched at least MIN_STEPS times, in bursts; `copies` marks the copies of
+// the sequence (empty: none).
+fn candidates(trace: &Trace, names: &[StrId], copies: &[bool]) -> Vec<Candidate> {
     let mut at: HashMap<StrId, Vec<u32>> = HashMap::new();
     for (p, &n) in names.iter().enumerate() {
         at.entry(n).or_default().push(p as u32);
     }
     let kinds: HashMap<StrId, u8> = at.keys().map(|&n| (n, kind(trace.strings.get(n)))).collect();
-    let steps = OptimizerSteps::new(names, &kinds);
+    let steps = OptimizerSteps::new(names, &kinds, copies);
     let mut out: Vec<Candidate> = at
         .into_iter()
         .filter(|(_, p)| p.len() >= MIN_STEPS)
@@ -214,32 +219,41 @@ fn candidates(trace: &Trace, names: &[StrId]) -> Vec<Candidate> {
     out
 }
 
-// Where optimizer kernels sit in the sequence, to tell whether an optimizer step falls
-// between two positions.
+// Where optimizer kernels and copies sit in the sequence, to tell whether an optimizer
+// step falls between two positions.
 struct OptimizerSteps {
     // Optimizer kernels before each position (one entry more than the sequence).
     before: Vec<u32>,
+    // Copies before each position, likewise.
+    copies: Vec<u32>,
 }
 
 impl OptimizerSteps {
-    fn new(names: &[StrId], kinds: &HashMap<StrId, u8>) -> Self {
-        let mut before = Vec::with_capacity(names.len() + 1);
-        let mut n = 0u32;
-        before.push(0);
-        for name in names {
-            n += u32::from(kinds.get(name) == Some(&0));
-            before.push(n);
+    fn new(names: &[StrId], kinds: &HashMap<StrId, u8>, copies: &[bool]) -> Self {
+        let count = |is: &dyn Fn(usize) -> bool| {
+            std::iter::once(0)
+                .chain((0..names.len()).scan(0u32, |n, p| {
+                    *n += u32::from(is(p));
+                    Some(*n)
+                }))
+                .collect()
+        };
+        Self {
+            before: count(&|p| kinds.get(&names[p]) == Some(&0)),
+            copies: count(&|p| copies.get(p).copied().unwrap_or(false)),
         }
-        Self { before }
     }
 
     // True when two launches of a kernel at `p` and `q` (an optimizer kernel when `opt`)
     // have an optimizer kernel and a kernel of the model between them, the kernel itself
     // counted on its side: a step ended between them. Only optimizer kernels (a foreach
     // update over several parameter groups) is one update; only the model's, one step.
+    // A copy is no kernel of the model: a prefetch on a side stream starts in the middle
+    // of the update as readily as anywhere.
     fn between(&self, p: u32, q: u32, opt: bool) -> bool {
         let o = self.before[q as usize] - self.before[p as usize + 1];
-        let model = q - p - 1 - o;
+        let c = self.copies[q as usize] - self.copies[p as usize + 1];
+        let model = q - p - 1 - o - c;
         (o > 0 || opt) && (model > 0 || !opt)
     }
 }
@@ -472,10 +486,10 @@ mod tests {
         // A step "a b a b a b c d e f": `a` three times a step is one burst a step; the
         // layer cycle "a b" (lag 2) holds 2 names of the step's 6.
         let (t, names) = ids(&format!("xyz{}", "ababab cdef".replace(' ', "").repeat(10)));
-        assert_eq!(period(&names, &candidates(&t, &names)), Some(10));
+        assert_eq!(period(&names, &candidates(&t, &names, &[])), Some(10));
         // One name only: no structure, no period.
         let (t, names) = ids(&"a".repeat(30));
-        assert_eq!(period(&names, &candidates(&t, &names)), None);
+        assert_eq!(period(&names, &candidates(&t, &names, &[])), None);
     }
 
     #[test]
@@ -494,14 +508,14 @@ mod tests {
         step.extend([sgd; 8]);
         step.extend(&other[14..]);
         let names: Vec<StrId> = step.iter().copied().cycle().take(step.len() * 12).collect();
-        let cands = candidates(&t, &names);
+        let cands = candidates(&t, &names, &[]);
         let p = period(&names, &cands).expect("a period");
         assert_eq!(p, step.len());
         let a = anchor(&cands, p, &Ns::from).expect("an anchor");
         assert_eq!(a.starts.len(), 12, "one burst a step");
         // The same kernels under one name read as two bursts a step.
         let merged: Vec<StrId> = names.iter().map(|&n| if n == sgd { norm } else { n }).collect();
-        let c = candidates(&t, &merged).into_iter().find(|c| c.name == norm).expect("the merged name");
+        let c = candidates(&t, &merged, &[]).into_iter().find(|c| c.name == norm).expect("the merged name");
         assert_eq!(c.starts.len(), 24);
     }
 
@@ -524,7 +538,7 @@ mod tests {
             }
             names.extend(&step);
         }
-        let cands = candidates(&t, &names);
+        let cands = candidates(&t, &names, &[]);
         let p = period(&names, &cands).expect("a period");
         assert_eq!(p, step.len());
         let a = anchor(&cands, p, &Ns::from).expect("an anchor");
@@ -535,8 +549,18 @@ mod tests {
             (t.strings.intern("multi_tensor_apply_kernel<1>"), t.strings.intern("multi_tensor_apply_kernel<2>"));
         let one = [o, q, o, q];
         let names: Vec<StrId> = (0..5).flat_map(|_| step[..6].iter().copied().chain(one)).collect();
-        let c = candidates(&t, &names).into_iter().find(|c| c.name == o).expect("o");
+        let c = candidates(&t, &names, &[]).into_iter().find(|c| c.name == o).expect("o");
         assert_eq!(c.starts.len(), 5);
+        // A side stream's prefetch copy that starts between two launches of one update
+        // is no kernel of the model: `o h o` stays one burst; a model kernel there splits it.
+        let h = t.strings.intern("[memcpy HtoD]");
+        let names: Vec<StrId> =
+            (0..5).flat_map(|_| step[..6].iter().chain(&step[..4]).copied().chain([o, h, o])).collect();
+        let copies: Vec<bool> = names.iter().map(|&n| n == h).collect();
+        let c = candidates(&t, &names, &copies).into_iter().find(|c| c.name == o).expect("o");
+        assert_eq!(c.starts.len(), 5);
+        let c = candidates(&t, &names, &[]).into_iter().find(|c| c.name == o).expect("o");
+        assert_eq!(c.starts.len(), 10, "read as a kernel of the model, the copy splits every update");
     }
 
     // Process 1 on GPU 0: for each of `steps` steps 1,000 ns apart, an H2D copy (when
@@ -598,11 +622,11 @@ mod tests {
         // (19 times) and 49 once: a jump one distance reaches is no step's, so every copy
         // of the loop is its own burst, once per period (was: two bursts, no candidate).
         let (t, names) = ids(&format!("{}{}{}", "c".repeat(16), "ab".repeat(24), "cg".repeat(20)));
-        let c = candidates(&t, &names).into_iter().find(|c| c.name == names[0]).expect("the copy");
+        let c = candidates(&t, &names, &[]).into_iter().find(|c| c.name == names[0]).expect("the copy");
         assert_eq!((c.starts.len(), c.lag), (36, 2));
         // A jump that several distances reach still splits: three bursts of four `c`.
         let (t, names) = ids(&"ccccxxxxxxxxxxxxxxxxxxxx".repeat(3));
-        let c = candidates(&t, &names).into_iter().find(|c| c.name == names[0]).expect("the burst");
+        let c = candidates(&t, &names, &[]).into_iter().find(|c| c.name == names[0]).expect("the burst");
         assert_eq!(c.starts, vec![0, 24, 48]);
     }
 
@@ -613,7 +637,7 @@ mod tests {
         // operations; the loop's anchor is the graph replay or its copy, not the warm-up's.
         let (t, names) = ids(&format!("{}{}", "ab".repeat(24), "cg".repeat(20)));
         let time = |p: u32| if p < 48 { Ns::from(p) } else { 48 + Ns::from(p - 48) * 500 };
-        let cands = candidates(&t, &names);
+        let cands = candidates(&t, &names, &[]);
         let p = period(&names, &cands).expect("a period");
         assert_eq!(p, 2);
         let a = anchor(&cands, p, &time).expect("an anchor");

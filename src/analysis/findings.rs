@@ -105,14 +105,18 @@ pub(crate) fn findings(x: &Inputs<'_>, explainer: &mut Explainer<'_>) -> Vec<Fin
     out.into_iter().flatten().collect()
 }
 
-/// True when steady gaps wait on copies from pageable memory or on their syncs: among
-/// fixes of one saving and severity, the pinned-memory fix then leads ([`super::rule::rank`]).
+/// True when steady gaps wait on copies from pageable memory or on their syncs more than
+/// on anything else (no other cause holds more of the steady idle): among fixes of one
+/// saving and severity, the pinned-memory fix then leads ([`super::rule::rank`]). A few
+/// such waits beside a host that computes most of the step do not put it first.
 pub(crate) fn waits_on_pageable_sync(gaps: &[Gap]) -> bool {
-    gaps.iter().any(|g| {
-        g.cause != Cause::Profiler
-            && g.window == Window::Steady
-            && (g.hint == Hint::PageableSync || g.cause == Cause::PageableCopy)
-    })
+    let mut by: HashMap<Option<Cause>, Ns> = HashMap::new();
+    for g in gaps.iter().filter(|g| g.cause != Cause::Profiler && g.window == Window::Steady) {
+        let pageable = g.hint == Hint::PageableSync || g.cause == Cause::PageableCopy;
+        *by.entry((!pageable).then_some(g.cause)).or_default() += g.end - g.start;
+    }
+    let pageable = by.remove(&None).unwrap_or(0);
+    pageable > 0 && by.values().all(|&t| pageable >= t)
 }
 
 // The steady window's length on each GPU between its first and last operation, summed.
@@ -971,6 +975,28 @@ fn pageable_bandwidth(x: &Inputs<'_>, dir: MemClass, span: Ns) -> Option<Finding
 mod tests {
     use super::*;
     use crate::analysis::Union;
+
+    #[test]
+    fn the_pinned_fix_leads_only_where_pageable_waits_hold_the_most_steady_idle() {
+        let g = |start: Ns, end: Ns, cause: Cause, hint: Hint| Gap {
+            start,
+            end,
+            cause,
+            hint,
+            window: Window::Steady,
+            ..Gap::default()
+        };
+        let sync = |a, b| g(a, b, Cause::SyncDrain, Hint::PageableSync);
+        // A sliver of waits on pageable copies beside a host computing most of the step.
+        let sliver = [sync(0, 5), g(10, 60, Cause::HostBusy, Hint::None), g(70, 72, Cause::PageableCopy, Hint::None)];
+        assert!(!waits_on_pageable_sync(&sliver));
+        // The waits (a sync of a pageable copy, the copy's own staging) outweigh each other cause.
+        let most = [sync(0, 30), g(40, 60, Cause::HostBusy, Hint::None), g(70, 80, Cause::PageableCopy, Hint::None)];
+        assert!(waits_on_pageable_sync(&most));
+        // Start-up does not count.
+        let early = [Gap { window: Window::Startup, ..sync(0, 30) }, g(40, 45, Cause::HostBusy, Hint::None)];
+        assert!(!waits_on_pageable_sync(&early));
+    }
 
     #[test]
     fn a_low_region_of_start_up_gives_way_to_one_of_the_loop() {

@@ -469,9 +469,11 @@ fn follow(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], 
         Order::WorkersFirst => [workers, siblings],
         Order::SameProcessFirst => [siblings, workers],
     };
-    // The first group whose threads say what the wait was for decides; but an input-pipeline
-    // thread of the process (a pin-memory thread) waiting in its reads waits for the workers'
-    // queue, not for storage: the workers, where they say what they did, decide instead.
+    // The first group whose threads say what the wait was for decides; but a thread of the
+    // process waiting in reads that may be pipes (not calls that only touch files), or an
+    // input-pipeline thread (a pin-memory thread) waiting in its reads, waits for the
+    // worker processes' queue (a pin-memory thread, a process pool's result handler), not
+    // for storage: the workers, where they say what they did, decide instead.
     let mut relayed = None;
     for producers in groups.iter().filter(|p| !p.is_empty()) {
         let d = follow_group(trace, ix, g, me, cpus, producers);
@@ -482,7 +484,7 @@ fn follow(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], 
         if relayed.is_none()
             && d.cause == Cause::IoWait
             && pid == g.pid
-            && is_input_thread(ix.thread_name(trace, pid, tid))
+            && (is_input_thread(ix.thread_name(trace, pid, tid)) || reads_maybe_pipes(trace, ix, g, (pid, tid)))
         {
             relayed = Some(d);
             continue;
@@ -490,6 +492,12 @@ fn follow(trace: &Trace, ix: &HostIndex, g: &Gap, me: (u32, u32), tree: &[u32], 
         return d;
     }
     relayed.unwrap_or_else(|| Decision::keep(g, me))
+}
+
+// True when thread `who` was off CPU in the gap in storage calls mostly other than those
+// that only touch files: `read` and its kin, which may read a pipe.
+fn reads_maybe_pipes(trace: &Trace, ix: &HostIndex, g: &Gap, (pid, tid): (u32, u32)) -> bool {
+    host::thread_time(trace, ix, pid, tid, g.start, g.end).is_some_and(|t| t.io_ns > 0 && 2 * t.file_ns < t.io_ns)
 }
 
 // One group of producers (busiest first, not empty): what they did in the gap.
@@ -1075,6 +1083,22 @@ mod tests {
         assert!(g.evidence.contains("pt_data_worker"), "{}", g.evidence);
         // With no worker that ran, the pin thread's read stays what it was.
         let g = t().gap();
+        assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
+        // Any thread of the process reading what may be a pipe (a process pool's result
+        // handler, unnamed) relays the wait likewise; one that only opens and reads files
+        // at offsets (`pread64`) waits for storage.
+        let other = |call: &'static str| {
+            let t = T::new().os(MAIN, MAIN, &[(MS, 10 * MS - 30_000, "sem_wait")]).on(MAIN, MAIN, 0, &[(0, MS)]);
+            t.os(MAIN, 101, &[(MS, 9 * MS, call)]).on(MAIN, 101, 1, &[(9 * MS, 9 * MS + 100_000)]).on(
+                WORKER,
+                WORKER,
+                2,
+                &[(MS, 9 * MS)],
+            )
+        };
+        let g = other("read").gap();
+        assert_eq!(g.cause, Cause::WorkerBusy, "{}", g.evidence);
+        let g = other("pread64").gap();
         assert_eq!(g.cause, Cause::IoWait, "{}", g.evidence);
     }
 

@@ -39,7 +39,8 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     let (short_by_cause, short_holes) =
         gaps::Explainer::new(trace, &index, &devices, options).short_holes(steps.windows);
     steady.short_by_cause = short_by_cause;
-    let regions = regions::regions(&steps.instances, steps.windows, &gaps, &groups, steps.name.as_deref());
+    let on_gpu = regions::gpu_starts(trace, &index, &steps.instances);
+    let regions = regions::regions(&steps.instances, &on_gpu, steps.windows, &gaps, &groups, steps.name.as_deref());
     let hot = host_cause::top_by_cause(&host_cause::steady_hot(&gaps), host_cause::TOP_FUNCTIONS);
     let phase_ctx = phases::PhaseCtx::new(trace, &index, &devices, &gaps, options.min_gap_ns);
     let collectives = ranks::analyze(trace, &index, &steps, &groups, options);
@@ -67,7 +68,7 @@ pub fn analyze(trace: &Trace, options: &Options) -> Analysis {
     );
     let h2d = pcie::all_h2d(trace);
     pcie::annotate(trace, &devices, &mut phases, &by_phase, &h2d);
-    let stalls = regions::stall_spans(&steps.instances, &regions);
+    let stalls = regions::stall_spans(&steps.instances, &on_gpu, &regions);
     let step_model =
         whatif::steady_model((trace, &index), &devices, &gaps, &steps, (&h2d, steady.short_idle_ns, &stalls));
     let mut whatifs = step_model.as_ref().map(|m| whatif::all(trace, m, &h2d)).unwrap_or_default();

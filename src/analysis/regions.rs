@@ -3,10 +3,14 @@
 //!
 //! Each gap's steady part is split at the step ranges:
 //!
-//! - inside a step whose wall is at least [`STALL_FACTOR`] times the median step's, when
-//!   such steps recur at a regular interval (most of their distances equal): a
-//!   **periodic** stall (a checkpoint, an evaluation, logging every N steps), named by the
-//!   NVTX phase holding at least half of its idle, else by its dominant cause;
+//! - inside a step whose wall is at least [`STALL_FACTOR`] times the median step's, on
+//!   the host and on the GPU alike, when such steps recur at a regular interval (most of
+//!   their distances equal): a **periodic** stall (a checkpoint, an evaluation, logging
+//!   every N steps), named by the NVTX phase holding at least half of its idle, else by
+//!   its dominant cause. A step's span on the GPU runs from the first operation it
+//!   launched to the next step's first: where the host runs ahead of the GPU, a sync
+//!   every N steps makes those steps long on the host only (it waits for the work the
+//!   steps before it queued), and they are no stall;
 //! - outside every step, in an NVTX phase that is a loop of its own (repeated, never
 //!   overlapping a step: `eval`): a **loop** region named by the phase;
 //! - outside every step otherwise: **between-steps** (epoch boundaries: DataLoader
@@ -15,9 +19,10 @@
 
 use std::collections::HashMap;
 
+use super::index::Index;
 use super::phases::Instance;
 use super::{Cause, Gap, Windows};
-use crate::model::Ns;
+use crate::model::{ApiKind, Ns, Trace};
 
 /// A step is a stall when its wall is at least this many times the median step's.
 const STALL_FACTOR: Ns = 2;
@@ -124,6 +129,7 @@ impl Sum {
 /// first. Profiler overhead counts in none.
 pub(crate) fn regions(
     steps: &[Instance],
+    gpu: &[Option<Ns>],
     w: Windows,
     gaps: &[Gap],
     phases: &[(String, Vec<Instance>)],
@@ -132,7 +138,7 @@ pub(crate) fn regions(
     if steps.len() < 2 {
         return Vec::new();
     }
-    let stalls = stalls(steps);
+    let stalls = stalls(steps, gpu);
     let loops = loops(phases, steps, step_phase);
     let steady_steps = steps.iter().filter(|s| s.start >= w.steady_start).count().max(1) as Ns;
     let mut sums: HashMap<(RegionKind, Option<String>), Sum> = HashMap::new();
@@ -184,7 +190,7 @@ pub(crate) fn regions(
                 idle_ns: s.idle,
                 idle_per_step_ns: s.idle / steady_steps,
                 dominant_cause: s.dominant().label(),
-                extra_ns: if kind == RegionKind::Periodic { extra(steps, &stalls.1, w.steady_start) } else { 0 },
+                extra_ns: if kind == RegionKind::Periodic { extra(steps, gpu, &stalls.1, w.steady_start) } else { 0 },
             }
         })
         .collect();
@@ -194,11 +200,40 @@ pub(crate) fn regions(
 
 /// The host ranges of the periodic stall's steps, where `regions` holds one (none
 /// otherwise): waits inside them are the stall's, not the input pipeline's pace.
-pub(crate) fn stall_spans(steps: &[Instance], regions: &[Region]) -> Vec<(Ns, Ns)> {
+pub(crate) fn stall_spans(steps: &[Instance], gpu: &[Option<Ns>], regions: &[Region]) -> Vec<(Ns, Ns)> {
     if steps.len() < 2 || !regions.iter().any(|r| r.kind == RegionKind::Periodic) {
         return Vec::new();
     }
-    stalls(steps).1.into_iter().map(|k| (steps[k].start, steps[k].end)).collect()
+    stalls(steps, gpu).1.into_iter().map(|k| (steps[k].start, steps[k].end)).collect()
+}
+
+/// Start of the first GPU operation each step launched from its thread (a kernel, graph,
+/// copy or memset), `None` where it launched none: with the next step's, the step's span
+/// on the GPU.
+pub(crate) fn gpu_starts(trace: &Trace, index: &Index, steps: &[Instance]) -> Vec<Option<Ns>> {
+    steps
+        .iter()
+        .map(|s| {
+            let ev = &trace.lanes[index.api_lane(s.pid, s.tid)?].ev;
+            let from = ev.start.partition_point(|&t| t < s.start);
+            (from..ev.len())
+                .take_while(|&i| ev.start[i] < s.end)
+                .filter(|&i| !matches!(ApiKind::from_flags(ev.flags(i)), ApiKind::Other | ApiKind::Sync))
+                .find_map(|i| index.gpu_op_at(trace, s.pid, ev.corr(i)))
+                .map(|r| trace.lanes[r.lane as usize].ev.start[r.idx as usize])
+        })
+        .collect()
+}
+
+// Each step's span on the GPU (`gpu`: [`gpu_starts`]): from its first operation to the
+// next step's first; its host wall where either launched none.
+fn gpu_spans(steps: &[Instance], gpu: &[Option<Ns>]) -> Vec<Ns> {
+    (0..steps.len())
+        .map(|k| match (gpu.get(k).copied().flatten(), gpu.get(k + 1).copied().flatten()) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => steps[k].end - steps[k].start,
+        })
+        .collect()
 }
 
 // True when the idle of the long steps is work done every few steps: named by an NVTX
@@ -212,24 +247,30 @@ fn periodic_work(s: &Sum, phases: &[(String, Vec<Instance>)], steps: usize, step
     }
 }
 
-// The wall the stall steps `long` of the steady state take beyond the median step's.
-fn extra(steps: &[Instance], long: &[usize], steady_start: Ns) -> Ns {
-    let median = median_wall(steps);
-    long.iter().map(|&k| steps[k]).filter(|s| s.start >= steady_start).map(|s| (s.end - s.start - median).max(0)).sum()
+// The wall the stall steps `long` of the steady state take beyond the median step's, on
+// the host and on the GPU (`gpu`: [`gpu_starts`]) alike: the less of the two.
+fn extra(steps: &[Instance], gpu: &[Option<Ns>], long: &[usize], steady_start: Ns) -> Ns {
+    let walls: Vec<Ns> = steps.iter().map(|s| s.end - s.start).collect();
+    let spans = gpu_spans(steps, gpu);
+    let (median, on_gpu) = (median(&walls), median(&spans));
+    let beyond = |k: usize| (walls[k] - median).min(spans[k] - on_gpu).max(0);
+    long.iter().filter(|&&k| steps[k].start >= steady_start).map(|&k| beyond(k)).sum()
 }
 
-fn median_wall(steps: &[Instance]) -> Ns {
-    let mut walls: Vec<Ns> = steps.iter().map(|s| s.end - s.start).collect();
-    let k = (walls.len() - 1) / 2;
-    *walls.select_nth_unstable(k).1
+fn median(v: &[Ns]) -> Ns {
+    let mut v = v.to_vec();
+    let k = (v.len() - 1) / 2;
+    *v.select_nth_unstable(k).1
 }
 
-// The steps that are stalls (wall at least STALL_FACTOR times the median), when they
-// recur regularly, with their interval in steps.
-fn stalls(steps: &[Instance]) -> (Option<usize>, Vec<usize>) {
-    let median = median_wall(steps);
+// The steps that are stalls (at least STALL_FACTOR times the median step on the host and
+// on the GPU alike), when they recur regularly, with their interval in steps.
+fn stalls(steps: &[Instance], gpu: &[Option<Ns>]) -> (Option<usize>, Vec<usize>) {
+    let walls: Vec<Ns> = steps.iter().map(|s| s.end - s.start).collect();
+    let spans = gpu_spans(steps, gpu);
+    let (median, on_gpu) = (median(&walls).max(1), median(&spans).max(1));
     let long: Vec<usize> =
-        (0..steps.len()).filter(|&i| steps[i].end - steps[i].start >= STALL_FACTOR * median.max(1)).collect();
+        (0..steps.len()).filter(|&i| walls[i] >= STALL_FACTOR * median && spans[i] >= STALL_FACTOR * on_gpu).collect();
     match regular(&long) {
         Some(every) => (Some(every), long),
         None => (None, Vec::new()),
@@ -366,7 +407,7 @@ mod tests {
             gap(steps[4].start + 2, steps[4].start + 4, Cause::HostBusy, None),
             gap(eval_start + 10, eval_start + 40, Cause::HostBusy, Some("eval")),
         ];
-        let r = regions(&steps, w, &gaps, &phases, Some("step N"));
+        let r = regions(&steps, &[], w, &gaps, &phases, Some("step N"));
         let find = |k: RegionKind| r.iter().find(|r| r.kind == k).unwrap();
         let p = find(RegionKind::Periodic);
         assert_eq!((p.name.as_str(), p.every_steps, p.occurrences, p.idle_ns), ("checkpoint", Some(3), 2, 60));
@@ -380,7 +421,7 @@ mod tests {
         // The same idle in a phase that runs in every step is no work of its own: it stays
         // in the ordinary steps (the loader's workers delivering in turn).
         phases[0].1 = steps.clone();
-        let r = regions(&steps, w, &gaps, &phases, Some("step N"));
+        let r = regions(&steps, &[], w, &gaps, &phases, Some("step N"));
         assert!(r.iter().all(|r| r.kind != RegionKind::Periodic), "{r:?}");
         assert_eq!(r.iter().find(|r| r.kind == RegionKind::Steps).unwrap().idle_ns, 62);
     }
@@ -403,7 +444,7 @@ mod tests {
             stalls.iter().map(|s| gap(s.start + 30, s.start + 35, Cause::IoWait, Some("snapshot"))).collect();
         let phases = vec![("snapshot".to_string(), stalls.iter().map(|s| step(s.start + 5, s.end)).collect())];
         let w = Windows { steady_start: steps[1].start, steady_end: t };
-        let r = regions(&steps, w, &gaps, &phases, Some("step N"));
+        let r = regions(&steps, &[], w, &gaps, &phases, Some("step N"));
         let p = r.iter().find(|r| r.kind == RegionKind::Periodic).unwrap();
         assert_eq!(
             (p.name.as_str(), p.every_steps, p.idle_ns, p.extra_ns, p.cost_ns()),
@@ -415,6 +456,45 @@ mod tests {
         assert_eq!((&w.fix, w.saving_per_step_ns), (&super::super::Fix::LessOften, 90 / 14));
         // Ordinary steps and other regions have no extra wall.
         assert!(r.iter().filter(|r| r.kind != RegionKind::Periodic).all(|r| r.extra_ns == 0));
+        // The same snapshot on the GPU: each step's work starts 10 after the last (the
+        // host launches it at once), the snapshot steps' 30 later: long on both sides.
+        let mut at = Vec::new();
+        let mut g = 0;
+        for s in &steps {
+            at.push(Some(g));
+            g += s.end - s.start;
+        }
+        let win = Windows { steady_start: steps[1].start, steady_end: t };
+        let r = regions(&steps, &at, win, &gaps, &phases, Some("step N"));
+        let p = r.iter().find(|r| r.kind == RegionKind::Periodic).unwrap();
+        assert_eq!((p.every_steps, p.extra_ns), (Some(5), 90));
+    }
+
+    #[test]
+    fn steps_long_on_the_host_only_while_it_waits_for_queued_work_are_no_stall() {
+        // A host far ahead of the GPU: it launches a step's 10 of GPU work in 2, and in
+        // every fifth step syncs, waiting for all the work queued before (a host step of
+        // 40 or more), then runs 1 of Python while the GPU idles.
+        let (mut steps, mut at, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut t, mut free) = (0, 0);
+        for i in 0..15 {
+            let on_gpu = t.max(free);
+            free = on_gpu + 10;
+            let end = if i % 5 == 4 { free + 1 } else { t + 2 };
+            if i % 5 == 4 {
+                gaps.push(gap(free, end, Cause::SyncDrain, None));
+            }
+            steps.push(step(t, end));
+            at.push(Some(on_gpu));
+            t = end;
+        }
+        let w = Windows { steady_start: steps[1].start, steady_end: free };
+        // On the GPU those steps are 11 against 10: no stall.
+        let r = regions(&steps, &at, w, &gaps, &[], None);
+        assert!(r.iter().all(|r| r.kind == RegionKind::Steps), "{r:?}");
+        // Read from the host ranges alone, the waits made a stall every 5 steps.
+        let r = regions(&steps, &[], w, &gaps, &[], None);
+        assert!(r.iter().any(|r| r.kind == RegionKind::Periodic && r.every_steps == Some(5)), "{r:?}");
     }
 
     #[test]
@@ -439,7 +519,7 @@ mod tests {
             gaps.push(gap(s, s + 2, Cause::Unknown, Some(next)));
             gaps.push(gap(s + 5, s + 245, Cause::Unknown, Some("ProfilerStep#N")));
         }
-        let r = regions(&steps, w, &gaps, &phases, Some("ProfilerStep#N"));
+        let r = regions(&steps, &[], w, &gaps, &phases, Some("ProfilerStep#N"));
         assert_eq!(
             (r[0].kind, r[0].name.as_str(), r[0].every_steps, r[0].idle_ns),
             (RegionKind::Periodic, "unknown", Some(10), 484)
@@ -448,7 +528,7 @@ mod tests {
         for g in &mut gaps {
             g.phase = Some(next.to_string());
         }
-        let r = regions(&steps, w, &gaps, &phases, Some("ProfilerStep#N"));
+        let r = regions(&steps, &[], w, &gaps, &phases, Some("ProfilerStep#N"));
         assert!(r.iter().all(|r| r.kind != RegionKind::Periodic), "{r:?}");
     }
 }
