@@ -423,19 +423,21 @@ fn habitual_gil_ns(
     me: (u32, u32),
     waits: &[host::GilWait],
 ) -> (Ns, Option<host::GilWait>) {
-    let habit = |name| waits.iter().find(|w| w.name == name).copied();
-    let in_habit = |ev: &crate::model::Events, k: usize| {
-        habit(ev.name[k]).is_some()
-            && (ev.end(k) - ev.start[k] < host::BACKTRACE_MIN_NS || ev.flags(k) & crate::model::OSRT_GIL != 0)
+    // One pass per wait: a thread is in one call at a time, so the waits' times add up.
+    let short_or_gil = |ev: &crate::model::Events, k: usize| {
+        ev.end(k) - ev.start[k] < host::BACKTRACE_MIN_NS || ev.flags(k) & crate::model::OSRT_GIL != 0
     };
-    let ns = host::off_cpu_in_calls(trace, ix, me, (g.start, g.end), in_habit);
-    let top = waits
+    let per: Vec<(Ns, host::GilWait)> = waits
         .iter()
-        .max_by_key(|w| {
-            host::off_cpu_in_calls(trace, ix, me, (g.start, g.end), |ev, k| ev.name[k] == w.name && in_habit(ev, k))
+        .map(|w| {
+            let ns = host::off_cpu_in_calls(trace, ix, me, (g.start, g.end), |ev, k| {
+                ev.name[k] == w.name && short_or_gil(ev, k)
+            });
+            (ns, *w)
         })
-        .copied();
-    (ns, top.filter(|_| ns > 0))
+        .collect();
+    let top = per.iter().filter(|p| p.0 > 0).max_by_key(|p| p.0).map(|p| p.1);
+    (per.iter().map(|p| p.0).sum(), top)
 }
 
 // OpenMP's runtime holds the most samples of thread `who` in the gap (at least
